@@ -1,0 +1,31 @@
+"""Routing plug-ins by spec name; one module per algorithm, imported on demand."""
+
+from __future__ import annotations
+
+import importlib
+
+from scotbed.broker.routing.base import BrokerView, RoutingAlgorithm
+
+ALGORITHMS: dict[str, str] = {
+    "flooding": "scotbed.broker.routing.flooding:Flooding",
+    "rpf": "scotbed.broker.routing.rpf:ReversePathForwarding",
+    "bid": "scotbed.broker.routing.bid:BidRouting",
+    "snr": "scotbed.broker.routing.octopis:StaticNotificationRouting",
+    "dnr": "scotbed.broker.routing.octopis:DynamicNotificationRouting",
+}
+
+
+def algorithm_class(name: str) -> type[RoutingAlgorithm]:
+    try:
+        target = ALGORITHMS[name]
+    except KeyError:
+        raise ValueError(
+            f"routing algorithm {name!r} is not implemented; available: {', '.join(ALGORITHMS)}"
+        ) from None
+    module, cls = target.split(":")
+    algo: type[RoutingAlgorithm] = getattr(importlib.import_module(module), cls)
+    return algo
+
+
+def make_algorithm(name: str, view: BrokerView) -> RoutingAlgorithm:
+    return algorithm_class(name)(view)

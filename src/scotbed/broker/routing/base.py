@@ -1,0 +1,165 @@
+"""The routing plug-in interface.
+
+A routing algorithm is pure: it sees its broker only through a
+:class:`BrokerView` (identity, neighbours with kinds and types, the link status
+table, a matcher factory) and answers every message with a :class:`Decision`:
+which copies go to which next hop, which local subscriptions get the
+notification, and how long matching took. The broker runtime does all I/O;
+the same plug-ins run unchanged in the in-process simulator
+(:mod:`scotbed.broker.sim`), which is how exact message counts are proved.
+
+``from_hop`` is the neighbour a message came from, or ``None`` when it came
+from a local client (subscriber or publisher) of this broker.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Hashable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
+
+from scotbed.config import NeighbourConfig
+from scotbed.filters import Filter
+from scotbed.matching import Matcher
+from scotbed.messages import (
+    Message,
+    Publication,
+    Subscription,
+    SubState,
+    Unsubscription,
+)
+
+LOCAL = ""  # the last hop of a subscription whose subscriber is attached to this broker
+
+
+@dataclass(slots=True)
+class Forward:
+    hop: str
+    msg: Message
+
+
+@dataclass(slots=True)
+class Decision:
+    forwards: list[Forward] = field(default_factory=list)
+    deliver: list[str] = field(default_factory=list)  # local sub_ids that receive a notification
+    match_us: float | None = None  # time spent matching; None when this broker did not match
+    stored: bool = False  # a subscription was stored (or an unsubscription removed state) here
+    duplicate: bool = False  # the message was recognised as a duplicate and dropped
+
+
+@dataclass(frozen=True, slots=True)
+class LinkState:
+    """One row of the link status table (OctopiS LST)."""
+
+    ce: float = 0.0  # congestion element In/Out of the last window
+    queue_len: int = 0  # envelopes waiting in the output queue
+    overloaded: bool = False
+
+
+class BrokerView(Protocol):
+    """What a routing plug-in may know of its broker: nothing global."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def vertex(self) -> str: ...
+    @property
+    def cluster(self) -> int: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def clusters(self) -> int: ...
+    @property
+    def neighbours(self) -> Mapping[str, NeighbourConfig]: ...
+    @property
+    def params(self) -> Mapping[str, Any]: ...
+
+    def link_state(self, neighbour: str) -> LinkState: ...
+
+    def make_matcher(self) -> Matcher: ...
+
+
+@dataclass(slots=True)
+class Entry:
+    """A routing-table row: {filter, last hop, CBV} plus what the logs need."""
+
+    sub_id: str
+    filter: Filter
+    last_hop: str
+    host_broker: str
+    cbv: int = 0
+    state: SubState = SubState.UNSPECIFIED
+
+
+class RoutingTable:
+    """Entries under caller-chosen keys, indexed by a matching engine."""
+
+    def __init__(self, matcher: Matcher) -> None:
+        self._matcher = matcher
+        self.entries: dict[Hashable, Entry] = {}
+
+    def add(self, key: Hashable, entry: Entry) -> None:
+        self.entries[key] = entry
+        self._matcher.add(key, entry.filter)
+
+    def remove(self, key: Hashable) -> Entry | None:
+        entry = self.entries.pop(key, None)
+        if entry is not None:
+            self._matcher.remove(key)
+        return entry
+
+    def get(self, key: Hashable) -> Entry | None:
+        return self.entries.get(key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.entries
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def match(self, attrs: Mapping[str, Any]) -> tuple[list[Entry], float]:
+        """Matching entries and the matching time in microseconds."""
+        t0 = time.perf_counter_ns()
+        keys = self._matcher.match(attrs)
+        us = (time.perf_counter_ns() - t0) / 1000.0
+        return [self.entries[k] for k in keys], us
+
+    def values(self) -> Iterable[Entry]:
+        return self.entries.values()
+
+
+class RoutingAlgorithm(ABC):
+    """Base of every routing plug-in; one module per algorithm."""
+
+    name: ClassVar[str]
+    #: the overlay must be acyclic (a tree, m = 1)
+    requires_acyclic: ClassVar[bool] = False
+    #: the overlay must be a clustered SCOT with m >= 2
+    requires_clusters: ClassVar[bool] = False
+
+    def __init__(self, view: BrokerView) -> None:
+        self.view = view
+        self.table = RoutingTable(view.make_matcher())
+
+    @abstractmethod
+    def on_subscription(self, sub: Subscription, from_hop: str | None) -> Decision: ...
+
+    @abstractmethod
+    def on_unsubscription(self, unsub: Unsubscription, from_hop: str | None) -> Decision: ...
+
+    @abstractmethod
+    def on_publication(self, pub: Publication, from_hop: str | None) -> Decision: ...
+
+    def table_size(self) -> int:
+        return len(self.table)
+
+    def entries(self) -> list[Entry]:
+        return list(self.table.values())
+
+    def local_deliveries(self, matched: Iterable[Entry]) -> list[str]:
+        return [e.sub_id for e in matched if e.last_hop == LOCAL]
+
+    def other_neighbours(self, from_hop: str | None) -> list[str]:
+        return [n for n in self.view.neighbours if n != from_hop]

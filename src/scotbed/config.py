@@ -1,0 +1,231 @@
+"""Per-broker configuration: what the orchestrator writes and the broker reads.
+
+One JSON document per broker, or all of them in one file as
+``{"schema_version": 1, "brokers": [doc, ...]}``. The broker gets the file and
+its own id (``--id``). Units are in the field names or their comments.
+Unknown fields are errors, so a typo never silently changes an experiment.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import MISSING, asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Literal, get_args, get_origin, get_type_hints
+
+SCHEMA_VERSION = 1
+
+ROUTING_ALGORITHMS = (
+    "flooding",
+    "rpf",
+    "covering-active",
+    "covering-lazy",
+    "covering-packing",
+    "selective-pruning",
+    "bid",
+    "snr",
+    "dnr",
+    "link-matching",
+)
+MATCHING_ENGINES = ("naive", "counting", "pst")
+
+
+class ConfigError(ValueError):
+    """A broker configuration that cannot be used; the message names the field path."""
+
+
+@dataclass(frozen=True)
+class NeighbourConfig:
+    id: str
+    kind: Literal["primary", "secondary"]  # primary: aCOL, secondary: iCOL
+    type: Literal["edge", "inner"]
+    cluster: int
+    region: str
+    address: str  # host:port of the neighbour's gRPC server
+    capacity_msgs_per_s: float | None = None  # None: the broker's default link capacity
+
+
+@dataclass(frozen=True)
+class CongestionConfig:
+    """DNR's congestion detection (OctopiS Eq. 3)."""
+
+    window_ms: float = 50.0  # Δt: the CE window
+    ce_threshold: float = 1.0  # overloaded when CE = In/Out exceeds this
+    queue_threshold: int = 50  # ... or when the output queue is longer than this (envelopes)
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    path: str = "-"  # JSONL event log; "-" = stdout; a ".gz" suffix compresses
+    buffer_events: int = 4096  # events kept in memory before a write
+    flush_interval_ms: float = 200.0
+    sample_interval_ms: float = 250.0  # period of `queue` and `table` samples; 0 = off
+
+
+@dataclass(frozen=True)
+class LimitsConfig:
+    max_message_bytes: int = 4 * 1024 * 1024
+    max_batch_envelopes: int = 256  # envelopes per link batch
+    max_link_backlog: int = 100_000  # envelopes queued for a link before overflow drops
+    redial_initial_ms: float = 50.0
+    redial_max_ms: float = 2000.0
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    id: str
+    vertex: str  # G_A coordinate (region index)
+    index: int  # K_m coordinate (cluster index)
+    type: Literal["edge", "inner"]
+    listen: str  # host:port to bind; port 0 = any free port (reported on stdout)
+    neighbours: tuple[NeighbourConfig, ...] = ()
+    clusters: int = 1  # m, the width of a CBV
+    routing: str = "rpf"
+    routing_params: dict[str, Any] = field(default_factory=dict)
+    matching: str = "counting"
+    link_capacity_msgs_per_s: float = 0.0  # default for every link; 0 = unlimited
+    congestion: CongestionConfig = field(default_factory=CongestionConfig)
+    log: LogConfig = field(default_factory=LogConfig)
+    limits: LimitsConfig = field(default_factory=LimitsConfig)
+    run_id: str = ""
+    prometheus_port: int | None = None  # None = no metrics endpoint
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def cluster(self) -> int:
+        return self.index
+
+    @property
+    def region(self) -> str:
+        return self.vertex
+
+    def neighbour(self, nid: str) -> NeighbourConfig:
+        for n in self.neighbours:
+            if n.id == nid:
+                return n
+        raise KeyError(nid)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, doc: Any, where: str = "broker") -> BrokerConfig:
+        cfg = _build(cls, doc, where)
+        assert isinstance(cfg, BrokerConfig)
+        cfg.check(where)
+        return cfg
+
+    def check(self, where: str = "broker") -> None:
+        if self.schema_version != SCHEMA_VERSION:
+            raise ConfigError(
+                f"{where}.schema_version: {self.schema_version} is not supported (expected {SCHEMA_VERSION})"
+            )
+        if self.routing not in ROUTING_ALGORITHMS:
+            raise ConfigError(
+                f"{where}.routing: unknown algorithm {self.routing!r}; "
+                f"allowed: {', '.join(ROUTING_ALGORITHMS)}"
+            )
+        if self.matching not in MATCHING_ENGINES:
+            raise ConfigError(
+                f"{where}.matching: unknown engine {self.matching!r}; allowed: {', '.join(MATCHING_ENGINES)}"
+            )
+        if not 0 <= self.index < max(self.clusters, 1):
+            raise ConfigError(f"{where}.index: {self.index} outside 0..{self.clusters - 1}")
+        if self.link_capacity_msgs_per_s < 0:
+            raise ConfigError(
+                f"{where}.link_capacity_msgs_per_s: must be >= 0, got {self.link_capacity_msgs_per_s}"
+            )
+        if ":" not in self.listen:
+            raise ConfigError(f"{where}.listen: expected host:port, got {self.listen!r}")
+        seen = set()
+        for k, n in enumerate(self.neighbours):
+            if n.id in seen or n.id == self.id:
+                raise ConfigError(f"{where}.neighbours[{k}].id: {n.id!r} is a duplicate or the broker itself")
+            seen.add(n.id)
+            if n.capacity_msgs_per_s is not None and n.capacity_msgs_per_s < 0:
+                raise ConfigError(f"{where}.neighbours[{k}].capacity_msgs_per_s: must be >= 0")
+        if self.congestion.window_ms <= 0:
+            raise ConfigError(f"{where}.congestion.window_ms: must be > 0")
+
+
+def _build(tp: Any, value: Any, where: str) -> Any:
+    """Typed construction of the frozen dataclasses above, with errors that name the path."""
+    origin = get_origin(tp)
+    args = get_args(tp)
+    if hasattr(tp, "__dataclass_fields__"):
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: expected an object, got {type(value).__name__}")
+        hints = get_type_hints(tp)
+        names = {f.name for f in fields(tp)}
+        unknown = sorted(set(value) - names)
+        if unknown:
+            raise ConfigError(f"{where}: unknown field(s) {', '.join(unknown)}")
+        kwargs = {}
+        for f in fields(tp):
+            if f.name in value:
+                kwargs[f.name] = _build(hints[f.name], value[f.name], f"{where}.{f.name}")
+            elif f.default is MISSING and f.default_factory is MISSING:
+                raise ConfigError(f"{where}.{f.name}: required field is missing")
+        return tp(**kwargs)
+    if origin is tuple:
+        if not isinstance(value, list | tuple):
+            raise ConfigError(f"{where}: expected a list, got {type(value).__name__}")
+        return tuple(_build(args[0], v, f"{where}[{k}]") for k, v in enumerate(value))
+    if origin is Literal:
+        if value not in args:
+            raise ConfigError(f"{where}: {value!r} is not one of {', '.join(map(repr, args))}")
+        return value
+    if origin is dict or tp is Any:
+        if origin is dict and not isinstance(value, dict):
+            raise ConfigError(f"{where}: expected an object, got {type(value).__name__}")
+        return value
+    if args and type(None) in args:  # Optional[X]
+        if value is None:
+            return None
+        inner = next(a for a in args if a is not type(None))
+        return _build(inner, value, where)
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"{where}: expected a number, got {value!r}")
+        return float(value)
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{where}: expected an integer, got {value!r}")
+        return value
+    if tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{where}: expected a string, got {value!r}")
+        return value
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: expected true or false, got {value!r}")
+        return value
+    raise ConfigError(f"{where}: unsupported type {tp!r}")
+
+
+def dump_all(configs: list[BrokerConfig]) -> dict[str, Any]:
+    return {"schema_version": SCHEMA_VERSION, "brokers": [c.to_json() for c in configs]}
+
+
+def load(path: str | Path, broker_id: str | None = None) -> BrokerConfig:
+    """Read one broker's config from a single-broker or an all-brokers file."""
+    p = Path(path)
+    try:
+        doc = json.loads(p.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{p}: no such file") from None
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{p}:{e.lineno}:{e.colno}: not valid JSON: {e.msg}") from None
+    if isinstance(doc, dict) and "brokers" in doc:
+        docs = doc["brokers"]
+        if not isinstance(docs, list):
+            raise ConfigError(f"{p}: 'brokers' must be a list")
+        for k, d in enumerate(docs):
+            if isinstance(d, dict) and d.get("id") == broker_id:
+                return BrokerConfig.from_json(d, f"{p}:brokers[{k}]")
+        ids = [d.get("id") for d in docs if isinstance(d, dict)]
+        raise ConfigError(f"{p}: no broker with id {broker_id!r}; the file has {ids}")
+    cfg = BrokerConfig.from_json(doc, str(p))
+    if broker_id is not None and cfg.id != broker_id:
+        raise ConfigError(f"{p}.id: the file is for {cfg.id!r}, not {broker_id!r}")
+    return cfg
