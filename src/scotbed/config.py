@@ -229,3 +229,49 @@ def load(path: str | Path, broker_id: str | None = None) -> BrokerConfig:
     if broker_id is not None and cfg.id != broker_id:
         raise ConfigError(f"{p}.id: the file is for {cfg.id!r}, not {broker_id!r}")
     return cfg
+
+
+def build_configs(
+    scot: Any,
+    addresses: dict[str, str],
+    listen: dict[str, str] | None = None,
+    log_paths: dict[str, str] | None = None,
+    **common: Any,
+) -> list[BrokerConfig]:
+    """One config per broker of ``scot`` (a :class:`scotbed.topology.Scot`).
+
+    ``addresses`` maps every broker id to the host:port its neighbours dial;
+    ``listen`` (default: the same address) is what the broker binds;
+    ``log_paths`` gives each broker's event log; ``common`` sets the other
+    BrokerConfig fields (routing, matching, congestion, ...) for all brokers.
+    """
+    if isinstance(common.get("congestion"), dict):
+        common["congestion"] = _build(CongestionConfig, common["congestion"], "congestion")
+    if isinstance(common.get("limits"), dict):
+        common["limits"] = _build(LimitsConfig, common["limits"], "limits")
+    log_base = common.pop("log", LogConfig())
+    if isinstance(log_base, dict):
+        log_base = _build(LogConfig, log_base, "log")
+    out = []
+    for b in scot.brokers:
+        neighbours = tuple(
+            NeighbourConfig(n.id, n.kind, n.type, n.cluster, n.region, addresses[n.id])
+            for n in scot.neighbours(b.id)
+        )
+        log = log_base
+        if log_paths is not None:
+            log = LogConfig(**{**asdict(log_base), "path": log_paths[b.id]})
+        cfg = BrokerConfig(
+            id=b.id,
+            vertex=b.vertex,
+            index=b.index,
+            type=b.type,
+            listen=(listen or addresses)[b.id],
+            neighbours=neighbours,
+            clusters=scot.m,
+            log=log,
+            **common,
+        )
+        cfg.check(b.id)
+        out.append(cfg)
+    return out
