@@ -1,0 +1,36 @@
+# scotbed — the README's two commands are `make demo` and `make test`.
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+
+.PHONY: setup demo test test-fast lint proto image clean
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[all]'
+	$(BIN)/python -m scotbed.java --ensure
+	touch $@
+
+demo: setup
+	$(BIN)/scotbed run experiments/quickstart.yaml
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+test: setup lint
+	$(BIN)/pytest -q -ra
+
+test-fast: setup
+	$(BIN)/pytest -q -m "not slow and not docker and not spark"
+
+proto: setup
+	$(BIN)/python -m grpc_tools.protoc -Isrc --python_out=src --pyi_out=src --grpc_python_out=src src/scotbed/v1/scotbed.proto
+
+clean:
+	rm -rf build dist .pytest_cache .mypy_cache .ruff_cache
