@@ -1,0 +1,123 @@
+"""From a spec and an overlay to what gets deployed: broker configs and client placement.
+
+Pure: addresses, listen addresses and log paths come from the caller (each
+backend knows its own), so the same plan serves local processes, compose
+and Kubernetes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from scotbed import topology as topo
+from scotbed.config import BrokerConfig, build_configs
+from scotbed.orchestrator.spec import Spec, SpecError
+
+
+def make_run_id(name: str, when: datetime | None = None, token: str | None = None) -> str:
+    """``<name>-<UTC yyyymmddThhmmss>-<8 hex>`` (DESIGN §5); at most 63 characters for a 38-character name,
+    so it fits a Kubernetes label value."""
+    when = when or datetime.now(UTC)
+    return f"{name}-{when.astimezone(UTC):%Y%m%dT%H%M%S}-{token or secrets.token_hex(4)}"
+
+
+def scaled_capacity(capacity: float, time_scale: float) -> float:
+    """A link capacity slowed down with the rest of the experiment; 0 (unlimited) stays 0."""
+    return capacity / time_scale if capacity > 0 else 0.0
+
+
+def broker_configs(
+    spec: Spec,
+    scot: topo.Scot,
+    addresses: Mapping[str, str],
+    *,
+    listen: Mapping[str, str] | None = None,
+    log_paths: Mapping[str, str] | None = None,
+    run_id: str = "",
+    prometheus_port: int | None = None,
+) -> list[BrokerConfig]:
+    """One :class:`BrokerConfig` per broker. Link capacities are divided by workload.time_scale;
+    the per-kind overrides (aCOL/iCOL) become per-neighbour capacities."""
+    links = spec.links
+    ts = spec.workload.time_scale
+    configs = build_configs(
+        scot,
+        dict(addresses),
+        listen=dict(listen) if listen is not None else None,
+        log_paths=dict(log_paths) if log_paths is not None else None,
+        routing=spec.routing,
+        routing_params=dict(spec.routing_params),
+        matching=spec.matching,
+        link_capacity_msgs_per_s=scaled_capacity(links.capacity_msgs_per_s, ts),
+        congestion=spec.congestion.model_dump(),
+        run_id=run_id,
+        prometheus_port=prometheus_port,
+    )
+    per_kind = {"primary": links.acol_capacity_msgs_per_s, "secondary": links.icol_capacity_msgs_per_s}
+    if all(v is None for v in per_kind.values()):
+        return configs
+    out = []
+    for cfg in configs:
+        neighbours = tuple(
+            n
+            if per_kind[n.kind] is None
+            else dataclasses.replace(n, capacity_msgs_per_s=scaled_capacity(per_kind[n.kind] or 0.0, ts))
+            for n in cfg.neighbours
+        )
+        out.append(dataclasses.replace(cfg, neighbours=neighbours))
+    return out
+
+
+@dataclass(frozen=True)
+class ClientPlan:
+    """Host broker of every client: ``sub-<k>``, ``pub-<k>`` and, with an HRP, ``hrp``."""
+
+    subscribers: dict[str, str]
+    publishers: dict[str, str]
+    hrp: dict[str, str]
+
+    def all(self) -> dict[str, str]:
+        return {**self.subscribers, **self.publishers, **self.hrp}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"subscribers": self.subscribers, "publishers": self.publishers, "hrp": self.hrp}
+
+
+def client_ids(spec: Spec) -> tuple[list[str], list[str], list[str]]:
+    w = spec.workload
+    return (
+        [f"sub-{k}" for k in range(w.subscribers)],
+        [f"pub-{k}" for k in range(w.publishers)],
+        ["hrp"] if w.hrp is not None else [],
+    )
+
+
+def client_plan(spec: Spec, scot: topo.Scot) -> ClientPlan:
+    """Seeded placement of every client (scotbed.topology.placement). Subscribers, publishers and
+    the HRP draw from separate seeds, so adding publishers does not move the subscribers."""
+    p = spec.workload.placement
+    groups = client_ids(spec)
+    placed = []
+    for offset, clients in enumerate(groups):
+        explicit = None
+        if p.mode == "explicit":
+            explicit = {c: b for c, b in (p.brokers or {}).items() if c in clients}
+        try:
+            placed.append(topo.placement(scot, clients, p.mode, spec.seed * 3 + offset, explicit, p.clusters))
+        except topo.TopologyError as e:
+            raise SpecError(f"workload.placement: {str(e).removeprefix('placement: ')}") from None
+    if p.mode == "explicit":
+        known = {c for g in groups for c in g}
+        extra = sorted(set(p.brokers or {}) - known)
+        if extra:
+            raise SpecError(
+                f"workload.placement.brokers: {', '.join(extra)} not a client of this workload; "
+                f"clients are sub-0..sub-{len(groups[0]) - 1}, pub-0..pub-{len(groups[1]) - 1}"
+                + (", hrp" if groups[2] else "")
+            )
+    return ClientPlan(*placed)

@@ -1,0 +1,113 @@
+"""A compose file for one run, as a dict (writing it is :mod:`scotbed.orchestrator.render`).
+
+One service per broker (service name = hostname = broker id) on the run's own
+bridge network; ``brokers.json`` is bind-mounted read-only next to the
+compose file and every broker writes its event log into one bind-mounted
+folder, so the run directory collects the logs without a copy step. Resource
+limits are given both as ``deploy.resources.limits`` (compose v2) and
+``cpus``/``mem_limit`` (docker-compose v1), with equal values so both accept
+them. The file carries no ``version:`` key (the compose specification).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from scotbed import topology as topo
+from scotbed.config import BrokerConfig
+from scotbed.orchestrator.plan import broker_configs
+from scotbed.orchestrator.spec import Spec
+
+DEFAULT_IMAGE = "scotbed-broker:0.1.0"
+DEFAULT_PORT = 50051
+CONFIG_PATH = "/etc/scotbed/brokers.json"
+EVENTS_DIR = "/var/log/scotbed"
+NETWORK = "overlay"
+
+
+@dataclass(frozen=True)
+class Limits:
+    cpus: float = 1.0
+    memory: str = "512M"  # same string in mem_limit and deploy.resources.limits.memory
+
+
+def compose_broker_configs(spec: Spec, scot: topo.Scot, run_id: str, port: int) -> list[BrokerConfig]:
+    """Broker configs as the containers see them: service-name addresses, logs in the events folder."""
+    addresses = {b.id: f"{b.id}:{port}" for b in scot.brokers}
+    listen = {b.id: f"0.0.0.0:{port}" for b in scot.brokers}
+    logs = {b.id: f"{EVENTS_DIR}/{b.id}.jsonl" for b in scot.brokers}
+    return broker_configs(spec, scot, addresses, listen=listen, log_paths=logs, run_id=run_id)
+
+
+def _service(
+    cfg: BrokerConfig,
+    run_id: str,
+    image: str,
+    port: int,
+    limits: Limits,
+    config_file: str,
+    events_dir: str,
+    user: str | None,
+) -> dict[str, Any]:
+    svc: dict[str, Any] = {
+        "image": image,
+        "hostname": cfg.id,
+        "command": ["python", "-m", "scotbed.broker", "--config", CONFIG_PATH, "--id", cfg.id],
+        "environment": {"PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"},
+        "labels": {
+            "scotbed.io/run-id": run_id,
+            "scotbed.io/broker": cfg.id,
+            "scotbed.io/cluster": str(cfg.cluster),
+            "scotbed.io/region": cfg.region,
+        },
+        "networks": [NETWORK],
+        "volumes": [f"{config_file}:{CONFIG_PATH}:ro", f"{events_dir}:{EVENTS_DIR}"],
+        "healthcheck": {
+            "test": ["CMD", "python", "-m", "scotbed.broker.health", f"127.0.0.1:{port}"],
+            "interval": "2s",
+            "timeout": "2s",
+            "retries": 15,
+            "start_period": "5s",
+        },
+        "read_only": True,
+        "tmpfs": ["/tmp"],
+        "cap_drop": ["ALL"],
+        "security_opt": ["no-new-privileges:true"],
+        "restart": "no",
+        "cpus": limits.cpus,
+        "mem_limit": limits.memory,
+        "deploy": {"resources": {"limits": {"cpus": str(limits.cpus), "memory": limits.memory}}},
+    }
+    if user is not None:
+        svc["user"] = user
+    return svc
+
+
+def render_compose(
+    spec: Spec,
+    scot: topo.Scot,
+    run_id: str,
+    *,
+    image: str = DEFAULT_IMAGE,
+    port: int = DEFAULT_PORT,
+    limits: Limits = Limits(),
+    config_file: str = "./brokers.json",
+    events_dir: str = "./events",
+    user: str | None = None,
+    extra_services: Mapping[str, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The compose document. ``config_file`` and ``events_dir`` are host paths, relative to the compose
+    file's folder; ``user`` ("uid:gid") makes the event logs belong to the caller on Linux;
+    ``extra_services`` (e.g. Locust) join the same network when they name none."""
+    configs = compose_broker_configs(spec, scot, run_id, port)
+    services = {
+        c.id: _service(c, run_id, image, port, limits, config_file, events_dir, user) for c in configs
+    }
+    for name, svc in (extra_services or {}).items():
+        services[name] = {"networks": [NETWORK], **svc}
+    return {
+        "services": services,
+        "networks": {NETWORK: {"driver": "bridge", "labels": {"scotbed.io/run-id": run_id}}},
+    }

@@ -1,0 +1,260 @@
+"""Kubernetes manifests for one run, as plain dicts (writing them is :mod:`scotbed.orchestrator.render`).
+
+Objects, in apply order: Namespace, ConfigMap (all broker configs in one
+``brokers.json``), headless Service, NetworkPolicy, one Pod per broker, then
+``extra_objects`` (the workload's Locust master/worker Jobs: give their pods
+:func:`run_labels` so the NetworkPolicy admits them).
+
+Broker ``b-a-0`` is reachable at ``b-a-0.<service>.<namespace>.svc:<port>``
+(Pod ``hostname`` + ``subdomain`` on the headless Service, which publishes
+not-ready addresses so neighbours resolve each other while starting).
+Pods never restart (``restartPolicy: Never``): a broker that lost its routing
+state would silently corrupt the measurements, so a crash fails the run.
+Required pod anti-affinity keeps each broker off the node of every primary and
+secondary neighbour, so no link is a loopback; that needs
+``Scot.chromatic_need()`` nodes, see :func:`anti_affinity_warning`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from scotbed import topology as topo
+from scotbed.config import BrokerConfig, dump_all
+from scotbed.orchestrator.plan import broker_configs
+from scotbed.orchestrator.spec import Spec
+
+LABEL_RUN = "scotbed.io/run-id"
+LABEL_BROKER = "scotbed.io/broker"
+LABEL_CLUSTER = "scotbed.io/cluster"
+LABEL_REGION = "scotbed.io/region"
+LABEL_COMPONENT = "app.kubernetes.io/component"
+SERVICE = "brokers"
+CONFIG_DIR = "/etc/scotbed"
+CONFIG_FILE = f"{CONFIG_DIR}/brokers.json"
+EVENTS_DIR = "/var/log/scotbed"
+DEFAULT_IMAGE = "scotbed-broker:0.1.0"
+DEFAULT_PORT = 50051
+#: the broker image's unprivileged user (broker-image/Dockerfile)
+BROKER_UID = 10001
+#: the newest schema version the tests validate against
+KUBERNETES_VERSION = "1.31"
+
+
+@dataclass(frozen=True)
+class Resources:
+    """Per-broker container resources (Kubernetes quantities)."""
+
+    cpu_request: str = "100m"
+    cpu_limit: str = "1"
+    memory_request: str = "128Mi"
+    memory_limit: str = "512Mi"
+    events_size_limit: str = "1Gi"  # emptyDir that holds the broker's event log
+
+
+def namespace_for(run_id: str) -> str:
+    """A DNS label (<= 63, lowercase) for the run; the run id's random suffix keeps it unique."""
+    ns = "scotbed-" + run_id.lower()
+    if len(ns) > 63:
+        ns = ns[:54].rstrip("-") + "-" + run_id.lower()[-8:]
+    return ns
+
+
+def run_labels(run_id: str) -> dict[str, str]:
+    """Labels every pod of the run carries; the NetworkPolicy admits exactly these pods."""
+    return {"app.kubernetes.io/name": "scotbed", LABEL_RUN: run_id}
+
+
+def broker_address(broker: str, namespace: str, port: int = DEFAULT_PORT) -> str:
+    return f"{broker}.{SERVICE}.{namespace}.svc:{port}"
+
+
+def anti_affinity_warning(scot: topo.Scot, nodes: int, preferred: bool = False) -> str | None:
+    """A warning when ``nodes`` cannot keep every broker apart from its neighbours."""
+    need = scot.chromatic_need()
+    if nodes >= need:
+        return None
+    if preferred:
+        return (
+            f"{nodes} node(s) < {need} needed to separate every broker from its neighbours; "
+            "preferred anti-affinity will co-locate some neighbours (their links become node-local)"
+        )
+    return (
+        f"{nodes} node(s) < {need} needed by the required anti-affinity: some broker pods will stay "
+        "Pending; use --preferred-anti-affinity or add nodes"
+    )
+
+
+def _anti_affinity(run_id: str, neighbours: list[str], preferred: bool) -> dict[str, Any]:
+    term = {
+        "labelSelector": {
+            "matchExpressions": [
+                {"key": LABEL_RUN, "operator": "In", "values": [run_id]},
+                {"key": LABEL_BROKER, "operator": "In", "values": neighbours},
+            ]
+        },
+        "topologyKey": "kubernetes.io/hostname",
+    }
+    if preferred:
+        return {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "podAffinityTerm": term}]}
+    return {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
+
+
+def _pod(
+    cfg: BrokerConfig, run_id: str, namespace: str, image: str, port: int, res: Resources, preferred: bool
+) -> dict[str, Any]:
+    labels = {
+        **run_labels(run_id),
+        LABEL_COMPONENT: "broker",
+        LABEL_BROKER: cfg.id,
+        LABEL_CLUSTER: str(cfg.cluster),
+        LABEL_REGION: cfg.region,
+    }
+    probe_grpc = {"grpc": {"port": port}}
+    container = {
+        "name": "broker",
+        "image": image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": [
+            "python",
+            "-m",
+            "scotbed.broker",
+            "--config",
+            f"{CONFIG_DIR}/brokers.json",
+            "--id",
+            cfg.id,
+        ],
+        "ports": [{"name": "grpc", "containerPort": port, "protocol": "TCP"}],
+        "env": [
+            {"name": "PYTHONUNBUFFERED", "value": "1"},
+            {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
+        ],
+        "readinessProbe": {**probe_grpc, "periodSeconds": 2, "timeoutSeconds": 2, "failureThreshold": 3},
+        "livenessProbe": {
+            **probe_grpc,
+            "initialDelaySeconds": 10,
+            "periodSeconds": 10,
+            "timeoutSeconds": 5,
+            "failureThreshold": 6,
+        },
+        "resources": {
+            "requests": {"cpu": res.cpu_request, "memory": res.memory_request},
+            "limits": {"cpu": res.cpu_limit, "memory": res.memory_limit},
+        },
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": BROKER_UID,
+            "runAsGroup": BROKER_UID,
+            "readOnlyRootFilesystem": True,
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "volumeMounts": [
+            {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
+            {"name": "events", "mountPath": EVENTS_DIR},
+            {"name": "tmp", "mountPath": "/tmp"},
+        ],
+    }
+    neighbours = [n.id for n in cfg.neighbours]
+    spec: dict[str, Any] = {
+        "hostname": cfg.id,
+        "subdomain": SERVICE,
+        "restartPolicy": "Never",
+        "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
+        "terminationGracePeriodSeconds": 15,
+        "securityContext": {"runAsNonRoot": True, "fsGroup": BROKER_UID},
+        "containers": [container],
+        "volumes": [
+            {"name": "config", "configMap": {"name": "scotbed-brokers"}},
+            {"name": "events", "emptyDir": {"sizeLimit": res.events_size_limit}},
+            {"name": "tmp", "emptyDir": {"medium": "Memory", "sizeLimit": "64Mi"}},
+        ],
+    }
+    if neighbours:
+        spec["affinity"] = {"podAntiAffinity": _anti_affinity(run_id, neighbours, preferred)}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": cfg.id, "namespace": namespace, "labels": labels},
+        "spec": spec,
+    }
+
+
+def k8s_broker_configs(
+    spec: Spec, scot: topo.Scot, run_id: str, namespace: str, port: int
+) -> list[BrokerConfig]:
+    """Broker configs as the pods see them: DNS addresses, event logs in the events emptyDir."""
+    addresses = {b.id: broker_address(b.id, namespace, port) for b in scot.brokers}
+    listen = {b.id: f"0.0.0.0:{port}" for b in scot.brokers}
+    logs = {b.id: f"{EVENTS_DIR}/{b.id}.jsonl" for b in scot.brokers}
+    return broker_configs(spec, scot, addresses, listen=listen, log_paths=logs, run_id=run_id)
+
+
+def render_k8s(
+    spec: Spec,
+    scot: topo.Scot,
+    run_id: str,
+    *,
+    image: str = DEFAULT_IMAGE,
+    namespace: str | None = None,
+    port: int = DEFAULT_PORT,
+    preferred_anti_affinity: bool = False,
+    resources: Resources = Resources(),
+    extra_objects: Sequence[dict[str, Any]] = (),
+) -> list[dict[str, Any]]:
+    """Every object of the run in apply order; ``extra_objects`` (e.g. Locust Jobs) come last and
+    get the run's namespace when they have none."""
+    ns = namespace or namespace_for(run_id)
+    configs = k8s_broker_configs(spec, scot, run_id, ns, port)
+    base = run_labels(run_id)
+    broker_selector = {LABEL_RUN: run_id, LABEL_COMPONENT: "broker"}
+    objects: list[dict[str, Any]] = [
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {
+                "name": ns,
+                "labels": {**base, "pod-security.kubernetes.io/enforce": "restricted"},
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "scotbed-brokers", "namespace": ns, "labels": base},
+            "data": {"brokers.json": json.dumps(dump_all(configs), indent=1, sort_keys=True)},
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": SERVICE, "namespace": ns, "labels": base},
+            "spec": {
+                "clusterIP": "None",
+                "publishNotReadyAddresses": True,
+                "selector": broker_selector,
+                "ports": [{"name": "grpc", "port": port, "targetPort": port, "protocol": "TCP"}],
+            },
+        },
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "NetworkPolicy",
+            "metadata": {"name": "brokers-same-run-only", "namespace": ns, "labels": base},
+            "spec": {
+                "podSelector": {"matchLabels": broker_selector},
+                "policyTypes": ["Ingress"],
+                "ingress": [
+                    {
+                        "from": [{"podSelector": {"matchLabels": {LABEL_RUN: run_id}}}],
+                        "ports": [{"protocol": "TCP", "port": port}],
+                    }
+                ],
+            },
+        },
+    ]
+    objects += [_pod(c, run_id, ns, image, port, resources, preferred_anti_affinity) for c in configs]
+    objects += [{**obj, "metadata": {"namespace": ns, **obj.get("metadata", {})}} for obj in extra_objects]
+    return objects

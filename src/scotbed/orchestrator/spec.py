@@ -1,0 +1,551 @@
+"""The experiment spec (DESIGN §4): typed, defaulted, and loud when wrong.
+
+One pydantic model per block; every field documents its unit. Unknown keys
+are errors. All problems surface as one :class:`SpecError` whose lines each
+start with the key path (``topology.connectivity: ...``), name the bad value
+and say what is allowed, so a user never has to read a pydantic dump.
+
+Checks happen in two layers: the models check each value on its own, and
+:func:`check_semantics` checks values against each other (routing vs
+overlay). :func:`build_scot` turns the topology block into a
+:class:`scotbed.topology.Scot`; it is the only function here that reads
+files (edge-list and GraphML factors, relative to the spec file).
+"""
+
+from __future__ import annotations
+
+import copy
+import types
+import typing
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
+
+from scotbed import topology as topo
+from scotbed.config import ROUTING_ALGORITHMS
+
+#: routing algorithms that need a SCOT with at least two clusters (CBV, iCOLs)
+CLUSTERED_ROUTING = ("snr", "dnr")
+#: routing algorithms that need an acyclic overlay (a tree, m = 1)
+ACYCLIC_ROUTING = ("rpf", "covering-active", "covering-lazy", "covering-packing", "selective-pruning")
+#: the largest overlay a spec may ask for; beyond it a typo (fanout 10, depth 8) would hang the planner
+MAX_BROKERS = 5000
+
+
+class SpecError(ValueError):
+    """A spec that cannot be run. ``problems`` holds one ``key.path: message`` line per problem."""
+
+    def __init__(self, problems: str | Sequence[str]) -> None:
+        self.problems = [problems] if isinstance(problems, str) else list(problems)
+        super().__init__("\n".join(self.problems))
+
+
+class _Block(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+# --- topology ---------------------------------------------------------------------------------
+
+
+class NamedFactor(_Block):
+    """A named acyclic factor from the papers; written as a bare string (``acyclic: paper-fig2``)."""
+
+    kind: Literal["paper-fig2", "paper-fig8"]
+
+
+class KaryFactor(_Block):
+    kind: Literal["kary"]
+    fanout: int = Field(ge=1, description="children per inner vertex")
+    depth: int = Field(ge=0, description="levels below the root (0 = one vertex)")
+
+
+class PathFactor(_Block):
+    kind: Literal["path"]
+    n: int = Field(ge=1, description="vertices")
+
+
+class StarFactor(_Block):
+    kind: Literal["star"]
+    n: int = Field(ge=1, description="vertices (one centre and n-1 leaves)")
+
+
+class RandomFactor(_Block):
+    kind: Literal["random"]
+    n: int = Field(ge=1, description="vertices")
+    seed: int | None = Field(default=None, description="tree seed; default: the spec's seed")
+
+
+class EdgesFactor(_Block):
+    kind: Literal["edges"]
+    file: str = Field(description="edge-list file (`u v` per line), relative to the spec file")
+
+
+class GraphmlFactor(_Block):
+    kind: Literal["graphml"]
+    file: str = Field(description="GraphML file, relative to the spec file")
+
+
+def _named_factor(value: Any) -> Any:
+    return {"kind": value} if isinstance(value, str) else value
+
+
+_FACTORS = (NamedFactor, KaryFactor, PathFactor, StarFactor, RandomFactor, EdgesFactor, GraphmlFactor)
+ACYCLIC_KINDS: tuple[str, ...] = tuple(
+    k for f in _FACTORS for k in typing.get_args(f.model_fields["kind"].annotation)
+)
+
+AcyclicSpec = Annotated[
+    NamedFactor | KaryFactor | PathFactor | StarFactor | RandomFactor | EdgesFactor | GraphmlFactor,
+    Field(discriminator="kind"),
+    BeforeValidator(_named_factor),
+]
+
+
+class TopologySpec(_Block):
+    kind: Literal["scot", "tree"] = Field(
+        default="scot", description="scot = acyclic factor □ K_m; tree = factor"
+    )
+    acyclic: AcyclicSpec = Field(default_factory=lambda: NamedFactor(kind="paper-fig2"))
+    connectivity: int | None = Field(
+        default=None, ge=1, description="m of K_m (clusters); default 3 for scot, always 1 for tree"
+    )
+
+    @model_validator(mode="after")
+    def _default_connectivity(self) -> TopologySpec:
+        if self.connectivity is None:
+            self.connectivity = 3 if self.kind == "scot" else 1
+        return self
+
+    @field_serializer("acyclic")
+    def _dump_acyclic(self, acyclic: Any) -> Any:
+        return acyclic.kind if isinstance(acyclic, NamedFactor) else acyclic.model_dump()
+
+    @property
+    def m(self) -> int:
+        return self.connectivity or 1
+
+
+# --- network and broker blocks ----------------------------------------------------------------
+
+
+class LinksSpec(_Block):
+    """Link emulation at each broker's output queue (divided by workload.time_scale)."""
+
+    capacity_msgs_per_s: float = Field(default=0.0, ge=0, description="messages/s per link; 0 = unlimited")
+    acol_capacity_msgs_per_s: float | None = Field(
+        default=None, ge=0, description="messages/s on aCOLs; default: capacity_msgs_per_s"
+    )
+    icol_capacity_msgs_per_s: float | None = Field(
+        default=None, ge=0, description="messages/s on iCOLs; default: capacity_msgs_per_s"
+    )
+
+
+class CongestionSpec(_Block):
+    """DNR's congestion detection per output queue (OctopiS Eq. 3); ignored by other algorithms."""
+
+    window_ms: float = Field(
+        default=50.0, gt=0, description="Δt, the congestion-element window in milliseconds"
+    )
+    ce_threshold: float = Field(
+        default=1.0, gt=0, description="overloaded when CE = In/Out over Δt exceeds this"
+    )
+    queue_threshold: int = Field(
+        default=50, ge=1, description="... or when the output queue holds more messages"
+    )
+
+
+# --- workload ---------------------------------------------------------------------------------
+
+
+class PlacementSpec(_Block):
+    """Which broker hosts each client; written as a bare mode string when it has no parameters.
+
+    Client ids are ``sub-<k>``, ``pub-<k>`` and ``hrp`` (k from 0).
+    """
+
+    mode: Literal["random", "edge", "per-cluster", "explicit"] = Field(
+        default="random",
+        description="random: any broker; edge: edge brokers; per-cluster: round-robin over clusters; "
+        "explicit: the brokers map",
+    )
+    clusters: list[int] | None = Field(
+        default=None, description="per-cluster only: the cluster indices to use"
+    )
+    brokers: dict[str, str] | None = Field(default=None, description="explicit only: client id -> broker id")
+
+
+def _placement_mode(value: Any) -> Any:
+    return {"mode": value} if isinstance(value, str) else value
+
+
+class HrpSpec(_Block):
+    """A high-rate publisher burst (OctopiS §5 burst scenario)."""
+
+    rate_per_minute: float = Field(gt=0, description="notifications per minute")
+    notifications: int = Field(ge=1, description="notifications in the burst")
+    start_s: float = Field(default=0.0, ge=0, description="seconds after the publishers start")
+    interested_fraction: float = Field(
+        default=0.002,
+        ge=0,
+        le=1,
+        description="fraction of subscribers that subscribe to the HRP's notifications",
+    )
+
+
+class UnsubBurstSpec(_Block):
+    """Unsubscriptions of covering subscriptions in a row (selective-pruning paper §6)."""
+
+    count: int = Field(ge=1, description="unsubscriptions")
+    interval_ms: float = Field(default=500.0, ge=0, description="milliseconds between two unsubscriptions")
+    start_s: float = Field(default=0.0, ge=0, description="seconds after the publishers start")
+
+
+class ChurnSpec(_Block):
+    """Subscribers that unsubscribe and subscribe again while notifications flow."""
+
+    rate_per_minute: float = Field(default=0.0, ge=0, description="unsubscribe/re-subscribe pairs per minute")
+    mode: Literal["same-broker", "same-region", "same-cluster"] = Field(
+        default="same-broker",
+        description="where the subscriber re-subscribes relative to its old host broker",
+    )
+    unsub_burst: UnsubBurstSpec | None = None
+
+
+class WorkloadSpec(_Block):
+    schema_: Literal["stock"] = Field(
+        default="stock", alias="schema", description="stock: 10 attributes per quote"
+    )
+    symbols: int = Field(default=500, ge=1, description="distinct stock symbols")
+    subscribers: int = Field(default=60, ge=0, description="subscriber clients, one subscription each")
+    selectivity: float = Field(
+        default=0.02, gt=0, le=1, description="expected fraction of notifications a filter matches"
+    )
+    publishers: int = Field(default=6, ge=0, description="publisher clients")
+    notifications_per_publisher: int = Field(
+        default=200, ge=0, description="notifications each publisher sends"
+    )
+    rate_per_minute: float = Field(default=600.0, gt=0, description="notifications per minute per publisher")
+    placement: Annotated[PlacementSpec, BeforeValidator(_placement_mode)] = Field(
+        default_factory=lambda: PlacementSpec()
+    )
+    hrp: HrpSpec | None = None
+    churn: ChurnSpec | None = None
+    time_scale: float = Field(default=1.0, gt=0, description="divide all rates and link capacities by this")
+
+    @field_serializer("placement")
+    def _dump_placement(self, p: PlacementSpec) -> Any:
+        return p.mode if p.clusters is None and p.brokers is None else p.model_dump(exclude_none=True)
+
+
+class AnalysisSpec(_Block):
+    stability_window: int = Field(
+        default=1000, ge=1, description="notifications per point of the stability curve"
+    )
+
+
+class TimeoutsSpec(_Block):
+    """Bounds on each run phase, in seconds; a phase that overruns fails the run."""
+
+    ready_s: float = Field(default=120.0, gt=0, description="all brokers healthy and linked")
+    quiescent_s: float = Field(default=30.0, gt=0, description="subscriptions settled before publishing")
+    drain_s: float = Field(default=120.0, gt=0, description="deliveries after the last publication")
+    run_s: float = Field(default=3600.0, gt=0, description="the whole run")
+
+
+class Spec(_Block):
+    name: str = Field(
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        max_length=38,
+        description="lowercase letters, digits and '-'; part of the run id, namespaces and labels",
+    )
+    seed: int = Field(default=0, ge=0, description="seeds placement, workload generation and random trees")
+    topology: TopologySpec = Field(default_factory=lambda: TopologySpec())
+    links: LinksSpec = Field(default_factory=lambda: LinksSpec())
+    routing: str = Field(default="snr", description="routing algorithm (DESIGN §1)")
+    routing_params: dict[str, Any] = Field(
+        default_factory=dict, description="algorithm-specific parameters passed to every broker"
+    )
+    congestion: CongestionSpec = Field(default_factory=lambda: CongestionSpec())
+    matching: Literal["naive", "counting", "pst"] = "counting"
+    workload: WorkloadSpec = Field(default_factory=lambda: WorkloadSpec())
+    analysis: AnalysisSpec = Field(default_factory=lambda: AnalysisSpec())
+    backend: Literal["local", "compose", "k8s"] = "local"
+    timeouts: TimeoutsSpec = Field(default_factory=lambda: TimeoutsSpec())
+
+    _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
+
+    @field_validator("routing")
+    @classmethod
+    def _known_routing(cls, v: str) -> str:
+        if v not in ROUTING_ALGORITHMS:
+            raise ValueError(f"unknown routing algorithm; allowed: {', '.join(ROUTING_ALGORITHMS)}")
+        return v
+
+    @property
+    def base_dir(self) -> Path:
+        """Where files named in the spec are looked up: the spec file's folder."""
+        return self._base_dir
+
+
+# --- loading, overrides, errors ---------------------------------------------------------------
+
+
+def apply_sets(doc: dict[str, Any], sets: Iterable[str]) -> dict[str, Any]:
+    """A copy of ``doc`` with each ``key.path=value`` applied; values are parsed as YAML scalars
+    (or flow collections), so ``3`` is an int, ``0.5`` a float, ``true`` a bool, ``null`` None."""
+    out = copy.deepcopy(doc)
+    for item in sets:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key or any(not part for part in key.split(".")):
+            raise SpecError(f"--set {item!r}: expected key.path=value, e.g. workload.subscribers=100")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError as e:
+            raise SpecError(f"--set {key}: cannot parse {raw!r} as a YAML value: {e}") from None
+        parts = key.split(".")
+        node: Any = out
+        for depth, part in enumerate(parts[:-1]):
+            child = node.get(part)
+            if child is None:
+                child = node[part] = {}
+            elif not isinstance(child, dict):
+                here = ".".join(parts[: depth + 1])
+                raise SpecError(
+                    f"--set {key}: {here} is {child!r}, not a mapping; set {here} as a whole, "
+                    f"e.g. --set '{here}={{kind: ..., ...}}'"
+                )
+            node = child
+        node[parts[-1]] = value
+    return out
+
+
+def parse_spec(
+    doc: Any, sets: Iterable[str] = (), base_dir: str | Path | None = None, source: str = "spec"
+) -> Spec:
+    """Validate a spec document (the parsed YAML), after applying ``--set`` overrides."""
+    if doc is None:
+        doc = {}
+    if not isinstance(doc, dict):
+        raise SpecError(f"{source}: the spec must be a mapping of keys, got {type(doc).__name__}")
+    doc = apply_sets(doc, sets)
+    try:
+        spec = Spec.model_validate(doc)
+    except ValidationError as e:
+        raise SpecError([_describe(err, doc) for err in e.errors()]) from None
+    spec._base_dir = Path(base_dir) if base_dir is not None else Path.cwd()
+    check_semantics(spec)
+    return spec
+
+
+def load_spec(path: str | Path, sets: Iterable[str] = ()) -> Spec:
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except FileNotFoundError:
+        raise SpecError(f"{p}: no such spec file") from None
+    except IsADirectoryError:
+        raise SpecError(f"{p}: is a directory, not a spec file") from None
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{p}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(p)
+        raise SpecError(f"{where}: not valid YAML: {getattr(e, 'problem', None) or e}") from None
+    return parse_spec(doc, sets, base_dir=p.resolve().parent, source=str(p))
+
+
+def dump_spec(spec: Spec) -> str:
+    """The resolved spec as YAML (``spec.resolved.yaml``): every default written out."""
+    return yaml.safe_dump(spec.model_dump(mode="json", by_alias=True), sort_keys=False)
+
+
+def _describe(err: Any, doc: Any) -> str:
+    """One ``path: message`` line for a pydantic error, with the path as the user wrote it."""
+    keys, value, found = _resolve(err["loc"], doc)
+    path = ".".join(keys) or "(top level)"
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        allowed = _allowed_keys(keys[:-1], doc)
+        return f"{path}: unknown key; allowed here: {', '.join(allowed)}"
+    if kind == "missing":
+        return f"{path}: required key is missing"
+    if kind == "union_tag_not_found":
+        return f"{path}: {err.get('input')!r} needs a 'kind'; allowed kinds: {', '.join(ACYCLIC_KINDS)}"
+    if kind == "union_tag_invalid":
+        return f"{path}: {value!r} is not allowed; allowed: {err['ctx']['expected_tags']}"
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    msg = msg[:1].lower() + msg[1:]
+    shown = value if found else err.get("input")
+    return f"{path}: {shown!r} is not allowed: {msg}"
+
+
+def _resolve(loc: Sequence[Any], doc: Any) -> tuple[list[str], Any, bool]:
+    """Follow a pydantic ``loc`` through the input document, dropping union tags (``kary``) that
+    pydantic inserts but the user never wrote. Returns the key path, the value there, and
+    whether the value exists in the input."""
+    keys: list[str] = []
+    node = doc
+    found = True
+    for k, part in enumerate(loc):
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+            keys.append(str(part))
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+            keys[-1:] = [f"{keys[-1] if keys else ''}[{part}]"]
+        elif k == len(loc) - 1:
+            keys.append(str(part))
+            found = False
+        # otherwise a union tag or validator name: not a key of the document
+    return keys, node, found
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    origin = typing.get_origin(annotation)
+    if origin is Annotated:
+        return _models_in(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        return [m for a in typing.get_args(annotation) for m in _models_in(a)]
+    return []
+
+
+def _accepts_kind(model: type[BaseModel], kind: Any) -> bool:
+    field = model.model_fields.get("kind")
+    return field is None or kind in typing.get_args(field.annotation)
+
+
+def _allowed_keys(keys: Sequence[str], doc: Any) -> list[str]:
+    """The keys the model at ``keys`` accepts (for unknown-key messages)."""
+    model: type[BaseModel] = Spec
+    node = doc
+    for key in keys:
+        name = next((n for n, f in model.model_fields.items() if (f.alias or n) == key), key)
+        field = model.model_fields.get(name)
+        node = node.get(key) if isinstance(node, dict) else None
+        candidates = _models_in(field.annotation) if field is not None else []
+        kind = node.get("kind") if isinstance(node, dict) else None
+        chosen = [m for m in candidates if kind is None or _accepts_kind(m, kind)]
+        if len(chosen) != 1:
+            return []
+        model = chosen[0]
+    return [f.alias or n for n, f in model.model_fields.items()]
+
+
+# --- semantic checks --------------------------------------------------------------------------
+
+
+def _factor_size(a: Any) -> int | None:
+    if isinstance(a, KaryFactor):
+        return sum(a.fanout**d for d in range(a.depth + 1))
+    if isinstance(a, PathFactor | StarFactor | RandomFactor):
+        return a.n
+    if isinstance(a, NamedFactor):
+        return 6 if a.kind == "paper-fig2" else 15
+    return None
+
+
+def check_semantics(spec: Spec) -> None:
+    """Cross-field rules: which overlays each routing algorithm runs on, and block consistency."""
+    problems: list[str] = []
+    t = spec.topology
+    shape = f"{{kind: {t.kind}, connectivity: {t.m}}}"
+    if t.kind == "tree" and t.m != 1:
+        problems.append(
+            f"topology.connectivity: {t.m} is not allowed for kind tree (a tree has one cluster); "
+            "use kind scot or connectivity 1"
+        )
+    if spec.routing in CLUSTERED_ROUTING and (t.kind != "scot" or t.m < 2):
+        problems.append(
+            f"topology.connectivity: routing {spec.routing!r} needs a SCOT with connectivity >= 2 "
+            f"(a CBV needs clusters), but the topology is {shape}"
+        )
+    if spec.routing in ACYCLIC_ROUTING and t.m != 1:
+        problems.append(
+            f"topology.connectivity: routing {spec.routing!r} needs an acyclic overlay "
+            f"(kind tree, or connectivity 1), but the topology is {shape} which has cycles"
+        )
+    size = _factor_size(t.acyclic)
+    if size is not None and size * t.m > MAX_BROKERS:
+        problems.append(
+            f"topology: {size} vertices × {t.m} clusters = {size * t.m} brokers; "
+            f"at most {MAX_BROKERS} allowed"
+        )
+    w = spec.workload
+    p = w.placement
+    if p.mode == "per-cluster":
+        for k, c in enumerate(p.clusters or []):
+            if not 0 <= c < t.m:
+                problems.append(
+                    f"workload.placement.clusters[{k}]: {c} is not a cluster; allowed: 0..{t.m - 1}"
+                )
+    elif p.clusters is not None:
+        problems.append(f"workload.placement.clusters: only used with mode per-cluster, not {p.mode}")
+    if p.mode == "explicit" and not p.brokers:
+        problems.append("workload.placement.brokers: mode explicit needs a map of client id -> broker id")
+    elif p.mode != "explicit" and p.brokers is not None:
+        problems.append(f"workload.placement.brokers: only used with mode explicit, not {p.mode}")
+    if w.hrp is not None and w.subscribers == 0 and w.hrp.interested_fraction > 0:
+        problems.append(
+            "workload.hrp.interested_fraction: there are no subscribers (workload.subscribers: 0)"
+        )
+    if problems:
+        raise SpecError(problems)
+
+
+# --- the overlay ------------------------------------------------------------------------------
+
+
+def _read(spec: Spec, file: str) -> tuple[str, str]:
+    path = (spec.base_dir / file).resolve()
+    try:
+        return path.read_text(), path.stem
+    except OSError as e:
+        raise SpecError(f"topology.acyclic.file: cannot read {str(path)!r}: {e.strerror}") from None
+
+
+def build_factor(spec: Spec) -> topo.AcyclicFactor:
+    a = spec.topology.acyclic
+    try:
+        if isinstance(a, NamedFactor):
+            return topo.paper_fig2() if a.kind == "paper-fig2" else topo.paper_fig8()
+        if isinstance(a, KaryFactor):
+            return topo.kary(a.fanout, a.depth)
+        if isinstance(a, PathFactor):
+            return topo.path(a.n)
+        if isinstance(a, StarFactor):
+            return topo.star(a.n)
+        if isinstance(a, RandomFactor):
+            return topo.random_tree(a.n, spec.seed if a.seed is None else a.seed)
+        text, stem = _read(spec, a.file)
+        if isinstance(a, EdgesFactor):
+            return topo.from_edge_list(text, name=stem)
+        return topo.from_graphml(text, name=stem)
+    except topo.TopologyError as e:
+        raise SpecError(f"topology.acyclic: {e}") from None
+
+
+def build_scot(spec: Spec) -> topo.Scot:
+    """The overlay the spec asks for; ``kind: tree`` is the factor alone (m = 1)."""
+    factor = build_factor(spec)
+    m = spec.topology.m
+    if len(factor.vertices) * m > MAX_BROKERS:
+        raise SpecError(
+            f"topology: {len(factor.vertices)} vertices × {m} clusters is more than {MAX_BROKERS} brokers"
+        )
+    return topo.Scot(factor, m)
