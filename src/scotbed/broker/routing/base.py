@@ -45,6 +45,7 @@ class Decision:
     forwards: list[Forward] = field(default_factory=list)
     deliver: list[str] = field(default_factory=list)  # local sub_ids that receive a notification
     match_us: float | None = None  # time spent matching; None when this broker did not match
+    matched: int | None = None  # routing-table entries that matched; None = len(deliver)
     stored: bool = False  # a subscription was stored (or an unsubscription removed state) here
     duplicate: bool = False  # the message was recognised as a duplicate and dropped
 

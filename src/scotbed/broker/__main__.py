@@ -1,0 +1,102 @@
+"""``python -m scotbed.broker --config FILE --id ID``: run one broker until SIGTERM/SIGINT.
+
+Prints exactly one line ``READY <id> <host:port>`` on stdout once every
+service answers (so a launcher learns the bound port when ``listen`` has
+port 0); diagnostics go to stderr. A configuration that cannot be used exits
+with status 2 and a message naming the field. On SIGTERM the broker stops
+accepting input, processes everything it has acknowledged, gives its output
+queues ``--stop-grace`` seconds to drain, flushes its event log and exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+
+from scotbed.broker.links import LinkSender, new_incarnation
+from scotbed.broker.runtime import Broker
+from scotbed.broker.server import NOT_SERVING, SERVICE_NAMES, SERVING, build_server
+from scotbed.config import BrokerConfig, ConfigError, load
+
+log = logging.getLogger("scotbed.broker")
+
+
+async def serve(cfg: BrokerConfig, stop_grace_s: float = 2.0) -> None:
+    broker = Broker(cfg)
+    server, health, port = build_server(broker)
+    for name in ("", *SERVICE_NAMES):
+        await health.set(name, NOT_SERVING)
+    await server.start()
+    broker.start()
+    incarnation = new_incarnation()
+    senders = [
+        asyncio.create_task(LinkSender(broker, link, incarnation).run()) for link in broker.links.values()
+    ]
+    extra: list[asyncio.Task[None]] = []
+    if cfg.prometheus_port is not None:
+        from scotbed.broker.metrics import Metrics
+
+        extra.append(
+            asyncio.create_task(Metrics(broker, cfg.prometheus_port, cfg.listen.rpartition(":")[0]).run())
+        )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    for name in ("", *SERVICE_NAMES):
+        await health.set(name, SERVING)
+    host = cfg.listen.rpartition(":")[0]
+    print(f"READY {cfg.id} {host}:{port}", flush=True)
+    try:
+        await stop.wait()
+        log.info("%s: stopping", cfg.id)
+        broker.stopping = True
+        await health.enter_graceful_shutdown()
+        await server.stop(grace=0.2)
+        if not await broker.wait_input_empty(timeout_s=30.0):
+            log.error("%s: input queue not empty after 30 s; stopping anyway", cfg.id)
+        await broker.wait_quiescent(timeout_s=stop_grace_s)
+    finally:
+        for t in senders + extra:
+            t.cancel()
+        await asyncio.gather(*senders, *extra, return_exceptions=True)
+        await broker.stop_tasks()
+        broker.events.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m scotbed.broker", description=__doc__.splitlines()[0])
+    ap.add_argument("--config", required=True, help="broker JSON config (one broker or all brokers)")
+    ap.add_argument("--id", required=True, help="this broker's id (selects it from an all-brokers file)")
+    ap.add_argument("--stop-grace", type=float, default=2.0, help="seconds to drain output queues on stop")
+    ap.add_argument("--log-level", default="INFO")
+    args = ap.parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
+    )
+    try:
+        cfg = load(args.config, args.id)
+        from scotbed.broker.routing import algorithm_class
+
+        algorithm_class(cfg.routing)
+    except ConfigError as e:
+        print(f"scotbed.broker: bad config: {e}", file=sys.stderr)
+        return 2
+    except (ValueError, ImportError) as e:
+        print(f"scotbed.broker: bad config: routing: {e}", file=sys.stderr)
+        return 2
+    try:
+        asyncio.run(serve(cfg, args.stop_grace))
+    except OSError as e:
+        print(f"scotbed.broker: {cfg.id}: listen: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,355 @@
+"""Start, watch and stop N broker processes on 127.0.0.1 (tests, OctopiS, `scotbed run --backend local`).
+
+Usage::
+
+    scot = topology.Scot(topology.paper_fig2(), 3)
+    with LocalCluster.from_topology(scot, tmp_path, routing="bid", matching="counting") as cluster:
+        addr = cluster.address("b-a-0")              # host:port of a broker
+        cluster.wait_quiescent()                     # all queues empty, batches acked, counters stable
+        status = cluster.status_all()                # {broker id: StatusReply}
+    # leaving the block: SIGTERM, then SIGKILL after `stop_grace_s`; event logs are complete
+
+What :meth:`LocalCluster.start` does, in order:
+
+1. reserves one free port per broker by binding ``127.0.0.1:0`` with
+   ``SO_REUSEPORT`` and keeping the sockets open until the brokers are up —
+   gRPC binds with ``SO_REUSEPORT`` too, so the broker gets the port and no
+   other process can take it in between (the reservations never listen, so
+   they never receive connections);
+2. rewrites every config's ``listen`` and neighbour addresses to those ports,
+   points event logs (unless a config names one) to ``WORKDIR/events/<id>.jsonl``
+   and writes the all-brokers file ``WORKDIR/brokers.json``;
+3. starts every ``python -m scotbed.broker --config WORKDIR/brokers.json --id ID``
+   at once (stdout/stderr in ``WORKDIR/logs/<id>.out|.err``);
+4. polls every broker's gRPC health service in parallel until all report
+   SERVING; on timeout it stops everything and raises :class:`LaunchError`
+   naming the brokers not ready (and the exit code and stderr tail of any
+   that died).
+
+The async helpers (:func:`status_all`, :func:`tables_all`,
+:func:`wait_quiescent`, :func:`flush_all`) take an ``{id: address}`` map and
+work with any set of brokers (compose, Kubernetes port-forwards); the
+``LocalCluster`` methods of the same names are their sync wrappers (do not call
+them from inside a running event loop — use the async helpers there).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from scotbed.broker.health import check
+from scotbed.config import BrokerConfig, LogConfig, build_configs, dump_all
+from scotbed.v1 import scotbed_pb2 as pb
+from scotbed.v1 import scotbed_pb2_grpc as pbg
+
+HOST = "127.0.0.1"
+
+
+class LaunchError(RuntimeError):
+    """Brokers that did not come up; the message names them and why."""
+
+
+def reserve_ports(n: int, host: str = HOST) -> list[socket.socket]:
+    """``n`` bound, non-listening sockets holding distinct free ports (close them once the brokers bound)."""
+    socks = []
+    for _ in range(n):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        s.bind((host, 0))
+        socks.append(s)
+    return socks
+
+
+def with_addresses(configs: Iterable[BrokerConfig], addresses: Mapping[str, str]) -> list[BrokerConfig]:
+    """The configs with ``listen`` and every neighbour address taken from ``addresses``."""
+    out = []
+    for c in configs:
+        neighbours = tuple(replace(n, address=addresses[n.id]) for n in c.neighbours)
+        out.append(replace(c, listen=addresses[c.id], neighbours=neighbours))
+    return out
+
+
+@dataclass
+class BrokerProcess:
+    config: BrokerConfig
+    proc: subprocess.Popen[bytes] | None = None
+    stdout: Path | None = None
+    stderr: Path | None = None
+
+    @property
+    def id(self) -> str:
+        return self.config.id
+
+    @property
+    def address(self) -> str:
+        return self.config.listen
+
+    def returncode(self) -> int | None:
+        return self.proc.poll() if self.proc is not None else None
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stderr_tail(self, lines: int = 8) -> str:
+        if self.stderr is None or not self.stderr.exists():
+            return ""
+        return "\n".join(self.stderr.read_text(errors="replace").splitlines()[-lines:])
+
+
+class LocalCluster:
+    def __init__(
+        self,
+        configs: Iterable[BrokerConfig],
+        workdir: str | Path,
+        *,
+        python: str = sys.executable,
+        ready_timeout_s: float = 60.0,
+        stop_grace_s: float = 10.0,
+        log_suffix: str = ".jsonl",
+        env: Mapping[str, str] | None = None,
+        broker_args: Iterable[str] = (),
+    ) -> None:
+        self.workdir = Path(workdir)
+        self.python = python
+        self.ready_timeout_s = ready_timeout_s
+        self.stop_grace_s = stop_grace_s
+        self.log_suffix = log_suffix
+        self.env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+        self.broker_args = list(broker_args)
+        self.configs = list(configs)
+        self.brokers: dict[str, BrokerProcess] = {}
+        self.config_path = self.workdir / "brokers.json"
+
+    @classmethod
+    def from_topology(
+        cls, scot: Any, workdir: str | Path, launcher: Mapping[str, Any] | None = None, **common: Any
+    ) -> LocalCluster:
+        """Configs for every broker of a :class:`~scotbed.topology.Scot`; ``common`` as in build_configs."""
+        placeholder = {b.id: f"{HOST}:0" for b in scot.brokers}
+        return cls(build_configs(scot, placeholder, **common), workdir, **(launcher or {}))
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    def __enter__(self) -> LocalCluster:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        (self.workdir / "logs").mkdir(parents=True, exist_ok=True)
+        (self.workdir / "events").mkdir(parents=True, exist_ok=True)
+        reservations = reserve_ports(len(self.configs))
+        try:
+            addresses = {
+                c.id: f"{HOST}:{s.getsockname()[1]}" for c, s in zip(self.configs, reservations, strict=True)
+            }
+            configs = with_addresses(self.configs, addresses)
+            self.configs = [self._with_log(c) for c in configs]
+            self.config_path.write_text(json.dumps(dump_all(self.configs), indent=1))
+            for c in self.configs:
+                self.brokers[c.id] = BrokerProcess(c)
+                self.start_broker(c.id)
+            self.wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        finally:
+            for s in reservations:
+                s.close()
+
+    def _with_log(self, c: BrokerConfig) -> BrokerConfig:
+        if c.log.path != LogConfig().path:
+            return c
+        return replace(c, log=replace(c.log, path=str(self.workdir / "events" / f"{c.id}{self.log_suffix}")))
+
+    def start_broker(self, broker_id: str) -> None:
+        """(Re)start one broker process with its config (same port); does not wait for health."""
+        b = self.brokers[broker_id]
+        if b.alive():
+            raise LaunchError(f"{broker_id} is already running (pid {b.proc.pid if b.proc else '?'})")
+        b.stdout = self.workdir / "logs" / f"{broker_id}.out"
+        b.stderr = self.workdir / "logs" / f"{broker_id}.err"
+        cmd = [self.python, "-m", "scotbed.broker", "--config", str(self.config_path), "--id", broker_id]
+        with b.stdout.open("ab") as out, b.stderr.open("ab") as err:
+            b.proc = subprocess.Popen(
+                [*cmd, *self.broker_args], stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=self.env
+            )
+
+    def wait_ready(self, ids: Iterable[str] | None = None, timeout_s: float | None = None) -> None:
+        asyncio.run(self._wait_ready(list(ids or self.brokers), timeout_s or self.ready_timeout_s))
+
+    async def _wait_ready(self, ids: list[str], timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        pending = set(ids)
+        last: dict[str, str] = {}
+        while pending:
+            dead = [i for i in sorted(pending) if not self.brokers[i].alive()]
+            if dead:
+                raise LaunchError(
+                    "brokers exited during start-up: "
+                    + "; ".join(
+                        f"{i} (exit {self.brokers[i].returncode()}): {self.brokers[i].stderr_tail(4)}"
+                        for i in dead
+                    )
+                )
+            order = sorted(pending)
+            results = await asyncio.gather(*(check(self.brokers[i].address, 1.0) for i in order))
+            for i, (ok, text) in zip(order, results, strict=True):
+                last[i] = text
+                if ok:
+                    pending.discard(i)
+            if not pending:
+                return
+            if time.monotonic() >= deadline:
+                names = ", ".join(f"{i} ({last.get(i, 'no answer')})" for i in sorted(pending))
+                raise LaunchError(f"{len(pending)} broker(s) not SERVING after {timeout_s:.0f} s: {names}")
+            await asyncio.sleep(0.1)
+
+    def signal(self, broker_id: str, sig: int = signal.SIGTERM) -> None:
+        b = self.brokers[broker_id]
+        if b.proc is not None and b.alive():
+            b.proc.send_signal(sig)
+
+    def kill(self, broker_id: str) -> int | None:
+        """SIGKILL one broker (a crash) and reap it."""
+        b = self.brokers[broker_id]
+        if b.proc is None:
+            return None
+        if b.alive():
+            b.proc.kill()
+        return b.proc.wait()
+
+    def terminate(self, broker_id: str, grace_s: float | None = None) -> int | None:
+        """SIGTERM one broker; SIGKILL after the grace period. Returns its exit code."""
+        return self._stop([self.brokers[broker_id]], self.stop_grace_s if grace_s is None else grace_s)[
+            broker_id
+        ]
+
+    def stop(self) -> dict[str, int | None]:
+        """SIGTERM every broker at once, then SIGKILL whatever is left after ``stop_grace_s``."""
+        return self._stop(list(self.brokers.values()), self.stop_grace_s)
+
+    @staticmethod
+    def _stop(brokers: list[BrokerProcess], grace_s: float) -> dict[str, int | None]:
+        for b in brokers:
+            if b.proc is not None and b.alive():
+                b.proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        codes: dict[str, int | None] = {}
+        for b in brokers:
+            if b.proc is None:
+                codes[b.id] = None
+                continue
+            try:
+                codes[b.id] = b.proc.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                b.proc.kill()
+                codes[b.id] = b.proc.wait()
+        return codes
+
+    # --- where things are ---------------------------------------------------------------
+
+    @property
+    def addresses(self) -> dict[str, str]:
+        return {i: b.address for i, b in self.brokers.items()}
+
+    def address(self, broker_id: str) -> str:
+        return self.brokers[broker_id].address
+
+    def event_log(self, broker_id: str) -> Path:
+        return Path(self.brokers[broker_id].config.log.path)
+
+    # --- admin (sync wrappers) -------------------------------------------------------------
+
+    def status_all(self) -> dict[str, pb.StatusReply]:
+        return asyncio.run(status_all(self.addresses))
+
+    def tables_all(self) -> dict[str, pb.TableReply]:
+        return asyncio.run(tables_all(self.addresses))
+
+    def flush_all(self) -> dict[str, int]:
+        return asyncio.run(flush_all(self.addresses))
+
+    def wait_quiescent(self, timeout_s: float = 30.0, stable_s: float = 0.2) -> dict[str, pb.StatusReply]:
+        return asyncio.run(wait_quiescent(self.addresses, timeout_s, stable_s))
+
+
+# --- async admin helpers -------------------------------------------------------------------
+
+
+async def _each(addresses: Mapping[str, str], method: str, request: Any, timeout_s: float) -> dict[str, Any]:
+    async def one(address: str) -> Any:
+        async with grpc.aio.insecure_channel(address) as channel:
+            return await getattr(pbg.AdminStub(channel), method)(request, timeout=timeout_s)
+
+    ids = list(addresses)
+    replies = await asyncio.gather(*(one(addresses[i]) for i in ids))
+    return dict(zip(ids, replies, strict=True))
+
+
+async def status_all(addresses: Mapping[str, str], timeout_s: float = 5.0) -> dict[str, pb.StatusReply]:
+    return await _each(addresses, "Status", pb.StatusRequest(), timeout_s)
+
+
+async def tables_all(addresses: Mapping[str, str], timeout_s: float = 10.0) -> dict[str, pb.TableReply]:
+    return await _each(addresses, "RoutingTable", pb.TableRequest(), timeout_s)
+
+
+async def flush_all(addresses: Mapping[str, str], timeout_s: float = 10.0) -> dict[str, int]:
+    replies = await _each(addresses, "Flush", pb.FlushRequest(), timeout_s)
+    return {i: int(r.events_written) for i, r in replies.items()}
+
+
+def _fingerprint(replies: Mapping[str, pb.StatusReply]) -> dict[str, dict[str, int]]:
+    return {i: dict(r.counters) for i, r in replies.items()}
+
+
+async def wait_quiescent(
+    addresses: Mapping[str, str], timeout_s: float = 30.0, stable_s: float = 0.2, poll_s: float = 0.05
+) -> dict[str, pb.StatusReply]:
+    """Wait until every broker is quiescent and no counter changed for ``stable_s``; returns the last status.
+
+    Raises :class:`TimeoutError` naming the brokers that are still busy.
+    """
+    deadline = time.monotonic() + timeout_s
+    stable_since: float | None = None
+    previous: dict[str, dict[str, int]] | None = None
+    while True:
+        replies = await status_all(addresses)
+        now = time.monotonic()
+        fp = _fingerprint(replies)
+        if all(r.quiescent for r in replies.values()) and fp == previous:
+            if stable_since is None:
+                stable_since = now
+            if now - stable_since >= stable_s:
+                return replies
+        else:
+            stable_since = None
+        previous = fp
+        if now >= deadline:
+            busy = [
+                f"{i} (input {r.input_len}, out {sum(x.output_len for x in r.links)}, "
+                f"unacked {sum(x.unacked for x in r.links)})"
+                for i, r in replies.items()
+                if not r.quiescent
+            ]
+            raise TimeoutError(
+                f"not quiescent after {timeout_s:.0f} s: {', '.join(busy) or 'counters still changing'}"
+            )
+        await asyncio.sleep(poll_s)

@@ -1,0 +1,245 @@
+"""Inter-broker links: one long-lived ``Link.Connect`` stream per directed overlay link.
+
+Sender (:class:`LinkSender`, one task per neighbour). It dials the
+neighbour, sends a *hello* (seq 0, one ``Control{kind: "hello"}`` envelope
+whose ``incarnation`` identifies this broker process) and waits for the hello
+to be acknowledged — a refused hello (unknown neighbour, other run) never
+counts as connected. It then resends every unacknowledged batch in sequence
+order and afterwards drains the output queue in batches of at most
+``limits.max_batch_envelopes``, through the link's token bucket, with at most
+:data:`MAX_IN_FLIGHT` unacknowledged batches (so a slow receiver shows up as
+output-queue length, where the congestion detector looks). On any error it
+redials with exponential backoff (``redial_initial_ms`` doubling up to
+``redial_max_ms``, with jitter). Sequence numbers start at 1 per incarnation.
+
+Receiver (:class:`LinkReceiver`). It refuses a hello from a broker that is not
+a configured neighbour with ``PERMISSION_DENIED``, decodes each envelope once,
+puts it on the input queue and then acknowledges the batch (so an
+acknowledged batch is in the broker and a graceful stop processes it). It
+drops — but acknowledges — a batch it has already accepted: duplicates are
+recognised by (from_broker, incarnation, seq), which is what makes resending
+after a reconnection safe. A malformed envelope is counted (``rejected``) and
+logged as a ``drop`` event; a malformed stream (no hello, wrong sender) is
+aborted with ``INVALID_ARGUMENT`` naming what was wrong.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import random
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import grpc
+
+from scotbed.filters import FilterError
+from scotbed.messages import Publication
+from scotbed.v1 import scotbed_pb2 as pb
+from scotbed.v1 import scotbed_pb2_grpc as pbg
+from scotbed.wire import from_envelope
+
+if TYPE_CHECKING:
+    from scotbed.broker.runtime import Broker, LinkOut
+
+log = logging.getLogger("scotbed.broker.links")
+
+MAX_IN_FLIGHT = 32  # unacknowledged batches per link
+
+
+def channel_options(max_message_bytes: int) -> list[tuple[str, Any]]:
+    return [
+        ("grpc.max_send_message_length", max_message_bytes),
+        ("grpc.max_receive_message_length", max_message_bytes),
+        ("grpc.keepalive_time_ms", 10_000),
+        ("grpc.keepalive_timeout_ms", 5_000),
+        ("grpc.http2.max_pings_without_data", 0),
+        ("grpc.keepalive_permit_without_calls", 1),
+    ]
+
+
+def new_incarnation() -> str:
+    return f"{time.time_ns():x}-{os.getpid():x}"
+
+
+class LinkSender:
+    def __init__(self, broker: Broker, link: LinkOut, incarnation: str) -> None:
+        self.broker = broker
+        self.link = link
+        self.incarnation = incarnation
+        self._broken: BaseException | None = None
+        self.last_error = ""
+        self.ever_connected = False
+
+    async def run(self) -> None:
+        limits = self.broker.cfg.limits
+        backoff = limits.redial_initial_ms / 1000.0
+        while True:
+            try:
+                await self._session()
+            except asyncio.CancelledError:
+                raise
+            except grpc.aio.AioRpcError as e:
+                self._note_error(f"{e.code().name}: {e.details()}")
+            except Exception as e:
+                self._note_error(f"{type(e).__name__}: {e}")
+            if self.link.connected:
+                backoff = limits.redial_initial_ms / 1000.0
+                self.ever_connected = True
+            self.link.connected = False
+            await asyncio.sleep(backoff * (0.5 + random.random() / 2))
+            backoff = min(backoff * 2, limits.redial_max_ms / 1000.0)
+
+    def _note_error(self, text: str) -> None:
+        if text != self.last_error:
+            level = logging.WARNING if self.ever_connected else logging.INFO
+            log.log(level, "%s -> %s: link down: %s", self.broker.id, self.link.id, text)
+            self.last_error = text
+
+    async def _session(self) -> None:
+        broker, link = self.broker, self.link
+        self._broken = None
+        opts = channel_options(broker.cfg.limits.max_message_bytes)
+        async with grpc.aio.insecure_channel(link.neighbour.address, options=opts) as channel:
+            call = pbg.LinkStub(channel).Connect()
+            hello = pb.Batch(from_broker=broker.id, seq=0, run_id=broker.cfg.run_id)
+            hello.envelopes.add().control.kind = "hello"
+            hello.envelopes[0].control.args["incarnation"] = self.incarnation
+            await call.write(hello)
+            first = await call.read()
+            if first is grpc.aio.EOF:
+                raise ConnectionError("the neighbour closed the stream before acknowledging the hello")
+            link.connected = True
+            self.last_error = ""
+            reader = asyncio.create_task(self._read_acks(call))
+            try:
+                for seq in sorted(link.unacked):
+                    await call.write(link.unacked[seq])
+                while True:
+                    batch = await self._next_batch()
+                    await call.write(batch)
+            finally:
+                reader.cancel()
+                call.cancel()
+
+    async def _read_acks(self, call: Any) -> None:
+        link = self.link
+        try:
+            while (ack := await call.read()) is not grpc.aio.EOF:
+                if link.acked(ack.seq):
+                    self.broker.last_activity_ns = time.time_ns()
+                link.wake.set()
+            self._broken = ConnectionError("the neighbour ended the link stream")
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            self._broken = e
+        link.wake.set()
+
+    async def _next_batch(self) -> pb.Batch:
+        link = self.link
+        max_batch = self.broker.cfg.limits.max_batch_envelopes
+        while True:
+            if self._broken is not None:
+                raise self._broken
+            if link.queue and len(link.unacked) < MAX_IN_FLIGHT:
+                n = min(len(link.queue), max_batch)
+                if link.capacity > 0:
+                    tokens = link.refill()
+                    if tokens < 1.0:
+                        await asyncio.sleep((1.0 - tokens) / link.capacity)
+                        continue
+                    n = min(n, int(tokens))
+                    link.tokens -= n
+                q = link.queue
+                batch = pb.Batch(
+                    from_broker=self.broker.id, seq=link.next_seq, envelopes=[q.popleft() for _ in range(n)]
+                )
+                link.unacked[link.next_seq] = batch
+                link.next_seq += 1
+                link.unacked_envelopes += n
+                link.window_out += n
+                link.sent += n
+                return batch
+            link.wake.clear()
+            await link.wake.wait()
+
+
+@dataclass
+class _RxState:
+    incarnation: str = ""
+    last_seq: int = 0
+
+
+class LinkReceiver:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self._state: dict[str, _RxState] = {}
+
+    async def connect(self, requests: AsyncIterator[pb.Batch], context: Any) -> AsyncIterator[pb.BatchAck]:
+        broker = self.broker
+        it = requests.__aiter__()
+        try:
+            hello = await it.__anext__()
+        except StopAsyncIteration:
+            return
+        peer = hello.from_broker
+        if peer not in broker.links:
+            broker.counters["refused"] += 1
+            broker.drop(peer, "unknown_neighbour")
+            await context.abort(
+                grpc.StatusCode.PERMISSION_DENIED, f"{peer!r} is not a neighbour of broker {broker.id!r}"
+            )
+        if broker.cfg.run_id and hello.run_id != broker.cfg.run_id:
+            broker.counters["refused"] += 1
+            await context.abort(
+                grpc.StatusCode.PERMISSION_DENIED,
+                f"{peer!r} belongs to run {hello.run_id!r}, broker {broker.id!r} to {broker.cfg.run_id!r}",
+            )
+        if hello.seq != 0 or len(hello.envelopes) != 1 or hello.envelopes[0].control.kind != "hello":
+            broker.counters["rejected"] += 1
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT, "the first batch must be a hello: seq 0, one hello control"
+            )
+        incarnation = hello.envelopes[0].control.args.get("incarnation", "")
+        state = self._state.setdefault(peer, _RxState())
+        if state.incarnation != incarnation:
+            state.incarnation, state.last_seq = incarnation, 0
+        link = broker.links[peer]
+        yield pb.BatchAck(seq=0)
+        async for batch in it:
+            if batch.from_broker != peer:
+                broker.counters["rejected"] += 1
+                await context.abort(
+                    grpc.StatusCode.INVALID_ARGUMENT,
+                    f"batch from {batch.from_broker!r} on the link stream of {peer!r}",
+                )
+            if state.incarnation != incarnation:  # a newer stream of the same peer took over
+                await context.abort(grpc.StatusCode.ABORTED, "superseded by a newer link stream")
+            if batch.seq <= state.last_seq:
+                broker.counters["duplicate_batches"] += 1
+            else:
+                self._accept(peer, link, batch)
+                state.last_seq = batch.seq
+            yield pb.BatchAck(seq=batch.seq)
+
+    def _accept(self, peer: str, link: LinkOut, batch: pb.Batch) -> None:
+        broker = self.broker
+        for k, env in enumerate(batch.envelopes):
+            try:
+                msg = from_envelope(env)
+            except (FilterError, ValueError) as e:
+                broker.counters["rejected"] += 1
+                broker.drop(peer, f"malformed: batch {batch.seq} envelope {k}: {e}")
+                continue
+            if msg is None:
+                broker.counters["control"] += 1
+                continue
+            msg.hops += 1
+            link.received += 1
+            raw = env.notification.notification if isinstance(msg, Publication) else None
+            broker.submit(peer, msg, raw)
+        broker.last_activity_ns = time.time_ns()

@@ -1,0 +1,66 @@
+"""Optional Prometheus endpoint; off unless ``prometheus_port`` is set in the broker config.
+
+Exposes queue lengths (input and per link), the broker's message counters and
+a histogram of matching time. Gauges and counters are refreshed from the
+broker's own state at each sample, so the hot path pays only for the
+histogram observation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from scotbed.broker.runtime import Broker
+
+MATCH_BUCKETS_US = (5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 50000)
+
+
+class Metrics:
+    def __init__(self, broker: Broker, port: int, host: str = "0.0.0.0") -> None:
+        from prometheus_client import CollectorRegistry, Gauge, Histogram, start_http_server
+
+        self.broker = broker
+        self.registry = CollectorRegistry()
+        labels = {"broker": broker.id}
+        self._const = labels
+        self.input_len = Gauge(
+            "scotbed_input_queue_len", "Input queue length", ["broker"], registry=self.registry
+        )
+        self.output_len = Gauge(
+            "scotbed_output_queue_len",
+            "Output queue length per link",
+            ["broker", "link"],
+            registry=self.registry,
+        )
+        self.ce = Gauge(
+            "scotbed_link_ce", "Congestion element In/Out", ["broker", "link"], registry=self.registry
+        )
+        self.messages = Gauge(
+            "scotbed_messages", "Broker message counters", ["broker", "counter"], registry=self.registry
+        )
+        self.match_us = Histogram(
+            "scotbed_match_us",
+            "Matching time (µs)",
+            ["broker"],
+            buckets=MATCH_BUCKETS_US,
+            registry=self.registry,
+        )
+        self._match = self.match_us.labels(**labels)
+        start_http_server(port, addr=host, registry=self.registry)
+        broker.match_observer = self._match.observe
+
+    def refresh(self) -> None:
+        b = self.broker
+        self.input_len.labels(b.id).set(b.input.qsize())
+        for link in b.links.values():
+            self.output_len.labels(b.id, link.id).set(len(link.queue))
+            self.ce.labels(b.id, link.id).set(link.ce)
+        for name, value in b.counters.items():
+            self.messages.labels(b.id, name).set(value)
+
+    async def run(self, period_s: float = 1.0) -> None:
+        while True:
+            self.refresh()
+            await asyncio.sleep(period_s)

@@ -1,0 +1,482 @@
+"""The broker's asyncio core: one input queue, one processing loop, one output queue per link.
+
+Data path. Every message that enters the broker (from a local client through
+:mod:`scotbed.broker.server`, or from a neighbour through a link stream) is
+decoded once into a domain message and put on the *input queue*. A single
+processing loop takes messages off it and calls the routing plug-in — the
+plug-in is never called from anywhere else, so it needs no locks. The
+plug-in's :class:`~scotbed.broker.routing.base.Decision` is executed here:
+each forwarded message is encoded once (one envelope shared by every next
+hop) and appended to that link's *output queue*; each local delivery goes to
+the subscriber's session queue. A sender task per link
+(:mod:`scotbed.broker.links`) drains the output queue in batches.
+
+Link capacity emulation. A token bucket in envelopes/s sits between the
+output queue and the wire (0 = unlimited), so a slow link is reproducible
+on one machine; ``Admin.SetLinkCapacity`` changes it at runtime.
+
+Congestion element. Per link and per window of ``congestion.window_ms``:
+In = envelopes appended to the output queue, Out = envelopes written to the
+wire. CE = In / Out when Out > 0. When Out = 0, CE = In (the window's
+arrivals all stayed queued, as if Out were one envelope), so an idle link
+has CE 0 and a stalled link with arrivals has CE ≥ 1. A link is
+*overloaded* when CE > ``ce_threshold`` or its output queue is longer than
+``queue_threshold``. The link status table (:meth:`Broker.link_state`) is
+what plug-ins see through ``BrokerView.link_state``.
+
+Counters (``Admin.Status.counters``): ``sub_in``, ``sub_out``, ``unsub_in``,
+``unsub_out``, ``notif_in``, ``notif_out`` count inter-broker envelopes only
+(so their sums over brokers are the IMs); ``client_sub``, ``client_unsub``,
+``client_pub`` count client operations; ``match``, ``deliver``,
+``duplicate``, ``drop``, ``rejected``, ``errors`` the rest. The event log has
+``sub_in``/``notif_in``... for local clients too, with ``link`` "".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from scotbed.broker.eventlog import EventLog
+from scotbed.broker.routing import make_algorithm
+from scotbed.broker.routing.base import Decision, Entry, LinkState, RoutingAlgorithm
+from scotbed.config import BrokerConfig, NeighbourConfig
+from scotbed.matching import Matcher, make_matcher
+from scotbed.messages import Message, Publication, Subscription, Unsubscription
+from scotbed.v1 import scotbed_pb2 as pb
+from scotbed.wire import notification_to_pb, subscription_to_pb, unsubscription_to_pb
+
+log = logging.getLogger("scotbed.broker")
+
+SESSION_QUEUE_LIMIT = 100_000  # deliveries waiting for a slow subscriber before drops
+
+
+class LinkOut:
+    """Output side of one directed link: queue, token bucket, CE window, sequence and ack state."""
+
+    def __init__(self, neighbour: NeighbourConfig, capacity: float, backlog: int) -> None:
+        self.neighbour = neighbour
+        self.id = neighbour.id
+        self.queue: deque[pb.Envelope] = deque()
+        self.backlog = backlog
+        self.capacity = 0.0
+        self.tokens = 0.0
+        self.burst = 1.0
+        self.refilled = time.monotonic()
+        self.wake = asyncio.Event()
+        self.set_capacity(capacity)
+        self.window_in = 0
+        self.window_out = 0
+        self.ce = 0.0
+        self.sent = 0
+        self.received = 0
+        self.dropped = 0
+        self.next_seq = 1
+        self.unacked: dict[int, pb.Batch] = {}
+        self.unacked_envelopes = 0
+        self.connected = False
+
+    def set_capacity(self, capacity: float) -> None:
+        """Envelopes/s; 0 = unlimited. The burst is 10 ms of capacity (at least one envelope)."""
+        self.capacity = max(0.0, capacity)
+        self.burst = max(1.0, self.capacity / 100.0)
+        self.tokens = min(self.tokens, self.burst)
+        self.refilled = time.monotonic()
+        self.wake.set()
+
+    def refill(self) -> float:
+        now = time.monotonic()
+        if self.capacity > 0:
+            self.tokens = min(self.burst, self.tokens + (now - self.refilled) * self.capacity)
+        self.refilled = now
+        return self.tokens
+
+    def close_window(self) -> None:
+        i, o = self.window_in, self.window_out
+        self.ce = i / o if o > 0 else float(i)
+        self.window_in = self.window_out = 0
+
+    def acked(self, seq: int) -> int:
+        """Cumulative ack: forget every batch up to ``seq``; returns envelopes acknowledged."""
+        done = 0
+        for s in [s for s in self.unacked if s <= seq]:
+            done += len(self.unacked.pop(s).envelopes)
+        self.unacked_envelopes -= done
+        return done
+
+
+class Session:
+    """A local subscriber's Subscribe stream: its deliveries queue and the ack it waits for."""
+
+    def __init__(self, sub: Subscription, subscriber: str) -> None:
+        self.sub = sub
+        self.subscriber = subscriber
+        self.queue: asyncio.Queue[pb.SubscribeEvent | None] = asyncio.Queue(SESSION_QUEUE_LIMIT)
+        self.accepted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.closed = False
+
+
+class _View:
+    """What the routing plug-in sees of this broker (``BrokerView``)."""
+
+    def __init__(self, broker: Broker) -> None:
+        cfg = broker.cfg
+        self._broker = broker
+        self.id = cfg.id
+        self.vertex = cfg.vertex
+        self.cluster = cfg.cluster
+        self.type = cfg.type
+        self.clusters = cfg.clusters
+        self.neighbours: Mapping[str, NeighbourConfig] = {n.id: n for n in cfg.neighbours}
+        self.params: Mapping[str, Any] = cfg.routing_params
+        self._matching = cfg.matching
+
+    def link_state(self, neighbour: str) -> LinkState:
+        return self._broker.link_state(neighbour)
+
+    def make_matcher(self) -> Matcher:
+        return make_matcher(self._matching)
+
+
+Item = tuple[str | None, Message, Any]  # (from hop or None for a local client, message, raw pb notification)
+
+
+class Broker:
+    """One broker's state and processing loop; I/O adapters (server, links) feed it."""
+
+    def __init__(self, cfg: BrokerConfig, events: EventLog | None = None) -> None:
+        self.cfg = cfg
+        self.id = cfg.id
+        self.events = events or EventLog(cfg.id, cfg.log.path, cfg.log.buffer_events)
+        self.view = _View(self)
+        self.algo: RoutingAlgorithm = make_algorithm(cfg.routing, self.view)
+        self.links: dict[str, LinkOut] = {
+            n.id: LinkOut(
+                n,
+                n.capacity_msgs_per_s if n.capacity_msgs_per_s is not None else cfg.link_capacity_msgs_per_s,
+                cfg.limits.max_link_backlog,
+            )
+            for n in cfg.neighbours
+        }
+        self.input: asyncio.Queue[Item] = asyncio.Queue()
+        self.sessions: dict[str, Session] = {}
+        self.counters: Counter[str] = Counter()
+        self.busy = False
+        self.stopping = False
+        self.last_activity_ns = time.time_ns()
+        self.match_observer: Callable[[float], None] | None = None  # the metrics histogram, when on
+        self._tasks: list[asyncio.Task[None]] = []
+
+    # --- link status table ---------------------------------------------------------------
+
+    def link_state(self, neighbour: str) -> LinkState:
+        link = self.links.get(neighbour)
+        if link is None:
+            return LinkState()
+        c = self.cfg.congestion
+        qlen = len(link.queue)
+        return LinkState(link.ce, qlen, link.ce > c.ce_threshold or qlen > c.queue_threshold)
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._tasks = [
+            asyncio.create_task(self._loop(), name="process"),
+            asyncio.create_task(self._ce_ticker(), name="ce"),
+            asyncio.create_task(self._flusher(), name="flush"),
+        ]
+        if self.cfg.log.sample_interval_ms > 0:
+            self._tasks.append(asyncio.create_task(self._sampler(), name="sample"))
+
+    async def stop_tasks(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+
+    def quiescent(self) -> bool:
+        """Every queue empty, nothing being processed, every sent batch acknowledged."""
+        if self.busy or not self.input.empty():
+            return False
+        return all(not link.queue and not link.unacked for link in self.links.values())
+
+    async def wait_quiescent(self, timeout_s: float, poll_s: float = 0.005) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while not self.quiescent():
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(poll_s)
+        return True
+
+    async def wait_input_empty(self, timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while self.busy or not self.input.empty():
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(0.002)
+        return True
+
+    # --- entry points for the adapters ------------------------------------------------------
+
+    def submit(self, from_hop: str | None, msg: Message, raw: Any = None) -> None:
+        self.input.put_nowait((from_hop, msg, raw))
+
+    def open_session(self, sub: Subscription, subscriber: str) -> Session:
+        session = Session(sub, subscriber)
+        self.sessions[sub.sub_id] = session
+        self.counters["client_sub"] += 1
+        self.submit(None, sub)
+        return session
+
+    def close_session(self, sub_id: str) -> bool:
+        """End a subscriber's session; its subscription is removed as an unsubscription."""
+        session = self.sessions.pop(sub_id, None)
+        if session is None or session.closed:
+            return False
+        session.closed = True
+        if not session.queue.full():
+            session.queue.put_nowait(None)
+        if not self.stopping:
+            self.counters["client_unsub"] += 1
+            s = session.sub
+            self.submit(None, Unsubscription(s.sub_id, self.id, origin_ns=time.time_ns(), filter=s.filter))
+        return True
+
+    def drop(self, link: str, reason: str, **fields: Any) -> None:
+        self.counters["drop"] += 1
+        self.events.emit("drop", link=link, reason=reason, **fields)
+
+    # --- the processing loop ----------------------------------------------------------------
+
+    async def _loop(self) -> None:
+        q = self.input
+        while True:
+            item = await q.get()
+            self.busy = True
+            try:
+                self._handle(item)
+                for _ in range(255):  # drain a burst without yielding, then let the I/O tasks run
+                    try:
+                        item = q.get_nowait()
+                    except asyncio.QueueEmpty:
+                        break
+                    self._handle(item)
+            finally:
+                self.busy = False
+                self.last_activity_ns = time.time_ns()
+
+    def _handle(self, item: Item) -> None:
+        from_hop, msg, raw = item
+        try:
+            if isinstance(msg, Publication):
+                self._on_publication(from_hop, msg, raw)
+            elif isinstance(msg, Subscription):
+                self._on_subscription(from_hop, msg)
+            else:
+                self._on_unsubscription(from_hop, msg)
+        except Exception as e:  # one bad message must not stop the broker; it is logged, never silent
+            self.counters["errors"] += 1
+            log.exception("%s: routing failed on %s", self.id, type(msg).__name__)
+            self.drop(from_hop or "", f"error: {type(e).__name__}: {e}")
+
+    def _on_subscription(self, from_hop: str | None, sub: Subscription) -> None:
+        link = from_hop or ""
+        if from_hop is not None:
+            self.counters["sub_in"] += 1
+        self.events.emit("sub_in", sub_id=sub.sub_id, link=link, hops=sub.hops)
+        d = self.algo.on_subscription(sub, from_hop)
+        if d.duplicate:
+            self.counters["duplicate"] += 1
+        if from_hop is None:
+            session = self.sessions.get(sub.sub_id)
+            if session is not None and not session.accepted.done():
+                session.accepted.set_result(None)
+        self._forward(d, "sub_out", "sub_id")
+
+    def _on_unsubscription(self, from_hop: str | None, unsub: Unsubscription) -> None:
+        link = from_hop or ""
+        if from_hop is not None:
+            self.counters["unsub_in"] += 1
+        self.events.emit("unsub_in", sub_id=unsub.sub_id, link=link, hops=unsub.hops)
+        d = self.algo.on_unsubscription(unsub, from_hop)
+        if d.duplicate:
+            self.counters["duplicate"] += 1
+        self._forward(d, "unsub_out", "sub_id")
+
+    def _on_publication(self, from_hop: str | None, pub: Publication, raw: pb.Notification | None) -> None:
+        emit = self.events.emit
+        if from_hop is not None:
+            self.counters["notif_in"] += 1
+        emit("notif_in", pub_id=pub.pub_id, link=from_hop or "", hops=pub.hops)
+        d = self.algo.on_publication(pub, from_hop)
+        if d.duplicate:
+            self.counters["duplicate"] += 1
+        if d.match_us is not None:
+            self.counters["match"] += 1
+            n = d.matched if d.matched is not None else len(d.deliver)
+            emit("match", pub_id=pub.pub_id, us=round(d.match_us, 1), n=n)
+            if self.match_observer is not None:
+                self.match_observer(d.match_us)
+        if d.deliver:
+            self._deliver(pub, raw, d.deliver)
+        if d.forwards:
+            self._forward(d, "notif_out", "pub_id", raw)
+
+    def _deliver(self, pub: Publication, raw: pb.Notification | None, sub_ids: list[str]) -> None:
+        if raw is None:
+            raw = _notification_pb(pub)
+        now = time.time_ns()
+        for sub_id in sub_ids:
+            session = self.sessions.get(sub_id)
+            if session is None or session.closed:
+                self.drop("", "no_session", pub_id=pub.pub_id, sub_id=sub_id)
+                continue
+            if session.queue.full():
+                self.drop("", "subscriber_overflow", pub_id=pub.pub_id, sub_id=sub_id)
+                continue
+            ev = pb.SubscribeEvent(
+                delivery=pb.Delivery(notification=raw, sub_id=sub_id, broker_ns=now, hops=pub.hops)
+            )
+            session.queue.put_nowait(ev)
+            self.counters["deliver"] += 1
+            self.events.emit("deliver", pub_id=pub.pub_id, sub_id=sub_id, hops=pub.hops)
+
+    def _forward(self, d: Decision, ev: str, id_field: str, raw: pb.Notification | None = None) -> None:
+        cache: dict[int, pb.Envelope] = {}
+        emit = self.events.emit
+        for f in d.forwards:
+            link = self.links.get(f.hop)
+            if link is None:
+                self.counters["errors"] += 1
+                self.drop(f.hop, "not_a_neighbour")
+                continue
+            msg = f.msg
+            env = cache.get(id(msg))
+            if env is None:
+                env = cache[id(msg)] = _encode(msg, raw)
+            if len(link.queue) >= link.backlog:
+                link.dropped += 1
+                self.drop(f.hop, "backlog_overflow", **{id_field: getattr(msg, id_field)})
+                continue
+            link.queue.append(env)
+            link.window_in += 1
+            link.wake.set()
+            self.counters[ev] += 1
+            if ev == "notif_out":
+                assert isinstance(msg, Publication)
+                emit(ev, pub_id=msg.pub_id, link=f.hop, hops=msg.hops, dynamic=msg.dynamic)
+            else:
+                emit(ev, sub_id=getattr(msg, "sub_id", ""), link=f.hop, hops=msg.hops)
+
+    # --- periodic tasks -------------------------------------------------------------------------
+
+    async def _ce_ticker(self) -> None:
+        period = self.cfg.congestion.window_ms / 1000.0
+        while True:
+            await asyncio.sleep(period)
+            for link in self.links.values():
+                link.close_window()
+
+    async def _sampler(self) -> None:
+        period = self.cfg.log.sample_interval_ms / 1000.0
+        while True:
+            await asyncio.sleep(period)
+            self.sample()
+
+    def sample(self) -> None:
+        emit = self.events.emit
+        emit("queue", link="", len=self.input.qsize(), ce=0.0)
+        for link in self.links.values():
+            emit("queue", link=link.id, len=len(link.queue), ce=round(link.ce, 3))
+        emit("table", size=self.algo.table_size())
+
+    async def _flusher(self) -> None:
+        period = self.cfg.log.flush_interval_ms / 1000.0
+        while True:
+            await asyncio.sleep(period)
+            self.events.flush()
+
+    # --- admin views ------------------------------------------------------------------------------
+
+    def status(self) -> pb.StatusReply:
+        c = self.cfg.congestion
+        reply = pb.StatusReply(
+            broker_id=self.id,
+            input_len=self.input.qsize(),
+            table_size=self.algo.table_size(),
+            quiescent=self.quiescent(),
+            local_subscriptions=len(self.sessions),
+            last_activity_ns=self.last_activity_ns,
+            routing=self.cfg.routing,
+            matching=self.cfg.matching,
+        )
+        for name, value in self.counters.items():
+            reply.counters[name] = value
+        for link in self.links.values():
+            qlen = len(link.queue)
+            reply.links.add(
+                neighbour=link.id,
+                kind=link.neighbour.kind,
+                output_len=qlen,
+                ce=link.ce,
+                overloaded=link.ce > c.ce_threshold or qlen > c.queue_threshold,
+                sent=link.sent,
+                received=link.received,
+                dropped=link.dropped,
+                connected=link.connected,
+                capacity_msgs_per_s=link.capacity,
+                unacked=link.unacked_envelopes,
+            )
+        return reply
+
+    def table(self) -> pb.TableReply:
+        reply = pb.TableReply()
+        for e in self.algo.entries():
+            reply.entries.append(_table_entry(e))
+        return reply
+
+    def set_capacity(self, neighbour: str, capacity: float) -> None:
+        if neighbour and neighbour not in self.links:
+            raise KeyError(neighbour)
+        for link in self.links.values():
+            if not neighbour or link.id == neighbour:
+                link.set_capacity(capacity)
+
+
+def _table_entry(e: Entry) -> pb.TableEntry:
+    return pb.TableEntry(
+        sub_id=e.sub_id,
+        last_hop=e.last_hop,
+        cbv=e.cbv,
+        state=int(e.state),  # type: ignore[arg-type]
+        host_broker=e.host_broker,
+        filter=e.filter.to_text(),
+    )
+
+
+def _notification_pb(pub: Publication) -> pb.Notification:
+    return notification_to_pb(pub.pub_id, pub.publisher, pub.attrs, pub.intended_ns, pub.sent_ns)
+
+
+def _encode(msg: Message, raw: pb.Notification | None) -> pb.Envelope:
+    """The wire envelope of ``msg``; a notification reuses the notification it arrived in."""
+    if isinstance(msg, Publication):
+        n = raw if raw is not None and raw.pub_id == msg.pub_id else _notification_pb(msg)
+        return pb.Envelope(
+            notification=pb.NotificationMsg(
+                notification=n,
+                bids=msg.bids,
+                cbv=msg.cbv or 0,
+                has_cbv=msg.cbv is not None,
+                hops=msg.hops,
+                dynamic=msg.dynamic,
+                source_broker=msg.source_broker,
+            )
+        )
+    if isinstance(msg, Subscription):
+        return pb.Envelope(subscription=subscription_to_pb(msg))
+    return pb.Envelope(unsubscription=unsubscription_to_pb(msg))

@@ -1,0 +1,158 @@
+"""gRPC adapters: the Broker (client), Link and Admin services, health and reflection.
+
+Client sessions: a ``Subscribe`` stream first carries one ack — sent after the
+processing loop has handed the subscription to the routing plug-in — then
+the deliveries. When the stream ends for any reason (client cancel, network,
+``Unsubscribe``) the subscription is removed as an unsubscription, unless the
+broker itself is stopping. Malformed requests are refused with
+``INVALID_ARGUMENT`` and a message that says what was wrong, and counted
+(``rejected``); messages larger than ``limits.max_message_bytes`` are refused
+by gRPC with ``RESOURCE_EXHAUSTED``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from scotbed.broker.links import LinkReceiver, channel_options
+from scotbed.broker.runtime import Broker
+from scotbed.filters import FilterError
+from scotbed.messages import Subscription
+from scotbed.v1 import scotbed_pb2 as pb
+from scotbed.v1 import scotbed_pb2_grpc as pbg
+from scotbed.wire import filter_from_pb, publication_from_notification
+
+
+class BrokerService(pbg.BrokerServicer):
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    async def _reject(self, context: Any, text: str) -> None:
+        self.broker.counters["rejected"] += 1
+        await context.abort(grpc.StatusCode.INVALID_ARGUMENT, text)
+
+    async def Subscribe(self, request: pb.SubscribeRequest, context: Any) -> AsyncIterator[pb.SubscribeEvent]:
+        broker = self.broker
+        if not request.sub_id:
+            await self._reject(context, "sub_id is empty")
+        try:
+            flt = filter_from_pb(request.filter)
+        except FilterError as e:
+            await self._reject(context, f"subscription {request.sub_id!r}: {e}")
+            return
+        if request.sub_id in broker.sessions:
+            broker.counters["rejected"] += 1
+            await context.abort(
+                grpc.StatusCode.ALREADY_EXISTS, f"subscription {request.sub_id!r} is already active here"
+            )
+        if broker.stopping:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, f"broker {broker.id} is stopping")
+        sub = Subscription(request.sub_id, flt, broker.id, origin_ns=time.time_ns())
+        session = broker.open_session(sub, request.subscriber)
+        try:
+            await session.accepted
+            yield pb.SubscribeEvent(
+                ack=pb.SubscribeAck(sub_id=sub.sub_id, broker=broker.id, ts_ns=time.time_ns())
+            )
+            while True:
+                ev = await session.queue.get()
+                if ev is None:
+                    return
+                yield ev
+        finally:
+            broker.close_session(sub.sub_id)
+
+    async def Unsubscribe(self, request: pb.UnsubscribeRequest, context: Any) -> pb.UnsubscribeReply:
+        return pb.UnsubscribeReply(found=self.broker.close_session(request.sub_id))
+
+    async def Publish(self, request: pb.PublishRequest, context: Any) -> pb.PublishReply:
+        broker = self.broker
+        if broker.stopping:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, f"broker {broker.id} is stopping")
+        pubs = []
+        for k, n in enumerate(request.notifications):
+            if not n.pub_id:
+                await self._reject(context, f"notifications[{k}]: pub_id is empty")
+            try:
+                pubs.append((publication_from_notification(n, broker.id), n))
+            except FilterError as e:
+                await self._reject(context, f"notifications[{k}] ({n.pub_id!r}): {e}")
+        for pub, n in pubs:
+            broker.counters["client_pub"] += 1
+            broker.submit(None, pub, n)
+        return pb.PublishReply(accepted=len(pubs))
+
+
+class LinkService(pbg.LinkServicer):
+    def __init__(self, broker: Broker) -> None:
+        self.receiver = LinkReceiver(broker)
+
+    async def Connect(
+        self, request_iterator: AsyncIterator[pb.Batch], context: Any
+    ) -> AsyncIterator[pb.BatchAck]:
+        async for ack in self.receiver.connect(request_iterator, context):
+            yield ack
+
+
+class AdminService(pbg.AdminServicer):
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    async def Status(self, request: pb.StatusRequest, context: Any) -> pb.StatusReply:
+        return self.broker.status()
+
+    async def RoutingTable(self, request: pb.TableRequest, context: Any) -> pb.TableReply:
+        return self.broker.table()
+
+    async def Flush(self, request: pb.FlushRequest, context: Any) -> pb.FlushReply:
+        return pb.FlushReply(events_written=self.broker.events.flush())
+
+    async def Drain(self, request: pb.DrainRequest, context: Any) -> pb.DrainReply:
+        ok = await self.broker.wait_quiescent(request.timeout_s or 10.0)
+        self.broker.events.flush()
+        return pb.DrainReply(quiescent=ok)
+
+    async def SetLinkCapacity(self, request: pb.LinkCapacityRequest, context: Any) -> pb.LinkCapacityReply:
+        if request.capacity_msgs_per_s < 0:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "capacity_msgs_per_s must be >= 0")
+        try:
+            self.broker.set_capacity(request.neighbour, request.capacity_msgs_per_s)
+        except KeyError:
+            await context.abort(
+                grpc.StatusCode.NOT_FOUND, f"{request.neighbour!r} is not a neighbour of {self.broker.id}"
+            )
+        return pb.LinkCapacityReply()
+
+
+SERVICE_NAMES = (
+    pb.DESCRIPTOR.services_by_name["Broker"].full_name,
+    pb.DESCRIPTOR.services_by_name["Link"].full_name,
+    pb.DESCRIPTOR.services_by_name["Admin"].full_name,
+)
+
+
+def build_server(broker: Broker) -> tuple[grpc.aio.Server, health.aio.HealthServicer, int]:
+    """A started-later server with every service; returns it, its health servicer and the bound port."""
+    server = grpc.aio.server(options=channel_options(broker.cfg.limits.max_message_bytes))
+    pbg.add_BrokerServicer_to_server(BrokerService(broker), server)
+    pbg.add_LinkServicer_to_server(LinkService(broker), server)
+    pbg.add_AdminServicer_to_server(AdminService(broker), server)
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection(
+        (*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server
+    )
+    port = server.add_insecure_port(broker.cfg.listen)
+    if port == 0:
+        raise OSError(f"{broker.cfg.listen}: cannot bind (address in use or not available)")
+    return server, health_servicer, port
+
+
+SERVING = health_pb2.HealthCheckResponse.SERVING
+NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
