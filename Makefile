@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup demo test test-fast lint proto image clean
+.PHONY: setup demo test test-fast lint proto image base-image wheelhouse clean
 
 setup: $(VENV)/.installed
 
@@ -31,6 +31,21 @@ test-fast: setup
 
 proto: setup
 	$(BIN)/python -m grpc_tools.protoc -Isrc --python_out=src --pyi_out=src --grpc_python_out=src src/scotbed/v1/scotbed.proto
+
+# Broker image. OFFLINE=1: no registry needed (Debian base from debootstrap + a host-built wheelhouse).
+IMAGE ?= scotbed-broker:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+OFFLINE ?= 0
+BASE_IMAGE ?= $(if $(filter 1,$(OFFLINE)),scotbed-base:bookworm,python:3.11-slim)
+
+image: $(if $(filter 1,$(OFFLINE)),base-image wheelhouse)
+	docker build -f broker-image/Dockerfile --build-arg BASE_IMAGE=$(BASE_IMAGE) \
+		--build-arg WHEELHOUSE=$(OFFLINE) $(if $(filter 1,$(OFFLINE)),--network none) -t $(IMAGE) .
+
+base-image:
+	scripts/build-base-image.sh
+
+wheelhouse:
+	scripts/build-wheelhouse.sh
 
 clean:
 	rm -rf build dist .pytest_cache .mypy_cache .ruff_cache
