@@ -1,0 +1,70 @@
+"""The ``scotbed`` command line (DESIGN §3).
+
+Subcommands live in :mod:`scotbed.orchestrator.commands`, one module each
+with ``add_parser(subparsers)``; to add one, write the module and list it in
+:data:`COMMANDS`. User errors (a wrong spec, a missing file, a command this
+build lacks) print one message to stderr and exit 2; a traceback means a bug.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from scotbed.config import ConfigError
+from scotbed.filters import FilterError
+from scotbed.orchestrator.commands import CommandError
+from scotbed.orchestrator.spec import SpecError
+from scotbed.topology import TopologyError
+
+#: subcommand modules under scotbed.orchestrator.commands, in help order
+COMMANDS: list[str] = ["validate", "topology", "render", "run", "analyze", "campaign", "down"]
+
+#: exceptions that are the user's to fix: message only, exit 2
+USER_ERRORS: tuple[type[BaseException], ...] = (
+    SpecError,
+    TopologyError,
+    ConfigError,
+    FilterError,
+    CommandError,
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="scotbed",
+        description="Testbed for content-based publish/subscribe routing on SCOT and tree overlays",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMANDS:
+        importlib.import_module(f"scotbed.orchestrator.commands.{name}").add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except SpecError as e:
+        if len(e.problems) == 1:
+            print(f"scotbed {args.command}: error: {e.problems[0]}", file=sys.stderr)
+        else:
+            lines = "".join(f"\n  - {p}" for p in e.problems)
+            print(
+                f"scotbed {args.command}: error: {len(e.problems)} problems in the spec:{lines}",
+                file=sys.stderr,
+            )
+        return 2
+    except USER_ERRORS as e:
+        print(f"scotbed {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"scotbed {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

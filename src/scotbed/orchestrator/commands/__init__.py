@@ -1,0 +1,50 @@
+"""One module per ``scotbed`` subcommand; each has ``add_parser(subparsers)``.
+
+A command's handler is ``args.handler(args) -> int`` (the exit code). Commands
+whose implementation lives elsewhere import it only when they run
+(:func:`call_lazy`), so ``scotbed validate`` never loads grpc, Locust or Spark.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+from scotbed.orchestrator.spec import Spec, load_spec
+
+
+class CommandError(Exception):
+    """A user-facing failure of a command: printed without a traceback, exit code 2."""
+
+
+def add_spec_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("spec", metavar="SPEC", help="experiment spec (YAML)")
+    p.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="KEY.PATH=VALUE",
+        help="override a spec value (YAML scalar), e.g. --set workload.subscribers=100; repeatable",
+    )
+
+
+def load(args: argparse.Namespace) -> Spec:
+    return load_spec(args.spec, args.sets)
+
+
+def call_lazy(command: str, module: str, args: argparse.Namespace, attr: str = "main") -> int:
+    """Run ``module.main(args)``; a build without that module fails with a clear message (exit 2)."""
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        if e.name is not None and (module == e.name or module.startswith(e.name + ".")):
+            raise CommandError(
+                f"'scotbed {command}' is not implemented yet in this build ({module} is missing)"
+            ) from None
+        raise
+    handler: Callable[[argparse.Namespace], Any] = getattr(mod, attr)
+    result = handler(args)
+    return int(result or 0)

@@ -1,0 +1,66 @@
+"""``scotbed render SPEC --target k8s|compose --out DIR``: write the manifests of a run without deploying."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from scotbed.orchestrator.commands import CommandError, add_spec_arguments, load
+from scotbed.orchestrator.plan import make_run_id
+from scotbed.orchestrator.render import compose as compose_render
+from scotbed.orchestrator.render import k8s as k8s_render
+from scotbed.orchestrator.render import write_compose, write_yaml_documents
+from scotbed.orchestrator.spec import build_scot
+
+
+def add_parser(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser("render", help="write Kubernetes manifests or a compose file")
+    add_spec_arguments(p)
+    p.add_argument("--target", required=True, choices=("k8s", "compose"))
+    p.add_argument("--out", required=True, metavar="DIR", help="output folder (created)")
+    p.add_argument("--image", default=k8s_render.DEFAULT_IMAGE, help="broker image (default: %(default)s)")
+    p.add_argument("--run-id", help="run id for names and labels (default: a new <name>-<UTC time>-<hex>)")
+    p.add_argument(
+        "--preferred-anti-affinity",
+        action="store_true",
+        help="k8s: keep neighbours apart only where the scheduler can (fewer nodes than the chromatic need)",
+    )
+    p.add_argument("--nodes", type=int, metavar="N", help="k8s: schedulable nodes, to warn when too few")
+    p.add_argument("--user", metavar="UID:GID", help="compose: container user (default: the caller's)")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    spec = load(args)
+    scot = build_scot(spec)
+    run_id = args.run_id or make_run_id(spec.name)
+    out = Path(args.out)
+    (out / "topology.json").parent.mkdir(parents=True, exist_ok=True)
+    (out / "topology.json").write_text(json.dumps(scot.to_json(), indent=1) + "\n")
+    if args.target == "k8s":
+        if args.nodes is not None:
+            if args.nodes < 1:
+                raise CommandError(f"--nodes: {args.nodes} is not allowed; give the number of nodes (>= 1)")
+            warning = k8s_render.anti_affinity_warning(scot, args.nodes, args.preferred_anti_affinity)
+            if warning:
+                print(f"warning: {warning}", file=sys.stderr)
+        objects = k8s_render.render_k8s(
+            spec, scot, run_id, image=args.image, preferred_anti_affinity=args.preferred_anti_affinity
+        )
+        path = write_yaml_documents(out / "k8s.yaml", objects)
+        print(f"wrote {len(objects)} objects ({len(scot.brokers)} broker pods) to {path}")
+        print(f"namespace {objects[0]['metadata']['name']}; apply with: kubectl apply -f {path}")
+        return 0
+    user = args.user
+    if user is None and hasattr(os, "getuid"):
+        user = f"{os.getuid()}:{os.getgid()}"
+    doc = compose_render.render_compose(spec, scot, run_id, image=args.image, user=user)
+    configs = compose_render.compose_broker_configs(spec, scot, run_id, compose_render.DEFAULT_PORT)
+    path = write_compose(out, doc, configs)
+    print(f"wrote {len(doc['services'])} services to {path} (with brokers.json and events/)")
+    print(f"start with: docker compose -f {path} -p {run_id.lower()} up -d")
+    return 0
