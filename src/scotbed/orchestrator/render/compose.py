@@ -54,7 +54,8 @@ def _service(
     svc: dict[str, Any] = {
         "image": image,
         "hostname": cfg.id,
-        "command": ["python", "-m", "scotbed.broker", "--config", CONFIG_PATH, "--id", cfg.id],
+        # Arguments only: the image's ENTRYPOINT (python -m scotbed.broker) is the contract (DESIGN §7).
+        "command": ["--config", CONFIG_PATH, "--id", cfg.id],
         "environment": {"PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"},
         "labels": {
             "scotbed.io/run-id": run_id,
