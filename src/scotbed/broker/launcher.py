@@ -43,7 +43,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -122,6 +122,7 @@ class LocalCluster:
         log_suffix: str = ".jsonl",
         env: Mapping[str, str] | None = None,
         broker_args: Iterable[str] = (),
+        on_start: Callable[[str, int], None] | None = None,
     ) -> None:
         self.workdir = Path(workdir)
         self.python = python
@@ -130,6 +131,7 @@ class LocalCluster:
         self.log_suffix = log_suffix
         self.env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
         self.broker_args = list(broker_args)
+        self.on_start = on_start  # called with (broker id, pid) after each process start
         self.configs = list(configs)
         self.brokers: dict[str, BrokerProcess] = {}
         self.config_path = self.workdir / "brokers.json"
@@ -190,6 +192,8 @@ class LocalCluster:
             b.proc = subprocess.Popen(
                 [*cmd, *self.broker_args], stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=self.env
             )
+        if self.on_start is not None:
+            self.on_start(broker_id, b.proc.pid)
 
     def wait_ready(self, ids: Iterable[str] | None = None, timeout_s: float | None = None) -> None:
         asyncio.run(self._wait_ready(list(ids or self.brokers), timeout_s or self.ready_timeout_s))
@@ -265,8 +269,8 @@ class LocalCluster:
 
     # --- where things are ---------------------------------------------------------------
 
-    @property
     def addresses(self) -> dict[str, str]:
+        """{broker id: host:port} of every broker."""
         return {i: b.address for i, b in self.brokers.items()}
 
     def address(self, broker_id: str) -> str:
@@ -278,16 +282,16 @@ class LocalCluster:
     # --- admin (sync wrappers) -------------------------------------------------------------
 
     def status_all(self) -> dict[str, pb.StatusReply]:
-        return asyncio.run(status_all(self.addresses))
+        return asyncio.run(status_all(self.addresses()))
 
     def tables_all(self) -> dict[str, pb.TableReply]:
-        return asyncio.run(tables_all(self.addresses))
+        return asyncio.run(tables_all(self.addresses()))
 
     def flush_all(self) -> dict[str, int]:
-        return asyncio.run(flush_all(self.addresses))
+        return asyncio.run(flush_all(self.addresses()))
 
     def wait_quiescent(self, timeout_s: float = 30.0, stable_s: float = 0.2) -> dict[str, pb.StatusReply]:
-        return asyncio.run(wait_quiescent(self.addresses, timeout_s, stable_s))
+        return asyncio.run(wait_quiescent(self.addresses(), timeout_s, stable_s))
 
 
 # --- async admin helpers -------------------------------------------------------------------
