@@ -244,6 +244,10 @@ class DockerEngine:
         out = _checked(self.run(argv, timeout=60), f"listing {kind}s of {project}").stdout
         return sorted(set(out.split()))
 
+    def containers(self, project: str) -> list[str]:
+        """Ids of the project's containers, running or not."""
+        return self._ls("container", project)
+
     def resources(self, project: str) -> Leftovers:
         """Containers (running or not), networks and volumes labelled with the compose project."""
         return Leftovers(
@@ -324,7 +328,7 @@ class ComposeProject:
         self._compose("up", "up", "-d", "--no-build", "--remove-orphans", timeout_s=timeout_s)
 
     def states(self) -> list[ContainerState]:
-        ids = self.engine.resources(self.project).containers
+        ids = self.engine.containers(self.project)
         return [ContainerState.from_inspect(d) for d in self.engine.inspect(ids)]
 
     def wait_healthy(
@@ -374,7 +378,7 @@ class ComposeProject:
         """service -> container IP on its first network. The host reaches these directly on Linux
         (bridge networks are routed locally); Docker Desktop needs published ports instead."""
         out: dict[str, str] = {}
-        for doc in self.engine.inspect(self.engine.resources(self.project).containers):
+        for doc in self.engine.inspect(self.engine.containers(self.project)):
             service = ((doc.get("Config") or {}).get("Labels") or {}).get(SERVICE_LABEL, "")
             networks = (doc.get("NetworkSettings") or {}).get("Networks") or {}
             for net in networks.values():
