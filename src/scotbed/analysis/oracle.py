@@ -1,0 +1,225 @@
+"""The delivery correctness oracle: who should have received each publication, and who did.
+
+Expected deliveries are every (publication, subscription) pair that matches
+under :mod:`scotbed.filters` semantics (evaluated by a shared
+:mod:`scotbed.matching` engine, never re-implemented here), for the
+subscriptions active at the publication's intended time.
+
+A subscription has two *transition* windows: from its ``subscribe`` until its
+propagation ended (the last ``sub_in`` at any broker), and from its
+``unsubscribe`` until the last ``unsub_in``. Each window lasts at least
+``settle_ns`` (the configurable settle bound, for runs whose broker logs
+are partial or whose clocks drift). A publication whose issue interval
+[min(intended, sent), max(intended, sent)] overlaps a transition window is
+counted apart as *in transition*: neither missing nor a false positive when
+delivered or not. Duplicates are errors in every phase.
+
+Sub ids are unique per subscription (the workload contract); a subscribe
+after an unsubscribe of the same id opens a new episode.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import astuple, dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from scotbed.filters import Attributes, Filter
+from scotbed.matching import make_matcher
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+FOREVER = 2**63 - 1
+EXPECTED_DDL = "pub_id STRING, sub_id STRING, subscriber STRING, broker STRING, intended_ns BIGINT, in_transition BOOLEAN"
+
+
+@dataclass(frozen=True)
+class Episode:
+    """One subscription's life: active on [start_ns, end_ns), in transition on the two settle windows."""
+
+    sub_id: str
+    subscriber: str
+    broker: str
+    filter_json: str
+    start_ns: int
+    sub_settled_ns: int
+    end_ns: int = FOREVER
+    unsub_settled_ns: int = FOREVER
+
+
+def episodes(
+    ops: Iterable[Mapping[str, Any]],
+    last_sub_in: Mapping[str, int],
+    last_unsub_in: Mapping[str, int],
+    client_subscribe: Mapping[str, int] | None = None,
+    client_unsubscribe: Mapping[str, int] | None = None,
+    settle_ns: int = 0,
+) -> list[Episode]:
+    """Subscription episodes from the workload's ``subscriptions.jsonl`` lines and the propagation ends.
+
+    The start/end time is the client's (un)subscribe event when logged, else the workload's ``ts_ns``.
+    """
+    client_subscribe = client_subscribe or {}
+    client_unsubscribe = client_unsubscribe or {}
+    open_: dict[str, Episode] = {}
+    done: list[Episode] = []
+    for op in sorted(ops, key=lambda o: int(o["ts_ns"])):
+        sid = str(op["sub_id"])
+        if op["op"] == "subscribe":
+            t = int(client_subscribe.get(sid, op["ts_ns"]))
+            settled = max(t + settle_ns, int(last_sub_in.get(sid, t)))
+            flt = Filter.from_json(op["filter"], where=f"subscription {sid}")
+            open_[sid] = Episode(
+                sid,
+                str(op.get("subscriber", "")),
+                str(op.get("broker", "")),
+                json.dumps(flt.to_json()),
+                t,
+                settled,
+            )
+        elif op["op"] == "unsubscribe":
+            ep = open_.pop(sid, None)
+            if ep is None:
+                continue
+            t = int(client_unsubscribe.get(sid, op["ts_ns"]))
+            settled = max(t + settle_ns, int(last_unsub_in.get(sid, t)))
+            done.append(replace(ep, end_ns=t, unsub_settled_ns=settled))
+        else:
+            raise ValueError(f"subscriptions.jsonl: unknown op {op['op']!r} for {sid}")
+    return done + list(open_.values())
+
+
+def _overlaps(lo: int, hi: int, a: int, b: int) -> bool:
+    return lo <= b and a <= hi
+
+
+class Expectation:
+    """Matches publications against subscription episodes with a shared engine."""
+
+    def __init__(self, eps: Iterable[Episode], engine: str = "naive") -> None:
+        self.episodes = list(eps)
+        self.matcher = make_matcher(engine)
+        for i, e in enumerate(self.episodes):
+            self.matcher.add(i, Filter.from_json(json.loads(e.filter_json)))
+
+    def expected(self, intended_ns: int, sent_ns: int, attrs: Attributes) -> Iterator[tuple[Episode, bool]]:
+        """(episode, in_transition) for each subscription that should (or may) receive it."""
+        lo, hi = min(intended_ns, sent_ns), max(intended_ns, sent_ns)
+        for i in self.matcher.match(attrs):
+            e = self.episodes[int(i)]  # type: ignore[call-overload]
+            transition = _overlaps(lo, hi, e.start_ns, e.sub_settled_ns) or (
+                e.end_ns != FOREVER and _overlaps(lo, hi, e.end_ns, e.unsub_settled_ns)
+            )
+            if transition or e.start_ns <= intended_ns < e.end_ns:
+                yield e, transition
+
+
+def pick_engine(preferred: str | None) -> str:
+    """The engine to use: the preferred one (or ``counting``) when importable, else ``naive``."""
+    for name in (preferred, "counting", "naive"):
+        if not name:
+            continue
+        try:
+            make_matcher(name)
+        except (ImportError, ValueError):
+            continue
+        return name
+    return "naive"
+
+
+def _expected_partition(
+    lines: Iterable[str], eps: list[tuple[Any, ...]], engine: str
+) -> Iterator[tuple[str, str, str, str, int, bool]]:
+    exp = Expectation((Episode(*t) for t in eps), engine)
+    for line in lines:
+        if not line.strip():
+            continue
+        p = json.loads(line)
+        intended = int(p.get("intended_ns", p["ts_ns"]))
+        sent = int(p.get("ts_ns", intended))
+        for e, tr in exp.expected(intended, sent, p.get("attrs") or {}):
+            yield str(p["pub_id"]), e.sub_id, e.subscriber, e.broker, intended, tr
+
+
+def expected_deliveries(
+    spark: SparkSession, publications_path: str, eps: list[Episode], engine: str
+) -> DataFrame:
+    """(pub_id, sub_id, subscriber, broker, intended_ns, in_transition), matched per partition.
+
+    The episodes are broadcast; each partition of ``publications.jsonl`` builds one engine.
+    """
+    sc = spark.sparkContext
+    bc = sc.broadcast([astuple(e) for e in eps])
+    lines = sc.textFile(publications_path, minPartitions=max(2, sc.defaultParallelism * 2))
+    rdd = lines.mapPartitions(lambda it: _expected_partition(it, bc.value, engine))
+    return spark.createDataFrame(rdd, EXPECTED_DDL)
+
+
+def check(expected: DataFrame, deliv: DataFrame, first_n: int = 10) -> tuple[dict[str, Any], DataFrame]:
+    """Compare expected pairs with the client receives: (counts and first offending ids, offenders).
+
+    ``missing``: expected outside transition, never received. ``duplicates``: extra copies
+    beyond the first of any received pair. ``false_positives``: received pairs that were not
+    expected (and not in transition). ``delivered`` counts every receive.
+    """
+    from pyspark.sql import functions as F
+
+    got = deliv.groupBy("pub_id", "sub_id").agg(
+        F.count("*").alias("copies"), F.min("recv_ns").alias("recv_ns")
+    )
+    exp = expected.select("pub_id", "sub_id", "intended_ns", "in_transition", F.lit(True).alias("expected"))
+    j = exp.join(got, ["pub_id", "sub_id"], "full").select(
+        "pub_id",
+        "sub_id",
+        F.coalesce("intended_ns", "recv_ns").alias("t_ns"),
+        F.coalesce("copies", F.lit(0)).alias("copies"),
+        F.coalesce("expected", F.lit(False)).alias("expected"),
+        F.coalesce("in_transition", F.lit(False)).alias("in_transition"),
+    )
+    j = j.select(
+        "*",
+        (F.col("expected") & ~F.col("in_transition") & (F.col("copies") == 0)).alias("missing"),
+        (~F.col("expected") & (F.col("copies") > 0)).alias("false_positive"),
+        (F.col("copies") > 1).alias("duplicate"),
+    ).persist()
+
+    def n(c: Any) -> Any:
+        return F.sum(c.cast("long"))
+
+    row = j.agg(
+        n(F.col("expected") & ~F.col("in_transition")).alias("expected_deliveries"),
+        F.sum("copies").alias("delivered"),
+        n(F.col("missing")).alias("missing"),
+        F.sum(F.when(F.col("copies") > 1, F.col("copies") - 1).otherwise(0)).alias("duplicates"),
+        n(F.col("false_positive")).alias("false_positives"),
+        n(F.col("in_transition")).alias("in_transition"),
+        n(F.col("in_transition") & (F.col("copies") > 0)).alias("in_transition_delivered"),
+    ).first()
+    counts = {
+        k: int((row[k] if row else 0) or 0)
+        for k in (
+            "expected_deliveries",
+            "delivered",
+            "missing",
+            "duplicates",
+            "false_positives",
+            "in_transition",
+            "in_transition_delivered",
+        )
+    }
+
+    def first(flag: str) -> list[dict[str, Any]]:
+        rows = j.where(F.col(flag)).orderBy("t_ns", "pub_id", "sub_id").limit(first_n).collect()
+        return [{"pub_id": r["pub_id"], "sub_id": r["sub_id"], "copies": int(r["copies"])} for r in rows]
+
+    result = {
+        "ok": counts["missing"] == 0 and counts["duplicates"] == 0 and counts["false_positives"] == 0,
+        **counts,
+        "first_missing": first("missing"),
+        "first_duplicates": first("duplicate"),
+        "first_false_positives": first("false_positive"),
+    }
+    offenders = j.where(F.col("missing") | F.col("false_positive") | F.col("duplicate"))
+    return result, offenders

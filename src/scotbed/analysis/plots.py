@@ -1,0 +1,205 @@
+"""PNG plots of a run and of a campaign (matplotlib, Agg backend: no display needed).
+
+Each function takes small, already-aggregated data and writes one file.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import pandas as pd
+
+DPI = 100
+
+
+def _save(fig: Any, out: Path) -> Path:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(out, dpi=DPI)
+    plt.close(fig)
+    return out
+
+
+def delay_cdf(curves: Mapping[str, Sequence[tuple[float, float]]], out: Path) -> Path:
+    """CDF of notification delay; ``curves`` maps a label to (quantile, delay_ms) points."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for label, pts in curves.items():
+        if pts:
+            ax.plot([v for _, v in pts], [q for q, _ in pts], label=label)
+    ax.axvline(1000, color="grey", linestyle=":", linewidth=1)
+    ax.set_xlabel("delay (ms)")
+    ax.set_ylabel("fraction of deliveries")
+    ax.set_title("Notification delay CDF")
+    ax.set_ylim(0, 1.01)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    return _save(fig, out)
+
+
+def stability(
+    curve: pd.DataFrame,
+    window: int,
+    out: Path,
+    burst: tuple[int, int] | None = None,
+    recovery: Mapping[str, Any] | None = None,
+) -> Path:
+    """Max delay of each window of ``window`` receives against time (OctopiS Fig. 11)."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    t0 = int(curve["start_ns"].min()) if len(curve) else 0
+    if len(curve):
+        ax.plot((curve["end_ns"] - t0) / 1e9, curve["max_delay_ms"], marker=".", label="window max")
+    if burst:
+        ax.axvspan((burst[0] - t0) / 1e9, (burst[1] - t0) / 1e9, color="orange", alpha=0.2, label="burst")
+    if recovery and recovery.get("bound_ms") is not None:
+        ax.axhline(recovery["bound_ms"], color="green", linestyle="--", linewidth=1, label="recovery bound")
+    if recovery and recovery.get("stabilised_at_ns"):
+        ax.axvline((recovery["stabilised_at_ns"] - t0) / 1e9, color="green", linewidth=1, label="stabilised")
+    ax.set_xlabel("time since first receive (s)")
+    ax.set_ylabel(f"max delay of {window} receives (ms)")
+    ax.set_title("Stability curve")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    return _save(fig, out)
+
+
+def queues(series: pd.DataFrame, out: Path, top: int = 8) -> Path:
+    """Output-queue length (the ``top`` longest links) and input-queue length per broker over time."""
+    fig, (a_out, a_in) = plt.subplots(2, 1, figsize=(7, 6), sharex=True)
+    for direction, ax in (("output", a_out), ("input", a_in)):
+        part = series[series["direction"] == direction] if len(series) else series
+        if len(part):
+            keys = part.groupby(["node", "link"])["max_len"].max().sort_values(ascending=False).index[:top]
+            for node, link in keys:
+                s = part[(part["node"] == node) & (part["link"] == link)]
+                ax.plot(s["t_s"], s["max_len"], label=f"{node}→{link}" if link else node)
+            ax.legend(fontsize=7, ncol=2)
+        ax.set_ylabel(f"{direction} queue (msgs)")
+        ax.grid(alpha=0.3)
+    a_out.set_title("Queue lengths over time")
+    a_in.set_xlabel("time (s)")
+    return _save(fig, out)
+
+
+def table_sizes(series: pd.DataFrame, out: Path) -> Path:
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    for node, s in series.groupby("node"):
+        ax.plot(s["t_s"], s["size"], label=str(node))
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("routing-table entries")
+    ax.set_title("Routing-table size")
+    ax.grid(alpha=0.3)
+    if series["node"].nunique() <= 12:
+        ax.legend(fontsize=7, ncol=2)
+    return _save(fig, out)
+
+
+def broker_load(load: pd.DataFrame, out: Path) -> Path:
+    """Per-broker messages split into subscription and notification traffic (IMs and local)."""
+    fig, ax = plt.subplots(figsize=(max(6, 0.35 * len(load)), 4))
+    sub = load[["sub_in", "sub_out", "unsub_in", "unsub_out"]].sum(axis=1)
+    notif = load[["notif_in", "notif_out"]].sum(axis=1)
+    x = range(len(load))
+    ax.bar(x, sub, label="(un)subscription msgs")
+    ax.bar(x, notif, bottom=sub, label="notification msgs")
+    ax.set_xticks(list(x), load["node"], rotation=90, fontsize=7)
+    ax.set_ylabel("messages in + out")
+    ax.set_title("Per-broker load")
+    ax.legend()
+    return _save(fig, out)
+
+
+def _layout(vertices: Sequence[str], edges: Sequence[Sequence[str]]) -> dict[str, tuple[float, float]]:
+    """Layered tree layout: depth from the first vertex down, leaves spread evenly, parents centred."""
+    adj: dict[str, list[str]] = {v: [] for v in vertices}
+    for u, v in edges:
+        adj[u].append(v)
+        adj[v].append(u)
+    root = vertices[0]
+    parent: dict[str, str | None] = {root: None}
+    order = [root]
+    q = deque([root])
+    while q:
+        x = q.popleft()
+        for y in adj[x]:
+            if y not in parent:
+                parent[y] = x
+                order.append(y)
+                q.append(y)
+    children = {v: [c for c in adj[v] if parent.get(c) == v] for v in vertices}
+    pos: dict[str, tuple[float, float]] = {}
+    next_x = [0.0]
+
+    def place(v: str, depth: int) -> float:
+        if not children[v]:
+            x = next_x[0]
+            next_x[0] += 1
+        else:
+            xs = [place(c, depth + 1) for c in children[v]]
+            x = sum(xs) / len(xs)
+        pos[v] = (x, -depth)
+        return x
+
+    place(root, 0)
+    return pos
+
+
+def topology(doc: Mapping[str, Any], out: Path) -> Path:
+    """Draw a topology.json: each cluster a copy of the tree side by side, iCOLs as light arcs."""
+    vertices = doc.get("factor", {}).get("vertices", [])
+    edges = doc.get("factor", {}).get("edges", [])
+    m = int(doc.get("connectivity", 1) or 1)
+    fig, ax = plt.subplots(figsize=(7, 4))
+    if vertices:
+        base = _layout(vertices, edges)
+        width = max(x for x, _ in base.values()) + 1.5
+        pos = {}
+        for b in doc.get("brokers", []):
+            x, y = base[b["vertex"]]
+            pos[b["id"]] = (x + b["index"] * width, y)
+        colours = plt.get_cmap("tab10")
+        for link in doc.get("links", []):
+            (x1, y1), (x2, y2) = pos[link["a"]], pos[link["b"]]
+            if link["kind"] == "aCOL":
+                ax.plot([x1, x2], [y1, y2], color="black", linewidth=1.2, zorder=1)
+            else:
+                bend = 0.15 * abs(x2 - x1) / width
+                xs = [x1 + (x2 - x1) * t / 20 for t in range(21)]
+                ys = [y1 + (y2 - y1) * t / 20 + bend * math.sin(math.pi * t / 20) for t in range(21)]
+                ax.plot(xs, ys, color="grey", linewidth=0.6, alpha=0.5, zorder=0)
+        for b in doc.get("brokers", []):
+            x, y = pos[b["id"]]
+            marker = "s" if b["type"] == "inner" else "o"
+            ax.scatter([x], [y], s=140, marker=marker, color=colours(b["index"] % 10), zorder=2)
+            if len(pos) <= 40:
+                ax.annotate(
+                    b["id"], (x, y), textcoords="offset points", xytext=(0, 9), ha="center", fontsize=6
+                )
+    ax.set_title(f"{doc.get('acyclic', '')} □ K{m}: {len(doc.get('brokers', []))} brokers (square = inner)")
+    ax.axis("off")
+    return _save(fig, out)
+
+
+def metric_vs_param(table: pd.DataFrame, param: str, metric: str, out: Path, series: str = "routing") -> Path:
+    """One line per ``series`` value, mean with 95% CI error bars (OctopiS Fig. 9/10 layout).
+
+    ``table`` has columns param, series, mean, low, high.
+    """
+    fig, ax = plt.subplots(figsize=(5.5, 4))
+    for name, part in table.groupby(series):
+        part = part.sort_values(param)
+        yerr = [part["mean"] - part["low"], part["high"] - part["mean"]]
+        ax.errorbar(part[param], part["mean"], yerr=yerr, marker="o", capsize=3, label=str(name))
+    ax.set_xlabel(param)
+    ax.set_ylabel(metric)
+    ax.set_title(f"{metric} vs {param}")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    return _save(fig, out)

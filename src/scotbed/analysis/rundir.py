@@ -1,0 +1,114 @@
+"""The run directory of DESIGN §5, read from the analysis side.
+
+Only small documents are read here on the driver (spec, topology, the
+subscription workload). Event logs and publications are read by Spark
+(:mod:`scotbed.analysis.events`), so they may be far larger than driver memory.
+On a Spark cluster the run directory must be reachable under the same path
+from every executor (a shared filesystem), as for any Spark input.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+DEFAULT_STABILITY_WINDOW = 1000
+
+
+class RunDirError(ValueError):
+    """A run directory that cannot be analysed; the message names the missing part."""
+
+
+@dataclass(frozen=True)
+class RunDir:
+    path: Path
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str]) -> RunDir:
+        p = Path(path).resolve()
+        if not p.is_dir():
+            raise RunDirError(f"{p}: not a directory")
+        rd = cls(p)
+        if not rd.event_files():
+            raise RunDirError(f"{p}: no event logs under events/ (*.jsonl or *.jsonl.gz)")
+        return rd
+
+    @property
+    def run_id(self) -> str:
+        return self.path.name
+
+    @property
+    def analysis_dir(self) -> Path:
+        return self.path / "analysis"
+
+    @property
+    def plots_dir(self) -> Path:
+        return self.analysis_dir / "plots"
+
+    def event_files(self) -> list[str]:
+        pats = ("*.jsonl", "*.jsonl.gz")
+        return sorted(f for pat in pats for f in glob.glob(str(self.path / "events" / pat)))
+
+    @property
+    def subscriptions_file(self) -> Path:
+        return self.path / "workload" / "subscriptions.jsonl"
+
+    @property
+    def publications_file(self) -> Path:
+        return self.path / "workload" / "publications.jsonl"
+
+    @cached_property
+    def spec(self) -> dict[str, Any]:
+        f = self.path / "spec.resolved.yaml"
+        if not f.exists():
+            return {}
+        doc = yaml.safe_load(f.read_text()) or {}
+        return doc if isinstance(doc, dict) else {}
+
+    @cached_property
+    def spec_text(self) -> str:
+        f = self.path / "spec.resolved.yaml"
+        return f.read_text() if f.exists() else ""
+
+    @cached_property
+    def topology(self) -> dict[str, Any]:
+        f = self.path / "topology.json"
+        if not f.exists():
+            return {}
+        doc: dict[str, Any] = json.loads(f.read_text())
+        return doc
+
+    @property
+    def routing(self) -> str:
+        return str(self.spec.get("routing", "unknown"))
+
+    @property
+    def stability_window(self) -> int:
+        analysis = self.spec.get("analysis") or {}
+        return int(analysis.get("stability_window") or DEFAULT_STABILITY_WINDOW)
+
+    def broker_ids(self) -> list[str]:
+        return [b["id"] for b in self.topology.get("brokers", [])]
+
+    def topology_counts(self) -> dict[str, int]:
+        t = self.topology
+        # topology.json's "brokers" is the broker list; the other counts are numbers.
+        return {
+            k: len(v) if isinstance(v := t.get(k, 0), list) else int(v)
+            for k in ("brokers", "clusters", "regions", "acols", "icols")
+        }
+
+    def subscription_ops(self) -> list[dict[str, Any]]:
+        """Every line of workload/subscriptions.jsonl (small: one per (un)subscription)."""
+        f = self.subscriptions_file
+        if not f.exists():
+            return []
+        with f.open() as fh:
+            return [json.loads(line) for line in fh if line.strip()]

@@ -1,0 +1,79 @@
+"""Start (or join) the SparkSession the analysis runs in.
+
+Local mode (``local[*]``) by default; any master URL by argument. Under
+``spark-submit`` the master comes from spark-submit and is left alone. When
+the master is not local, the ``scotbed`` package is zipped and shipped with
+``addPyFile`` so executors can import the shared matching engines without a
+prior install.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import warnings
+import zipfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from scotbed import java
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+SHUFFLE_PARTITIONS_LOCAL = 8
+
+
+def _under_spark_submit() -> bool:
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def package_zip(dest_dir: Path) -> Path:
+    """A zip of the ``scotbed`` package (sources only) for ``SparkContext.addPyFile``."""
+    import scotbed
+
+    root = Path(scotbed.__file__).parent
+    out = dest_dir / "scotbed.zip"
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        for f in root.rglob("*"):
+            if f.is_file() and "__pycache__" not in f.parts and f.suffix in (".py", ".j2", ".typed"):
+                z.write(f, Path("scotbed") / f.relative_to(root))
+    return out
+
+
+def get_session(master: str | None = None, app_name: str = "scotbed-analyze") -> SparkSession:
+    from pyspark.sql import SparkSession
+
+    warnings.filterwarnings(
+        "ignore", message="PySpark does not yet fully support pandas", category=FutureWarning
+    )
+    active = SparkSession.getActiveSession()
+    if active is not None and master is None:
+        return active
+    if not _under_spark_submit():
+        java.configure_environment()
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    builder = (
+        SparkSession.builder.appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.ui.showConsoleProgress", "false")
+    )
+    is_local = False
+    if master is not None:
+        builder = builder.master(master)
+        is_local = master.startswith("local")
+    elif not _under_spark_submit():
+        builder = builder.master("local[*]")
+        is_local = True
+    if is_local:
+        builder = builder.config("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS_LOCAL)).config(
+            "spark.driver.memory", os.environ.get("SCOTBED_SPARK_DRIVER_MEMORY", "2g")
+        )
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    if not is_local:
+        spark.sparkContext.addPyFile(str(package_zip(Path(tempfile.mkdtemp(prefix="scotbed-pyfiles-")))))
+    return spark

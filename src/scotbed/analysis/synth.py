@@ -1,0 +1,310 @@
+"""Synthesise a run directory in the DESIGN §5 contract: the analysis's test and benchmark input.
+
+It plays reverse-path forwarding (or flooding) on a tree overlay with a simple
+timing model (per-hop latency, a high-rate publisher that inflates delays
+while it runs and for a decay time after) and writes what brokers and clients
+would log. Deliveries follow :mod:`scotbed.filters` semantics, so a generated
+log is correct by construction; tests inject faults into it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import yaml
+
+from scotbed.filters import Filter
+from scotbed.topology import Scot, kary, path
+
+MS = 1_000_000
+
+
+@dataclass(frozen=True)
+class SynthSpec:
+    brokers: int = 6  # a path of brokers when fanout == 0, else a balanced tree of this depth
+    fanout: int = 0
+    subscribers: int = 20
+    symbols: int = 10
+    publishers: int = 3
+    publications: int = 200
+    unsubscribe_fraction: float = 0.0  # subscriptions that end halfway through the publications
+    routing: str = "rpf"  # rpf: forward only towards interested brokers; flooding: every link
+    rate_per_s: float = 100.0  # publications per second, all publishers together
+    hop_ms: float = 1.0
+    burst_publications: int = 0  # publications of the high-rate publisher "hrp-0"
+    burst_rate_per_s: float = 1000.0
+    burst_extra_ms: float = 400.0  # extra delay while the burst runs, decaying linearly after it
+    burst_decay_s: float = 2.0
+    worker_processes: int = 2
+    gz: bool = False
+    seed: int = 1
+    start_ns: int = 1_700_000_000_000_000_000
+    stability_window: int = 50
+
+
+class _Logs:
+    def __init__(self, root: Path, gz: bool) -> None:
+        self.root = root
+        self.gz = gz
+        self.files: dict[str, IO[str]] = {}
+        self.count = 0
+
+    def write(self, node: str, ts: int, ev: str, **fields: Any) -> None:
+        f = self.files.get(node)
+        if f is None:
+            p = self.root / f"{node}.jsonl{'.gz' if self.gz else ''}"
+            f = gzip.open(p, "wt", compresslevel=1) if self.gz else p.open("w", buffering=1 << 20)  # noqa: SIM115
+            self.files[node] = f
+        extra = "".join(f",{json.dumps(k)}:{json.dumps(v)}" for k, v in fields.items())
+        f.write(f'{{"ts_ns":{ts},"node":"{node}","ev":"{ev}"{extra}}}\n')
+        self.count += 1
+
+    def close(self) -> None:
+        for f in self.files.values():
+            f.close()
+
+
+def _tree_paths(adj: dict[str, list[str]], src: str) -> dict[str, str | None]:
+    parent: dict[str, str | None] = {src: None}
+    q = deque([src])
+    while q:
+        x = q.popleft()
+        for y in adj[x]:
+            if y not in parent:
+                parent[y] = x
+                q.append(y)
+    return parent
+
+
+def synthesise(out: Path, spec: SynthSpec = SynthSpec()) -> dict[str, Any]:
+    """Write a run directory at ``out``; returns counts (events written, deliveries, ...)."""
+    rng = random.Random(spec.seed)
+    factor = kary(spec.fanout, spec.brokers) if spec.fanout else path(spec.brokers)
+    scot = Scot(factor, 1)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "events").mkdir(exist_ok=True)
+    (out / "workload").mkdir(exist_ok=True)
+    (out / "topology.json").write_text(json.dumps(scot.to_json(), indent=1))
+    run_spec = {
+        "name": "synth",
+        "seed": spec.seed,
+        "topology": {"kind": "tree", "acyclic": factor.name},
+        "routing": spec.routing,
+        "matching": "naive",
+        "workload": {"subscribers": spec.subscribers, "publishers": spec.publishers, "hrp": None},
+        "analysis": {"stability_window": spec.stability_window},
+    }
+    (out / "spec.resolved.yaml").write_text(yaml.safe_dump(run_spec, sort_keys=False))
+    brokers = [b.id for b in scot.brokers]
+    adj: dict[str, list[str]] = {b: [n.id for n in scot.neighbours(b)] for b in brokers}
+    logs = _Logs(out / "events", spec.gz)
+    hop = int(spec.hop_ms * MS)
+    t = spec.start_ns
+    workers = [f"worker-{k}" for k in range(spec.worker_processes)]
+
+    # --- subscriptions: flooded over the tree, one hop at a time
+    subs: list[dict[str, Any]] = []
+    pub_k = 0
+    stored: dict[str, set[str]] = {b: set() for b in brokers}
+    with (out / "workload" / "subscriptions.jsonl").open("w") as wl:
+        for k in range(spec.subscribers):
+            sid, host = f"s{k}", rng.choice(brokers)
+            flt: list[dict[str, Any]] = [
+                {"attr": "symbol", "op": "=", "value": f"S{rng.randrange(spec.symbols)}"}
+            ]
+            if k % 3 == 0:
+                flt.append({"attr": "price", "op": "<", "value": 50})
+            worker = workers[k % len(workers)]
+            subs.append({"sub_id": sid, "broker": host, "filter": Filter.from_json(flt), "worker": worker})
+            wl.write(
+                json.dumps(
+                    {
+                        "ts_ns": t,
+                        "op": "subscribe",
+                        "sub_id": sid,
+                        "subscriber": f"sub-{k}",
+                        "broker": host,
+                        "filter": flt,
+                    }
+                )
+                + "\n"
+            )
+            logs.write(worker, t, "subscribe", sub_id=sid)
+            _flood_sub(logs, adj, host, sid, t + hop // 4, hop, "sub")
+            t += 2 * MS
+        for b in brokers:
+            stored[b] = {s["sub_id"] for s in subs}
+    t += 50 * MS
+    for b in brokers:
+        logs.write(b, t, "table", size=len(subs))
+
+    # --- publications
+    by_symbol: dict[str, list[dict[str, Any]]] = {}
+    for s in subs:
+        by_symbol.setdefault(str(s["filter"].predicates[0].value), []).append(s)
+    unsub_at = spec.publications // 2
+    leaving = set(rng.sample([s["sub_id"] for s in subs], int(spec.unsubscribe_fraction * len(subs))))
+    active = {s["sub_id"] for s in subs}
+    n_normal, n_burst = spec.publications, spec.burst_publications
+    burst_start_i = n_normal // 3 if n_burst else -1
+    deliveries = 0
+    burst_end_ns: int | None = None
+    burst_start_ns: int | None = None
+    sample_next = t
+    i_normal = 0
+    i_burst = 0
+    wlp = (out / "workload" / "publications.jsonl").open("w", buffering=1 << 20)
+    while i_normal < n_normal or i_burst < n_burst:
+        in_burst = n_burst and i_normal >= burst_start_i and i_burst < n_burst
+        if in_burst:
+            if burst_start_ns is None:
+                burst_start_ns = t
+            publisher, pid = "hrp-0", f"h{i_burst}"
+            i_burst += 1
+            if i_burst == n_burst:
+                burst_end_ns = t
+            gap = int(1e9 / spec.burst_rate_per_s)
+        else:
+            pub_k = i_normal % spec.publishers
+            publisher, pid = f"pub-{pub_k}", f"p{i_normal}"
+            i_normal += 1
+            gap = int(1e9 / spec.rate_per_s)
+            if i_normal == unsub_at and leaving:
+                for s in subs:
+                    if s["sub_id"] in leaving:
+                        logs.write(s["worker"], t, "unsubscribe", sub_id=s["sub_id"])
+                        _flood_sub(logs, adj, s["broker"], s["sub_id"], t + hop // 4, hop, "unsub")
+                        wl_line = {
+                            "ts_ns": t,
+                            "op": "unsubscribe",
+                            "sub_id": s["sub_id"],
+                            "subscriber": s["sub_id"].replace("s", "sub-"),
+                            "broker": s["broker"],
+                        }
+                        with (out / "workload" / "subscriptions.jsonl").open("a") as wl2:
+                            wl2.write(json.dumps(wl_line) + "\n")
+                active -= leaving
+                t += 10 * hop * len(brokers)
+        extra = 0
+        if burst_start_ns is not None:
+            if burst_end_ns is None:
+                extra = int(spec.burst_extra_ms * MS * min(1.0, (t - burst_start_ns) / 2e8))
+            else:
+                left = 1 - (t - burst_end_ns) / (spec.burst_decay_s * 1e9)
+                extra = int(spec.burst_extra_ms * MS * max(0.0, left))
+        pub_k = 0 if in_burst else pub_k
+        host = brokers[0] if in_burst else brokers[(pub_k * 7 + 3) % len(brokers)]
+        attrs = {"symbol": f"S{rng.randrange(spec.symbols)}", "price": rng.randrange(100)}
+        intended, sent = t, t + rng.randrange(50_000)
+        wlp.write(
+            json.dumps(
+                {
+                    "ts_ns": sent,
+                    "intended_ns": intended,
+                    "pub_id": pid,
+                    "publisher": publisher,
+                    "broker": host,
+                    "attrs": attrs,
+                }
+            )
+            + "\n"
+        )
+        pworker = f"pubworker-{pub_k % 2}"
+        logs.write(pworker, sent, "publish", pub_id=pid, intended_ns=intended, sent_ns=sent)
+        matching = [
+            s
+            for s in by_symbol.get(attrs["symbol"], [])
+            if s["sub_id"] in active and s["filter"].matches(attrs)
+        ]
+        deliveries += len(matching)
+        _route(logs, adj, host, pid, sent + hop // 4, hop, extra, matching, spec.routing, len(stored[host]))
+        t += gap
+        while sample_next <= t:
+            _sample_queues(logs, adj, sample_next, extra, rng)
+            sample_next += 250 * MS
+    wlp.close()
+    logs.close()
+    return {
+        "events": logs.count,
+        "deliveries": deliveries,
+        "brokers": len(brokers),
+        "burst": (burst_start_ns, burst_end_ns),
+    }
+
+
+def _flood_sub(
+    logs: _Logs, adj: dict[str, list[str]], host: str, sid: str, t0: int, hop: int, kind: str
+) -> None:
+    logs.write(host, t0, f"{kind}_in", sub_id=sid, link="")
+    parent = _tree_paths(adj, host)
+    depth: dict[str, int] = {host: 0}
+    for b in parent:  # BFS order
+        p = parent[b]
+        if p is None:
+            continue
+        depth[b] = depth[p] + 1
+        logs.write(p, t0 + (depth[b] - 1) * hop + hop // 10, f"{kind}_out", sub_id=sid, link=b)
+        logs.write(b, t0 + depth[b] * hop, f"{kind}_in", sub_id=sid, link=p)
+
+
+def _route(
+    logs: _Logs,
+    adj: dict[str, list[str]],
+    host: str,
+    pid: str,
+    t0: int,
+    hop: int,
+    extra: int,
+    matching: list[dict[str, Any]],
+    routing: str,
+    table: int,
+) -> None:
+    parent = _tree_paths(adj, host)
+    interested = {s["broker"] for s in matching}
+    needed: set[str] = set()
+    for b in interested:
+        x: str | None = b
+        while x is not None and x not in needed:
+            needed.add(x)
+            x = parent[x]
+    reach = parent.keys() if routing == "flooding" else needed | {host}
+    step = hop + extra // 4
+    depth: dict[str, int] = {}
+    for b in parent:
+        p = parent[b]
+        if b not in reach:
+            continue
+        depth[b] = 0 if p is None else depth[p] + 1
+        arrive = t0 + depth[b] * step
+        logs.write(b, arrive, "notif_in", pub_id=pid, link=p or "", hops=depth[b])
+        local = [s for s in matching if s["broker"] == b]
+        logs.write(b, arrive + 20_000, "match", pub_id=pid, us=20.0 + table * 0.1, n=len(local))
+        for s in local:
+            logs.write(b, arrive + 30_000, "deliver", pub_id=pid, sub_id=s["sub_id"])
+            logs.write(
+                s["worker"],
+                arrive + 30_000 + extra + 100_000,
+                "receive",
+                pub_id=pid,
+                sub_id=s["sub_id"],
+                hops=depth[b],
+            )
+        for c in adj[b]:
+            if parent.get(c) == b and c in reach:
+                logs.write(
+                    b, arrive + 40_000, "notif_out", pub_id=pid, link=c, hops=depth[b] + 1, dynamic=False
+                )
+
+
+def _sample_queues(logs: _Logs, adj: dict[str, list[str]], ts: int, extra: int, rng: random.Random) -> None:
+    level = extra // (5 * MS)
+    for b, ns in adj.items():
+        logs.write(b, ts, "queue", link="", len=level + rng.randrange(3), ce=1.0)
+        for c in ns:
+            logs.write(b, ts, "queue", link=c, len=level // 2 + rng.randrange(2), ce=1.0 + level / 100)
