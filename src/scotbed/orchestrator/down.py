@@ -16,6 +16,7 @@ import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from scotbed.orchestrator.state import ProcessRecord, RunState, load_all, same_process
 
@@ -98,3 +99,32 @@ def down(
         except Exception as e:
             report.errors.append(f"kubernetes sweep: {e}")
     return report
+
+
+def default_removers() -> dict[str, Any]:
+    """The real compose and Kubernetes removers, imported only when needed."""
+
+    def compose_down(st: RunState) -> None:
+        from scotbed.orchestrator.backends import compose
+
+        compose.down_project(st)
+
+    def compose_sweep(run_id: str | None) -> list[str]:
+        from scotbed.orchestrator.backends import compose
+
+        return compose.sweep(run_id)
+
+    def k8s_down(context: str | None, run_id: str | None) -> list[str]:
+        from scotbed.orchestrator.backends import k8s
+
+        return k8s.down_all(context=context, run_id=run_id)
+
+    return {"compose_down": compose_down, "compose_sweep": compose_sweep, "k8s_down": k8s_down}
+
+
+def main(args: Any) -> int:
+    """`scotbed down [--backend local|compose|k8s] [RUN_ID]`."""
+    report = down(args.run_id, args.backend, **default_removers())
+    for line in report.lines():
+        print(line)
+    return 1 if report.errors else 0

@@ -87,6 +87,8 @@ def process_start_ticks(pid: int) -> int | None:
         return None
     # the command name (field 2) may hold spaces and parentheses: split after the last ')'
     fields = stat[stat.rindex(")") + 2 :].split()
+    if fields[0] in ("Z", "X"):  # a zombie has exited; only its parent's wait is missing
+        return None
     return int(fields[19])
 
 

@@ -10,7 +10,13 @@ from scotbed.orchestrator.commands import call_lazy
 
 
 def add_parser(sub: Any) -> None:
-    p: argparse.ArgumentParser = sub.add_parser("down", help="remove the containers or namespaces of a run")
-    p.add_argument("run_id", nargs="?", metavar="RUN_ID", help="default: every scotbed run on the backend")
-    p.add_argument("--backend", choices=("compose", "k8s"), default="compose")
+    p: argparse.ArgumentParser = sub.add_parser(
+        "down", help="remove the processes, containers or namespaces earlier runs left"
+    )
+    p.add_argument("run_id", nargs="?", metavar="RUN_ID", help="default: every run scotbed recorded")
+    p.add_argument(
+        "--backend",
+        choices=("local", "compose", "k8s"),
+        help="only runs of this backend (k8s also sweeps namespaces labelled managed-by=scotbed)",
+    )
     p.set_defaults(handler=lambda args: call_lazy("down", "scotbed.orchestrator.down", args))
