@@ -5,7 +5,7 @@ service answers (so a launcher learns the bound port when ``listen`` has
 port 0); diagnostics go to stderr. A configuration that cannot be used exits
 with status 2 and a message naming the field. On SIGTERM the broker stops
 accepting input, processes everything it has acknowledged, gives its output
-queues ``--stop-grace`` seconds to drain, flushes its event log and exits 0.
+queues ``--stop-grace`` seconds to drain over the links that are up, flushes its event log and exits 0.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ async def serve(cfg: BrokerConfig, stop_grace_s: float = 2.0) -> None:
         await server.stop(grace=0.2)
         if not await broker.wait_input_empty(timeout_s=30.0):
             log.error("%s: input queue not empty after 30 s; stopping anyway", cfg.id)
-        await broker.wait_quiescent(timeout_s=stop_grace_s)
+        await broker.wait_drained(timeout_s=stop_grace_s)
     finally:
         for t in senders + extra:
             t.cancel()

@@ -49,8 +49,8 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from scotbed.broker.health import check
 from scotbed.config import BrokerConfig, LogConfig, build_configs, dump_all
 from scotbed.v1 import scotbed_pb2 as pb
 from scotbed.v1 import scotbed_pb2_grpc as pbg
@@ -202,28 +202,34 @@ class LocalCluster:
         deadline = time.monotonic() + timeout_s
         pending = set(ids)
         last: dict[str, str] = {}
-        while pending:
-            dead = [i for i in sorted(pending) if not self.brokers[i].alive()]
-            if dead:
-                raise LaunchError(
-                    "brokers exited during start-up: "
-                    + "; ".join(
-                        f"{i} (exit {self.brokers[i].returncode()}): {self.brokers[i].stderr_tail(4)}"
-                        for i in dead
+        channels = {i: grpc.aio.insecure_channel(self.brokers[i].address) for i in ids}
+        try:
+            while pending:
+                dead = [i for i in sorted(pending) if not self.brokers[i].alive()]
+                if dead:
+                    raise LaunchError(
+                        "brokers exited during start-up: "
+                        + "; ".join(
+                            f"{i} (exit {self.brokers[i].returncode()}): {self.brokers[i].stderr_tail(4)}"
+                            for i in dead
+                        )
                     )
-                )
-            order = sorted(pending)
-            results = await asyncio.gather(*(check(self.brokers[i].address, 1.0) for i in order))
-            for i, (ok, text) in zip(order, results, strict=True):
-                last[i] = text
-                if ok:
-                    pending.discard(i)
-            if not pending:
-                return
-            if time.monotonic() >= deadline:
-                names = ", ".join(f"{i} ({last.get(i, 'no answer')})" for i in sorted(pending))
-                raise LaunchError(f"{len(pending)} broker(s) not SERVING after {timeout_s:.0f} s: {names}")
-            await asyncio.sleep(0.1)
+                order = sorted(pending)
+                results = await asyncio.gather(*(_health(channels[i]) for i in order))
+                for i, (ok, text) in zip(order, results, strict=True):
+                    last[i] = text
+                    if ok:
+                        pending.discard(i)
+                if not pending:
+                    return
+                if time.monotonic() >= deadline:
+                    names = ", ".join(f"{i} ({last.get(i, 'no answer')})" for i in sorted(pending))
+                    raise LaunchError(
+                        f"{len(pending)} broker(s) not SERVING after {timeout_s:.0f} s: {names}"
+                    )
+                await asyncio.sleep(0.1)
+        finally:
+            await asyncio.gather(*(c.close() for c in channels.values()))
 
     def signal(self, broker_id: str, sig: int = signal.SIGTERM) -> None:
         b = self.brokers[broker_id]
@@ -297,14 +303,41 @@ class LocalCluster:
 # --- async admin helpers -------------------------------------------------------------------
 
 
-async def _each(addresses: Mapping[str, str], method: str, request: Any, timeout_s: float) -> dict[str, Any]:
-    async def one(address: str) -> Any:
-        async with grpc.aio.insecure_channel(address) as channel:
-            return await getattr(pbg.AdminStub(channel), method)(request, timeout=timeout_s)
+async def _health(channel: grpc.aio.Channel) -> tuple[bool, str]:
+    try:
+        reply = await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=1.0)
+    except grpc.aio.AioRpcError as e:
+        return False, f"{e.code().name}: {e.details()}"
+    return (
+        reply.status == health_pb2.HealthCheckResponse.SERVING,
+        health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status),
+    )
 
-    ids = list(addresses)
-    replies = await asyncio.gather(*(one(addresses[i]) for i in ids))
-    return dict(zip(ids, replies, strict=True))
+
+class _Admins:
+    """One channel per broker for a series of admin calls (cheaper than a channel per call)."""
+
+    def __init__(self, addresses: Mapping[str, str]) -> None:
+        self._channels = {i: grpc.aio.insecure_channel(a) for i, a in addresses.items()}
+        self.stubs = {i: pbg.AdminStub(c) for i, c in self._channels.items()}
+
+    async def each(self, method: str, request: Any, timeout_s: float) -> dict[str, Any]:
+        ids = list(self.stubs)
+        replies = await asyncio.gather(
+            *(getattr(self.stubs[i], method)(request, timeout=timeout_s) for i in ids)
+        )
+        return dict(zip(ids, replies, strict=True))
+
+    async def close(self) -> None:
+        await asyncio.gather(*(c.close() for c in self._channels.values()), return_exceptions=True)
+
+
+async def _each(addresses: Mapping[str, str], method: str, request: Any, timeout_s: float) -> dict[str, Any]:
+    admins = _Admins(addresses)
+    try:
+        return await admins.each(method, request, timeout_s)
+    finally:
+        await admins.close()
 
 
 async def status_all(addresses: Mapping[str, str], timeout_s: float = 5.0) -> dict[str, pb.StatusReply]:
@@ -331,11 +364,21 @@ async def wait_quiescent(
 
     Raises :class:`TimeoutError` naming the brokers that are still busy.
     """
+    admins = _Admins(addresses)
+    try:
+        return await _wait_quiescent(admins, timeout_s, stable_s, poll_s)
+    finally:
+        await admins.close()
+
+
+async def _wait_quiescent(
+    admins: _Admins, timeout_s: float, stable_s: float, poll_s: float
+) -> dict[str, pb.StatusReply]:
     deadline = time.monotonic() + timeout_s
     stable_since: float | None = None
     previous: dict[str, dict[str, int]] | None = None
     while True:
-        replies = await status_all(addresses)
+        replies = await admins.each("Status", pb.StatusRequest(), 5.0)
         now = time.monotonic()
         fp = _fingerprint(replies)
         if all(r.quiescent for r in replies.values()) and fp == previous:

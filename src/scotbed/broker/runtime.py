@@ -212,6 +212,20 @@ class Broker:
             await asyncio.sleep(poll_s)
         return True
 
+    def drained(self) -> bool:
+        """Quiescent except for links that are down (their queues cannot drain now); used when stopping."""
+        if self.busy or not self.input.empty():
+            return False
+        return all(not (link.queue or link.unacked) or not link.connected for link in self.links.values())
+
+    async def wait_drained(self, timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while not self.drained():
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(0.005)
+        return True
+
     async def wait_input_empty(self, timeout_s: float) -> bool:
         deadline = time.monotonic() + timeout_s
         while self.busy or not self.input.empty():
