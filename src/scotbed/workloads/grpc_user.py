@@ -1,0 +1,147 @@
+"""A gRPC client of the scotbed Broker API that reports every call through Locust's request events.
+
+In the style of Locust's contrib users (``PostgresUser``, ``MongoDBUser``): a
+plain client class that fires ``environment.events.request`` per call, and an
+abstract :class:`GrpcUser` holding one client per broker address. It uses the
+synchronous gRPC API, which cooperates with gevent once
+``grpc.experimental.gevent.init_gevent()`` has run (the locustfile does it
+before anything creates a channel). Request types: ``grpc`` for unary calls
+and the subscription handshake (response time = until the broker's ack),
+``deliver`` for notifications received (response time = receive time minus
+the publication's *intended* time, so Locust's own percentiles show the
+end-to-end delay without coordinated omission).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import grpc
+from locust import User
+from locust.env import Environment
+
+from scotbed.filters import Filter
+from scotbed.v1 import scotbed_pb2 as pb
+from scotbed.v1 import scotbed_pb2_grpc as pbg
+from scotbed.wire import filter_to_pb
+
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+
+
+class SubscribeError(RuntimeError):
+    """A Subscribe stream that did not start with the broker's ack."""
+
+
+class GrpcClient:
+    """One channel to one broker; every call fires a Locust request event."""
+
+    def __init__(self, address: str, environment: Environment, timeout_s: float = 10.0) -> None:
+        self.address = address
+        self.environment = environment
+        self.timeout_s = timeout_s
+        self.channel = grpc.insecure_channel(
+            address,
+            options=[
+                ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+                ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+            ],
+        )
+        self.broker = pbg.BrokerStub(self.channel)
+
+    def _fire(self, rtype: str, name: str, start: float, length: int, exc: BaseException | None) -> None:
+        self.environment.events.request.fire(
+            request_type=rtype,
+            name=name,
+            response_time=(time.perf_counter() - start) * 1000.0,
+            response_length=length,
+            exception=exc,
+            context={"broker": self.address},
+        )
+
+    def subscribe(self, sub_id: str, subscriber: str, flt: Filter) -> tuple[Any, pb.SubscribeAck]:
+        """Open the stream and wait for its ack; returns (call, ack). The call iterates SubscribeEvents."""
+        start = time.perf_counter()
+        req = pb.SubscribeRequest(sub_id=sub_id, subscriber=subscriber, filter=filter_to_pb(flt))
+        call = self.broker.Subscribe(req, wait_for_ready=False)
+        try:
+            first = next(call)
+            if first.WhichOneof("event") != "ack":
+                raise SubscribeError(f"subscription {sub_id} at {self.address}: first event is not an ack")
+        except StopIteration:
+            err = SubscribeError(f"subscription {sub_id} at {self.address}: the stream ended before its ack")
+            self._fire("grpc", "Subscribe", start, 0, err)
+            raise err from None
+        except (grpc.RpcError, SubscribeError) as e:
+            self._fire("grpc", "Subscribe", start, 0, e)
+            raise
+        self._fire("grpc", "Subscribe", start, first.ByteSize(), None)
+        return call, first.ack
+
+    def deliveries(self, call: Any) -> Iterator[tuple[pb.Delivery, int]]:
+        """(delivery, receive time ns) pairs of an open stream until it ends or is cancelled."""
+        try:
+            for ev in call:
+                now = time.time_ns()
+                if ev.WhichOneof("event") != "delivery":
+                    continue
+                d = ev.delivery
+                self.environment.events.request.fire(
+                    request_type="deliver",
+                    name="Delivery",
+                    response_time=max(0.0, (now - d.notification.intended_ns) / 1e6),
+                    response_length=d.ByteSize(),
+                    exception=None,
+                    context={"broker": self.address},
+                )
+                yield d, now
+        except grpc.RpcError as e:
+            if e.code() != grpc.StatusCode.CANCELLED:
+                raise
+
+    def unsubscribe(self, sub_id: str, subscriber: str) -> bool:
+        start = time.perf_counter()
+        try:
+            reply = self.broker.Unsubscribe(
+                pb.UnsubscribeRequest(sub_id=sub_id, subscriber=subscriber), timeout=self.timeout_s
+            )
+        except grpc.RpcError as e:
+            self._fire("grpc", "Unsubscribe", start, 0, e)
+            raise
+        self._fire("grpc", "Unsubscribe", start, reply.ByteSize(), None)
+        return bool(reply.found)
+
+    def publish(self, notifications: Sequence[pb.Notification]) -> int:
+        start = time.perf_counter()
+        req = pb.PublishRequest(notifications=notifications)
+        try:
+            reply = self.broker.Publish(req, timeout=self.timeout_s)
+        except grpc.RpcError as e:
+            self._fire("grpc", "Publish", start, 0, e)
+            raise
+        self._fire("grpc", "Publish", start, req.ByteSize(), None)
+        return int(reply.accepted)
+
+    def close(self) -> None:
+        self.channel.close()
+
+
+class GrpcUser(User):
+    """Abstract Locust user with one :class:`GrpcClient` per broker address it talks to."""
+
+    abstract = True
+
+    def __init__(self, environment: Environment) -> None:
+        super().__init__(environment)
+        self._clients: dict[str, GrpcClient] = {}
+
+    def client_for(self, address: str) -> GrpcClient:
+        if address not in self._clients:
+            self._clients[address] = GrpcClient(address, self.environment)
+        return self._clients[address]
+
+    def on_stop(self) -> None:
+        for c in self._clients.values():
+            c.close()
+        self._clients.clear()

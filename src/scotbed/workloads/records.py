@@ -1,0 +1,99 @@
+"""What a workload process writes: client event logs and the workload files (DESIGN §5).
+
+Every Locust worker process writes its own files, so no two processes share a
+file (on Kubernetes they do not even share a disk):
+
+- ``events/<process>.jsonl``: ``subscribe``/``unsubscribe`` (sub_id), ``publish`` (pub_id,
+  intended_ns, sent_ns; ts_ns = sent) and ``receive`` (pub_id, sub_id, hops, broker_ns;
+  ts_ns = receive time) events, ``node`` = the client (subscriber or publisher) name;
+- ``workload/subscriptions.<process>.jsonl`` and ``workload/publications.<process>.jsonl``:
+  what was issued, with content.
+
+:func:`merge_workload` joins the per-process workload parts into the
+contract's ``workload/subscriptions.jsonl`` and ``workload/publications.jsonl``
+(sorted by ts_ns, then id) and removes the parts; the local runner calls it,
+a Kubernetes backend calls it after collecting the parts.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, TextIO
+
+WORKLOAD_FILES = ("subscriptions", "publications")
+
+
+class JsonlWriter:
+    """Buffered JSON-lines file; ``flush`` writes what is buffered (cheap enough to call every 200 ms)."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._f: TextIO | None = path.open("a", encoding="utf-8")
+        self._buf: list[str] = []
+        self.count = 0
+
+    def write(self, record: dict[str, Any]) -> None:
+        self._buf.append(json.dumps(record, separators=(",", ":")))
+        self.count += 1
+
+    def flush(self) -> None:
+        if self._buf and self._f is not None:
+            self._f.write("\n".join(self._buf) + "\n")
+            self._f.flush()
+            self._buf.clear()
+
+    def close(self) -> None:
+        self.flush()
+        if self._f is not None:
+            self._f.close()
+            self._f = None
+
+
+class ProcessRecords:
+    """The three files of one workload process under ``run_dir``."""
+
+    def __init__(self, run_dir: Path, process: str) -> None:
+        self.process = process
+        self.events = JsonlWriter(run_dir / "events" / f"{process}.jsonl")
+        self.subscriptions = JsonlWriter(run_dir / "workload" / f"subscriptions.{process}.jsonl")
+        self.publications = JsonlWriter(run_dir / "workload" / f"publications.{process}.jsonl")
+
+    def event(self, ts_ns: int, node: str, ev: str, **fields: Any) -> None:
+        self.events.write({"ts_ns": ts_ns, "node": node, "ev": ev, **fields})
+
+    def flush(self) -> None:
+        for w in (self.events, self.subscriptions, self.publications):
+            w.flush()
+
+    def close(self) -> None:
+        for w in (self.events, self.subscriptions, self.publications):
+            w.close()
+
+
+def merge_workload(run_dir: str | Path) -> dict[str, int]:
+    """Join ``workload/<kind>.<process>.jsonl`` parts into ``workload/<kind>.jsonl``; returns line counts."""
+    wdir = Path(run_dir) / "workload"
+    counts: dict[str, int] = {}
+    for kind in WORKLOAD_FILES:
+        parts = sorted(wdir.glob(f"{kind}.*.jsonl"))
+        target = wdir / f"{kind}.jsonl"
+        rows: list[tuple[int, str, str]] = []
+        if target.exists():
+            parts.insert(0, target)
+        for part in parts:
+            for line in part.read_text(encoding="utf-8").splitlines():
+                if line.strip():
+                    d = json.loads(line)
+                    rows.append((int(d["ts_ns"]), str(d.get("sub_id") or d.get("pub_id")), line))
+        rows.sort()
+        wdir.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(".jsonl.tmp")
+        tmp.write_text("".join(r[2] + "\n" for r in rows), encoding="utf-8")
+        tmp.replace(target)
+        for part in parts:
+            if part != target:
+                part.unlink()
+        counts[kind] = len(rows)
+    return counts
