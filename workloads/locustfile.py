@@ -1,4 +1,4 @@
-"""scotbed workload entry for Locust: plays the plan in $SCOTBED_PLAN (scotbed.workloads.users).
+"""scotbed workload entry for Locust: plays the plan in $SCOTBED_PLAN.
 
 Run by scotbed.workloads.runner (local) or the Locust Jobs (Kubernetes); by hand:
 SCOTBED_PLAN=plan.json SCOTBED_RUN_DIR=run locust -f workloads/locustfile.py --headless -u N -r N

@@ -12,7 +12,7 @@ PLAN_ENV = "SCOTBED_PLAN"  # path of the plan JSON the Locust processes play
 RUN_DIR_ENV = "SCOTBED_RUN_DIR"  # run directory they write events/, workload/ and locust/ under
 REPO_LOCUSTFILE = Path(__file__).resolve().parents[3] / "workloads" / "locustfile.py"
 
-LOCUSTFILE = '''"""scotbed workload entry for Locust: plays the plan in $SCOTBED_PLAN (scotbed.workloads.users).
+LOCUSTFILE = '''"""scotbed workload entry for Locust: plays the plan in $SCOTBED_PLAN.
 
 Run by scotbed.workloads.runner (local) or the Locust Jobs (Kubernetes); by hand:
 SCOTBED_PLAN=plan.json SCOTBED_RUN_DIR=run locust -f workloads/locustfile.py --headless -u N -r N
