@@ -32,7 +32,10 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 FOREVER = 2**63 - 1
-EXPECTED_DDL = "pub_id STRING, sub_id STRING, subscriber STRING, broker STRING, intended_ns BIGINT, in_transition BOOLEAN"
+EXPECTED_DDL = (
+    "pub_id STRING, sub_id STRING, subscriber STRING, broker STRING, "
+    "intended_ns BIGINT, in_transition BOOLEAN"
+)
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,11 @@ def package_zip(dest_dir: Path) -> Path:
     return out
 
 
-def get_session(master: str | None = None, app_name: str = "scotbed-analyze") -> SparkSession:
+def get_session(
+    master: str | None = None,
+    app_name: str = "scotbed-analyze",
+    shuffle_partitions: int = SHUFFLE_PARTITIONS_LOCAL,
+) -> SparkSession:
     from pyspark.sql import SparkSession
 
     warnings.filterwarnings(
@@ -69,7 +73,7 @@ def get_session(master: str | None = None, app_name: str = "scotbed-analyze") ->
         builder = builder.master("local[*]")
         is_local = True
     if is_local:
-        builder = builder.config("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS_LOCAL)).config(
+        builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions)).config(
             "spark.driver.memory", os.environ.get("SCOTBED_SPARK_DRIVER_MEMORY", "2g")
         )
     spark = builder.getOrCreate()

@@ -40,7 +40,7 @@ class SynthSpec:
     burst_publications: int = 0  # publications of the high-rate publisher "hrp-0"
     burst_rate_per_s: float = 1000.0
     burst_extra_ms: float = 400.0  # extra delay while the burst runs, decaying linearly after it
-    burst_decay_s: float = 2.0
+    burst_decay_s: float = 0.5
     worker_processes: int = 2
     gz: bool = False
     seed: int = 1
@@ -200,7 +200,8 @@ def synthesise(out: Path, spec: SynthSpec = SynthSpec()) -> dict[str, Any]:
                 extra = int(spec.burst_extra_ms * MS * max(0.0, left))
         pub_k = 0 if in_burst else pub_k
         host = brokers[0] if in_burst else brokers[(pub_k * 7 + 3) % len(brokers)]
-        attrs = {"symbol": f"S{rng.randrange(spec.symbols)}", "price": rng.randrange(100)}
+        symbol = f"S{rng.randrange(spec.symbols)}"
+        attrs: dict[str, Any] = {"symbol": symbol, "price": rng.randrange(100)}
         intended, sent = t, t + rng.randrange(50_000)
         wlp.write(
             json.dumps(
@@ -218,9 +219,7 @@ def synthesise(out: Path, spec: SynthSpec = SynthSpec()) -> dict[str, Any]:
         pworker = f"pubworker-{pub_k % 2}"
         logs.write(pworker, sent, "publish", pub_id=pid, intended_ns=intended, sent_ns=sent)
         matching = [
-            s
-            for s in by_symbol.get(attrs["symbol"], [])
-            if s["sub_id"] in active and s["filter"].matches(attrs)
+            s for s in by_symbol.get(symbol, []) if s["sub_id"] in active and s["filter"].matches(attrs)
         ]
         deliveries += len(matching)
         _route(logs, adj, host, pid, sent + hop // 4, hop, extra, matching, spec.routing, len(stored[host]))

@@ -1,0 +1,294 @@
+"""Spark metrics and the oracle on hand-written and synthesised event logs with known answers.
+
+One local[2] SparkSession for the whole module (Spark start-up is slow on 2 cores).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pyspark")
+
+from scotbed.analysis import metrics as M
+from scotbed.analysis import oracle
+from scotbed.analysis.events import read_events, read_publications
+from scotbed.analysis.rundir import RunDir
+from scotbed.analysis.stats import time_to_stabilise
+from scotbed.analysis.synth import SynthSpec, synthesise
+
+pytestmark = pytest.mark.spark
+
+T0 = 1_700_000_000_000_000_000
+MS = 1_000_000
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    from scotbed.analysis.session import get_session
+
+    s = get_session("local[2]", app_name="scotbed-tests", shuffle_partitions=4)
+    yield s
+    s.stop()
+
+
+def E(ms: float, node: str, ev: str, **kw: Any) -> dict[str, Any]:
+    return {"ts_ns": T0 + int(ms * MS), "node": node, "ev": ev, **kw}
+
+
+def events_of(spark: Any, tmp: Path, rows: list[dict[str, Any]]) -> Any:
+    f = tmp / "events.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ok, _ = read_events(spark, [str(f)])
+    return ok
+
+
+def test_reader_handles_gzip_and_counts_malformed_lines(spark: Any, tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_text(json.dumps(E(1, "b1", "table", size=3)) + "\nnot json\n{}\n")
+    with gzip.open(tmp_path / "b.jsonl.gz", "wt") as f:
+        f.write(json.dumps(E(2, "b2", "match", pub_id="p", us=5.5, n=2)) + "\n")
+    ok, bad = read_events(spark, [str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl.gz")])
+    assert sorted((r.node, r.ev) for r in ok.collect()) == [("b1", "table"), ("b2", "match")]
+    assert bad.count() == 2
+
+
+def test_subscription_delay_and_ims(spark: Any, tmp_path: Path) -> None:
+    rows = [
+        E(0, "c1", "subscribe", sub_id="s1"),
+        E(1, "b1", "sub_in", sub_id="s1", link=""),
+        E(1.1, "b1", "sub_out", sub_id="s1", link="b2"),
+        E(3, "b2", "sub_in", sub_id="s1", link="b1"),
+        E(3.1, "b2", "sub_out", sub_id="s1", link="b3"),
+        E(6, "b3", "sub_in", sub_id="s1", link="b2"),
+        E(10, "b2", "sub_in", sub_id="s2", link=""),  # no client log: issued = first sub_in
+        E(12, "b1", "sub_in", sub_id="s2", link="b2"),
+        E(11, "b2", "sub_out", sub_id="s2", link="b1"),
+        E(11, "b2", "unsub_out", sub_id="s2", link="b1"),
+    ]
+    ev = events_of(spark, tmp_path, rows)
+    df = M.subscription_delays(ev)
+    got = {r.sub_id: (r.delay_ms, r.ims, r.sub_in) for r in df.collect()}
+    assert got == {"s1": (6.0, 2, 3), "s2": (2.0, 1, 2)}
+    d = M.distribution(df, "delay_ms")
+    assert (d["count"], d["mean"], d["max"]) == (2, 4.0, 6.0)
+    assert M.unsubscription_ims(ev) == 1
+    assert M.last_arrivals(ev, "sub_in") == {"s1": T0 + 6 * MS, "s2": T0 + 12 * MS}
+
+
+def test_notification_delay_percentiles_and_hops(spark: Any, tmp_path: Path) -> None:
+    rows = []
+    for k in range(1, 101):  # delays 10, 20, ..., 1000 ms from intended; sent 5 ms after intended
+        rows.append(
+            E(
+                k * 2000,
+                "pc",
+                "publish",
+                pub_id=f"p{k}",
+                intended_ns=T0 + k * 2000 * MS,
+                sent_ns=T0 + (k * 2000 + 5) * MS,
+            )
+        )
+        rows.append(E(k * 2000 + 10 * k, "sc", "receive", pub_id=f"p{k}", sub_id="s1", hops=k % 3))
+    ev = events_of(spark, tmp_path, rows)
+    deliv = M.deliveries(ev, M.publication_times(ev, None))
+    nd = M.notification_delay(deliv)
+    d = nd["delay_ms"]
+    assert (d["count"], d["mean"], d["p50"], d["p90"], d["p99"], d["max"]) == (
+        100,
+        505.0,
+        500,
+        900,
+        990,
+        1000,
+    )
+    assert d["under_1s"] == pytest.approx(0.99)
+    s = nd["send_delay_ms"]
+    assert (s["p50"], s["max"]) == (495, 995)
+    hops = M.hops_distribution(deliv)
+    assert dict(zip(hops["hops"], hops["count"], strict=True)) == {0: 33, 1: 34, 2: 33}
+
+
+def test_matching_ims_dynamic_load_drops(spark: Any, tmp_path: Path) -> None:
+    rows = [
+        E(1, "b1", "match", pub_id="p1", us=10.0, n=1),
+        E(2, "b1", "match", pub_id="p2", us=30.0, n=3),
+        E(2, "b2", "match", pub_id="p1", us=5.0, n=0),
+        E(3, "b1", "notif_in", pub_id="p1", link="", hops=0),
+        E(3, "b1", "notif_out", pub_id="p1", link="b2", hops=1, dynamic=False),
+        E(4, "b2", "notif_in", pub_id="p1", link="b1", hops=1),
+        E(4, "b2", "notif_out", pub_id="p1", link="b3", hops=2, dynamic=True),
+        E(4, "b2", "notif_out", pub_id="p1", link="", hops=2),  # not an IM: no broker on the link
+        E(5, "b2", "drop", link="b3", reason="overflow"),
+        E(6, "b2", "drop", link="b3", reason="overflow"),
+    ]
+    ev = events_of(spark, tmp_path, rows)
+    m = M.matching_per_broker(ev).set_index("node")
+    assert (
+        m.loc["b1", "matches"] == 2 and m.loc["b1", "mean_us"] == 20.0 and m.loc["b1", "mean_matched"] == 2.0
+    )
+    assert m.loc["b2", "mean_us"] == 5.0
+    nims = M.notification_ims(ev).set_index("node")
+    assert nims["ims"].to_dict() == {"b1": 1, "b2": 1}
+    assert nims["dynamic"].to_dict() == {"b1": 0, "b2": 1}
+    load = M.load_per_broker(ev, ["b1", "b2", "b3"]).set_index("node")
+    assert load["messages"].to_dict() == {"b1": 2, "b2": 3, "b3": 0}
+    assert load.loc["b1", "match"] == 2
+    bal = M.load_balance(load.reset_index())
+    assert bal["max_over_mean"] == pytest.approx(3 / (5 / 3))
+    assert M.drops(ev) == {"overflow": 2}
+
+
+def test_stability_curve_with_burst_and_recovery(spark: Any, tmp_path: Path) -> None:
+    delays = [5, 5, 5, 100, 200, 150, 10, 5, 5, 4]  # windows of 3: max 5, 200, 10, 4 (partial)
+    rows = []
+    for k, d in enumerate(delays):
+        t = 1000 * (k + 1)
+        rows.append(E(t - d, "pc", "publish", pub_id=f"p{k}", intended_ns=T0 + (t - d) * MS))
+        rows.append(E(t, "sc", "receive", pub_id=f"p{k}", sub_id="s1", hops=1))
+    ev = events_of(spark, tmp_path, rows)
+    deliv = M.deliveries(ev, M.publication_times(ev, None)).repartition(3)  # index must survive partitions
+    curve = M.stability_curve(deliv, 3)
+    assert curve["max_delay_ms"].tolist() == [5, 200, 10, 4]
+    assert curve["count"].tolist() == [3, 3, 3, 1]
+    assert curve["end_ns"].tolist() == [T0 + t * MS for t in (3000, 6000, 9000, 10000)]
+    # burst between the first and the third window: recovered at the end of window 3 (9 s)
+    r = time_to_stabilise(curve.to_dict("records"), T0 + 3500 * MS, T0 + 6500 * MS)
+    assert (r.pre_burst_ms, r.stabilised_at_ns, r.time_to_stabilise_s) == (5.0, T0 + 9000 * MS, 2.5)
+
+
+def test_queues_and_tables(spark: Any, tmp_path: Path) -> None:
+    rows = [
+        E(0, "b1", "queue", link="", len=3, ce=1.0),
+        E(1000, "b1", "queue", link="", len=7, ce=1.0),
+        E(0, "b1", "queue", link="b2", len=4, ce=0.5),
+        E(1000, "b1", "queue", link="b2", len=9, ce=2.5),
+        E(0, "b1", "table", size=5),
+        E(500, "b1", "table", size=8),
+        E(1000, "b1", "table", size=6),
+    ]
+    ev = events_of(spark, tmp_path, rows)
+    assert M.queue_maxima(ev) == {"max_output_len": 9, "max_input_len": 7}
+    q = M.queue_series(ev)
+    out = q[q["direction"] == "output"]
+    assert out["max_len"].tolist() == [4, 9] and out["t_s"].tolist() == [0.0, 1.0]
+    assert q[q["direction"] == "input"]["max_len"].tolist() == [3, 7]
+    t = M.table_sizes(ev)
+    assert (t.loc[0, "max_size"], t.loc[0, "final_size"]) == (8, 6)
+
+
+def test_relay_overhead_and_false_positive_traffic(spark: Any, tmp_path: Path) -> None:
+    rows = [
+        E(1, "b2", "notif_in", pub_id="p1", link="b1", hops=1),
+        E(2, "b3", "notif_in", pub_id="p1", link="b2", hops=2),
+        E(2, "b4", "notif_in", pub_id="p1", link="b2", hops=2),
+        E(1, "b1", "notif_out", pub_id="p1", link="b2", hops=1),
+        E(1.5, "b2", "notif_out", pub_id="p1", link="b3", hops=2),
+        E(1.5, "b2", "notif_out", pub_id="p1", link="b4", hops=2),
+    ]
+    ev = events_of(spark, tmp_path, rows)
+    interested = spark.createDataFrame([("p1", "b3")], "pub_id STRING, broker STRING")
+    relay = M.relay_overhead(ev, interested).set_index("node")
+    assert relay["relay_only"].to_dict() == {"b2": 1, "b3": 0, "b4": 1}
+    fp = M.false_positive_traffic(ev, interested).set_index("node")
+    assert fp["ims"].to_dict() == {"b1": 1, "b2": 2}
+    assert fp["fp_ims"].to_dict() == {"b1": 0, "b2": 1}
+
+
+def _faulty(run: Path) -> dict[str, tuple[str, str]]:
+    """Inject a missing, a duplicate and a false-positive receive into a correct synthesised log."""
+    subs = {
+        json.loads(x)["sub_id"] for x in (run / "workload" / "subscriptions.jsonl").read_text().splitlines()
+    }
+    files = sorted((run / "events").glob("worker-*.jsonl"))
+    lines = files[0].read_text().splitlines(keepends=True)
+    recv = [i for i, x in enumerate(lines) if '"receive"' in x]
+    missing, dup = json.loads(lines[recv[3]]), json.loads(lines[recv[7]])
+    receivers = {(json.loads(lines[i])["pub_id"], json.loads(lines[i])["sub_id"]) for i in recv}
+    pub = missing["pub_id"]
+    stranger = next(s for s in sorted(subs) if (pub, s) not in receivers and s != missing["sub_id"])
+    fp = dict(missing, sub_id=stranger)
+    lines.append(lines[recv[7]])
+    lines.append(json.dumps(fp) + "\n")
+    del lines[recv[3]]
+    files[0].write_text("".join(lines))
+    return {
+        "missing": (missing["pub_id"], missing["sub_id"]),
+        "duplicate": (dup["pub_id"], dup["sub_id"]),
+        "false_positive": (fp["pub_id"], fp["sub_id"]),
+    }
+
+
+def _check(spark: Any, run: RunDir) -> dict[str, Any]:
+    ev, _ = read_events(spark, run.event_files())
+    deliv = M.deliveries(ev, M.publication_times(ev, read_publications(spark, run)))
+    eps = oracle.episodes(
+        run.subscription_ops(), M.last_arrivals(ev, "sub_in"), M.last_arrivals(ev, "unsub_in")
+    )
+    exp = oracle.expected_deliveries(spark, str(run.publications_file), eps, "naive")
+    result, _ = oracle.check(exp, deliv)
+    return result
+
+
+def test_oracle_is_clean_on_a_correct_log_and_names_injected_faults(spark: Any, tmp_path: Path) -> None:
+    spec = SynthSpec(publications=120, subscribers=12, unsubscribe_fraction=0.25, routing="flooding")
+    synthesise(tmp_path / "run", spec)
+    run = RunDir.open(tmp_path / "run")
+    clean = _check(spark, run)
+    assert clean["ok"] is True
+    assert clean["expected_deliveries"] > 50
+    assert (clean["missing"], clean["duplicates"], clean["false_positives"]) == (0, 0, 0)
+    assert clean["delivered"] == clean["expected_deliveries"]
+
+    faults = _faulty(tmp_path / "run")
+    bad = _check(spark, run)
+    assert bad["ok"] is False
+    assert (bad["missing"], bad["duplicates"], bad["false_positives"]) == (1, 1, 1)
+    as_pair = [(o["pub_id"], o["sub_id"]) for o in bad["first_missing"]]
+    assert as_pair == [faults["missing"]]
+    assert [(o["pub_id"], o["sub_id"], o["copies"]) for o in bad["first_duplicates"]] == [
+        (*faults["duplicate"], 2)
+    ]
+    assert [(o["pub_id"], o["sub_id"]) for o in bad["first_false_positives"]] == [faults["false_positive"]]
+
+
+def test_oracle_counts_a_delivery_during_propagation_as_in_transition(spark: Any, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    (run / "events").mkdir(parents=True)
+    (run / "workload").mkdir()
+    sub = {
+        "ts_ns": T0,
+        "op": "subscribe",
+        "sub_id": "s1",
+        "subscriber": "c1",
+        "broker": "b2",
+        "filter": [{"attr": "x", "op": ">", "value": 0}],
+    }
+    (run / "workload" / "subscriptions.jsonl").write_text(json.dumps(sub) + "\n")
+    pubs = [  # p0 during propagation (not delivered), p1 after it (delivered), p2 after (missed)
+        {
+            "ts_ns": T0 + k * MS,
+            "intended_ns": T0 + k * MS,
+            "pub_id": f"p{i}",
+            "publisher": "x",
+            "broker": "b1",
+            "attrs": {"x": 1},
+        }
+        for i, k in enumerate((2, 20, 30))
+    ]
+    (run / "workload" / "publications.jsonl").write_text("".join(json.dumps(p) + "\n" for p in pubs))
+    rows = [
+        E(0, "c1", "subscribe", sub_id="s1"),
+        E(1, "b2", "sub_in", sub_id="s1", link=""),
+        E(10, "b1", "sub_in", sub_id="s1", link="b2"),  # propagation ends at 10 ms
+        E(25, "c1", "receive", pub_id="p1", sub_id="s1", hops=1),
+    ]
+    (run / "events" / "all.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = _check(spark, RunDir.open(run))
+    assert result["in_transition"] == 1
+    assert result["expected_deliveries"] == 2
+    assert [o["pub_id"] for o in result["first_missing"]] == ["p2"]

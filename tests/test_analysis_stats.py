@@ -1,0 +1,107 @@
+"""Pure parts of the analysis: statistics, burst recovery, forwarding usefulness, oracle expectations."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from scotbed.analysis.forwarding import false_positive_edges, useful_brokers
+from scotbed.analysis.oracle import FOREVER, Episode, Expectation, episodes, pick_engine
+from scotbed.analysis.stats import flatten, mean_ci, t_quantile, time_to_stabilise
+
+MS = 1_000_000
+
+
+@pytest.mark.parametrize(("df", "expected"), [(1, 12.7062), (4, 2.7764), (10, 2.2281), (30, 2.0423)])
+def test_t_quantile_matches_tables(df: int, expected: float) -> None:
+    assert t_quantile(0.975, df) == pytest.approx(expected, abs=1e-3)
+
+
+def test_mean_ci_three_values() -> None:
+    ci = mean_ci([1.0, 2.0, 3.0])
+    assert ci.mean == 2.0
+    assert ci.half_width == pytest.approx(4.3027 / math.sqrt(3), abs=1e-3)
+    one = mean_ci([5.0])
+    assert (one.low, one.high) == (5.0, 5.0)
+    assert mean_ci([]).n == 0
+
+
+def _w(i: int, max_ms: float) -> dict[str, float]:
+    return {"start_ns": i * 10 * MS, "end_ns": i * 10 * MS + 9 * MS, "max_delay_ms": max_ms}
+
+
+def test_time_to_stabilise_after_burst() -> None:
+    # windows every 10 ms; burst from 20 ms to 50 ms; pre-burst level 8 -> bound 8*1.5+10 = 22
+    windows = [_w(0, 6), _w(1, 8), _w(2, 300), _w(3, 500), _w(4, 400), _w(5, 90), _w(6, 20), _w(7, 9)]
+    r = time_to_stabilise(windows, burst_start_ns=20 * MS, burst_end_ns=50 * MS)
+    assert r.pre_burst_ms == 8
+    assert r.bound_ms == pytest.approx(22.0)
+    assert r.stabilised_at_ns == 69 * MS  # window 6 (60-69 ms) is the first within the bound
+    assert r.time_to_stabilise_s == pytest.approx(0.019)
+
+
+def test_time_to_stabilise_never_or_unknown() -> None:
+    windows = [_w(0, 6), _w(1, 300), _w(2, 200)]
+    assert time_to_stabilise(windows, 10 * MS, 15 * MS).stabilised_at_ns is None
+    assert time_to_stabilise(windows, 0, 15 * MS).reason == "no complete window before the burst"
+
+
+def test_flatten() -> None:
+    assert flatten({"a": {"b": 1, "c": {"d": [1]}}, "e": 2}) == {"a.b": 1, "a.c.d": [1], "e": 2}
+
+
+def test_false_positive_edges_on_a_tree_and_a_cycle() -> None:
+    edges = [("b1", "b2"), ("b2", "b3"), ("b2", "b4"), ("b1", "b5")]
+    assert false_positive_edges(edges, {"b3"}) == [("b2", "b4"), ("b1", "b5")]
+    assert useful_brokers(edges, {"b3"}) == {"b1", "b2", "b3"}
+    cyclic = [("a", "b"), ("b", "c"), ("c", "a"), ("c", "d")]
+    assert false_positive_edges(cyclic, {"d"}) == []
+    assert false_positive_edges(cyclic, set()) == cyclic
+
+
+def _ep(
+    sid: str, flt: list, start: int, settled: int, end: int = FOREVER, unsettled: int = FOREVER
+) -> Episode:
+    return Episode(sid, "c-" + sid, "b1", json.dumps(flt), start, settled, end, unsettled)
+
+
+def test_expectation_active_transition_and_ended() -> None:
+    price = [{"attr": "price", "op": "<", "value": 10}]
+    eps = [_ep("s1", price, 100, 110, 200, 220), _ep("s2", [], 0, 5)]
+    exp = Expectation(eps, "naive")
+
+    def got(intended: int, sent: int, attrs: dict) -> set[tuple[str, bool]]:
+        return {(e.sub_id, tr) for e, tr in exp.expected(intended, sent, attrs)}
+
+    assert got(150, 151, {"price": 5}) == {("s1", False), ("s2", False)}  # both active and settled
+    assert got(150, 151, {"price": 50}) == {("s2", False)}  # s1 does not match
+    assert got(105, 105, {"price": 5}) == {("s1", True), ("s2", False)}  # s1 still propagating
+    assert got(90, 101, {"price": 5}) == {("s1", True), ("s2", False)}  # issued across the subscribe
+    assert got(210, 210, {"price": 5}) == {("s1", True), ("s2", False)}  # unsubscription propagating
+    assert got(230, 230, {"price": 5}) == {("s2", False)}  # s1 gone
+    assert got(50, 50, {"price": 5}) == {("s2", False)}  # s1 not yet subscribed
+
+
+def test_episodes_from_workload_with_settle_bound() -> None:
+    ops = [
+        {"ts_ns": 100, "op": "subscribe", "sub_id": "s1", "subscriber": "c1", "broker": "b1", "filter": []},
+        {"ts_ns": 300, "op": "unsubscribe", "sub_id": "s1", "subscriber": "c1", "broker": "b1"},
+        {"ts_ns": 150, "op": "subscribe", "sub_id": "s2", "subscriber": "c2", "broker": "b2", "filter": []},
+    ]
+    eps = {
+        e.sub_id: e for e in episodes(ops, {"s1": 130, "s2": 151}, {"s1": 320}, {"s1": 102}, {}, settle_ns=20)
+    }
+    assert (eps["s1"].start_ns, eps["s1"].sub_settled_ns) == (102, 130)  # client time; last sub_in wins
+    assert (eps["s1"].end_ns, eps["s1"].unsub_settled_ns) == (300, 320)
+    assert (eps["s2"].start_ns, eps["s2"].sub_settled_ns, eps["s2"].end_ns) == (
+        150,
+        170,
+        FOREVER,
+    )  # settle wins
+
+
+def test_pick_engine_falls_back_to_an_installed_engine() -> None:
+    assert pick_engine("naive") == "naive"
+    assert pick_engine("no-such-engine") in ("counting", "naive")
