@@ -22,6 +22,7 @@ Output goes under the run directory (``events/``, ``workload/``, ``locust/``, DE
 
 from __future__ import annotations
 
+import gzip
 import json
 import random
 from collections.abc import Mapping, Sequence
@@ -196,9 +197,11 @@ class Plan:
 
 
 def load(path: str | Path) -> Plan:
+    """Read a plan file; a ``.gz`` suffix means gzipped JSON (how a large plan fits a ConfigMap)."""
     p = Path(path)
     try:
-        doc = json.loads(p.read_text())
+        raw = p.read_bytes()
+        doc = json.loads(gzip.decompress(raw) if p.suffix == ".gz" else raw)
     except FileNotFoundError:
         raise PlanError(f"{p}: no such plan file") from None
     except json.JSONDecodeError as e:
