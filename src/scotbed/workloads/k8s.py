@@ -133,7 +133,7 @@ def render_locust(
         packed = gzip.compress(text.encode(), mtime=0)
         if len(packed) > CONFIGMAP_LIMIT_BYTES:
             raise ValueError(
-                f"the plan is {len(packed)} bytes gzipped, more than a ConfigMap holds ({CONFIGMAP_LIMIT_BYTES})"
+                f"the plan is {len(packed)} bytes gzipped; a ConfigMap holds {CONFIGMAP_LIMIT_BYTES}"
             )
         cm["binaryData"] = {plan_file: base64.b64encode(packed).decode()}
     master_labels = {**base, "app.kubernetes.io/component": "locust-master", "scotbed.io/locust": prefix}
