@@ -1,0 +1,781 @@
+"""Kubernetes backend: one namespace per run, one Pod per broker, Locust as Jobs.
+
+``deploy`` renders the run with :mod:`scotbed.orchestrator.render.k8s`
+(never re-rendering anything here), records the namespace and context in the
+run state before creating anything, applies the objects in order and waits
+for every broker pod to be Ready. A failed wait names every pod that is not
+Ready with the reason the API gives (scheduler message and anti-affinity
+hint, image pull error with the image name, crash with the last log lines)
+and deletes the namespace unless ``keep_on_failure``.
+
+Addresses: the orchestrator (outside the cluster) reaches brokers through
+in-process port-forwards (see :mod:`.k8s_portforward` for why); clients run
+inside the cluster (Locust Jobs) and dial the brokers' DNS names. When the
+orchestrator itself runs in a pod (in-cluster config) it dials DNS names too.
+
+Files come out of pods as a tar stream over exec (:mod:`.k8s_transfer`):
+broker event logs from the events emptyDir of every running broker, workload
+files from the collector container :func:`.k8s_transfer.add_collector` adds.
+Every API object the client library takes or returns crosses the small
+:class:`Kube` bundle, so the logic is tested against an in-memory API.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+from scotbed import topology as topo
+from scotbed.orchestrator.backends.base import BackendError, DeployRequest
+from scotbed.orchestrator.backends.k8s_diagnose import (
+    PodProblem,
+    dead_reason,
+    describe,
+    is_ready,
+    pod_problem,
+)
+from scotbed.orchestrator.backends.k8s_portforward import Forwarder
+from scotbed.orchestrator.backends.k8s_transfer import (
+    COLLECTOR,
+    add_collector,
+    collect_dir,
+    extract,
+    marker_command,
+    tar_command,
+)
+from scotbed.orchestrator.render import write_yaml_documents
+from scotbed.orchestrator.render.k8s import (
+    DEFAULT_PORT,
+    EVENTS_DIR,
+    LABEL_COMPONENT,
+    LABEL_RUN,
+    Resources,
+    anti_affinity_warning,
+    broker_address,
+    namespace_for,
+    render_k8s,
+)
+from scotbed.orchestrator.spec import Spec
+
+log = logging.getLogger(__name__)
+
+MANAGED_BY = "app.kubernetes.io/managed-by"
+MANAGER = "scotbed"
+#: how long ErrImagePull/ImagePullBackOff may last before the wait gives up (a registry hiccup heals,
+#: an image that was never loaded into kind does not)
+IMAGE_PULL_GRACE_S = 30.0
+#: how long the collector container outlives the workload's timeout when nobody collects (a crashed
+#: orchestrator): the Job then finishes on its own
+COLLECT_GRACE_S = 300.0
+EXEC_TIMEOUT_S = 300.0
+
+
+class Streams(Protocol):
+    """The two websocket calls, behind an interface so tests need no API server."""
+
+    def exec_to(
+        self, namespace: str, pod: str, container: str, command: list[str], out: IO[bytes], timeout_s: float
+    ) -> tuple[int | None, str]:
+        """Run ``command`` in the container, stdout into ``out``; returns (exit code, stderr)."""
+        ...
+
+    def connect(self, namespace: str, pod: str, port: int) -> Any:
+        """A socket connected to the pod's port."""
+        ...
+
+
+@dataclass
+class Kube:
+    """The API objects one cluster is reached through (CoreV1Api, BatchV1Api, NetworkingV1Api)."""
+
+    core: Any
+    batch: Any
+    networking: Any
+    streams: Streams
+    context: str | None  # the kubeconfig context name; None in-cluster
+    in_cluster: bool = False
+
+
+class ClientStreams:
+    """:class:`Streams` over ``kubernetes.stream`` (exec with a binary stdout, port-forward)."""
+
+    def __init__(self, core: Any) -> None:
+        self.core = core
+
+    def exec_to(
+        self, namespace: str, pod: str, container: str, command: list[str], out: IO[bytes], timeout_s: float
+    ) -> tuple[int | None, str]:
+        from kubernetes.stream import stream
+
+        resp = stream(
+            self.core.connect_get_namespaced_pod_exec,
+            pod,
+            namespace,
+            container=container,
+            command=command,
+            stderr=True,
+            stdin=False,
+            stdout=True,
+            tty=False,
+            binary=True,
+            _preload_content=False,
+        )
+        err = bytearray()
+        deadline = time.monotonic() + timeout_s
+        try:
+            while resp.is_open():
+                if time.monotonic() > deadline:
+                    return None, f"timed out after {timeout_s:.0f} s"
+                resp.update(timeout=1)
+                out.write(resp.read_stdout(timeout=0))
+                err += resp.read_stderr(timeout=0)
+            out.write(resp.read_stdout(timeout=0))
+            err += resp.read_stderr(timeout=0)
+            return resp.returncode, err.decode("utf-8", "replace")
+        finally:
+            resp.close()
+
+    def connect(self, namespace: str, pod: str, port: int) -> Any:
+        from kubernetes.stream import portforward
+
+        pf = portforward(self.core.connect_get_namespaced_pod_portforward, pod, namespace, ports=str(port))
+        return pf.socket(port)
+
+
+def connect(context: str | None = None) -> Kube:
+    """Clients for ``context`` (default: the kubeconfig's current one, or the pod's service account)."""
+    from kubernetes import client, config
+
+    try:
+        api_client = config.new_client_from_config(context=context)
+        if context is None:
+            _, active = config.list_kube_config_contexts()
+            context = active["name"] if active else None
+        in_cluster = False
+    except (config.ConfigException, OSError) as e:
+        if context is not None or not os.environ.get("KUBERNETES_SERVICE_HOST"):
+            which = f"context {context!r}" if context else "the current context"
+            raise BackendError(f"cannot load kubeconfig for {which}: {e}") from None
+        cfg = client.Configuration()
+        config.load_incluster_config(client_configuration=cfg)
+        api_client, in_cluster = client.ApiClient(cfg), True
+    core = client.CoreV1Api(api_client)
+    return Kube(
+        core=core,
+        batch=client.BatchV1Api(api_client),
+        networking=client.NetworkingV1Api(api_client),
+        streams=ClientStreams(core),
+        context=context,
+        in_cluster=in_cluster,
+    )
+
+
+def api_message(e: Exception) -> str:
+    """The API server's own message from an ApiException (its JSON body), else the exception text."""
+    status = getattr(e, "status", None)
+    body = getattr(e, "body", None)
+    if body:
+        with contextlib.suppress(ValueError, TypeError):
+            msg = json.loads(body).get("message")
+            if msg:
+                return f"{status} {msg}"
+    reason = getattr(e, "reason", None)
+    return f"{status} {reason}" if status is not None else str(e) or type(e).__name__
+
+
+def _is_status(e: Exception, *codes: int) -> bool:
+    return getattr(e, "status", None) in codes
+
+
+#: kind -> (API attribute of Kube, create method, namespaced)
+_CREATE = {
+    "Namespace": ("core", "create_namespace", False),
+    "ConfigMap": ("core", "create_namespaced_config_map", True),
+    "Secret": ("core", "create_namespaced_secret", True),
+    "Service": ("core", "create_namespaced_service", True),
+    "ServiceAccount": ("core", "create_namespaced_service_account", True),
+    "Pod": ("core", "create_namespaced_pod", True),
+    "NetworkPolicy": ("networking", "create_namespaced_network_policy", True),
+    "Job": ("batch", "create_namespaced_job", True),
+}
+
+
+def apply(kube: Kube, obj: dict[str, Any]) -> None:
+    """Create one rendered object (a run's namespace is new, so create is apply)."""
+    kind = obj.get("kind", "?")
+    name = obj.get("metadata", {}).get("name", "?")
+    if kind not in _CREATE:
+        raise BackendError(f"{kind} {name}: kind not supported by the k8s backend ({', '.join(_CREATE)})")
+    api_name, method, namespaced = _CREATE[kind]
+    fn = getattr(getattr(kube, api_name), method)
+    try:
+        if namespaced:
+            fn(obj["metadata"]["namespace"], obj)
+        else:
+            fn(obj)
+    except Exception as e:
+        if not hasattr(e, "status"):
+            raise BackendError(f"creating {kind} {name}: cannot reach the API server: {e}") from None
+        raise BackendError(f"creating {kind} {name}: {api_message(e)}") from None
+
+
+def schedulable_nodes(nodes: Sequence[Any]) -> int:
+    """Nodes a broker pod can land on: Ready, not cordoned, without NoSchedule/NoExecute taints."""
+    count = 0
+    for n in nodes:
+        if n.spec is not None and n.spec.unschedulable:
+            continue
+        taints = (n.spec.taints if n.spec else None) or []
+        if any(t.effect in ("NoSchedule", "NoExecute") for t in taints):
+            continue
+        conds = (n.status.conditions if n.status else None) or []
+        if not any(c.type == "Ready" and c.status == "True" for c in conds):
+            continue
+        count += 1
+    return count
+
+
+def run_namespace(run_id: str, prefix: str | None = None) -> str:
+    """The renderer's namespace, or ``prefix`` + run id cut to a DNS label keeping the random suffix."""
+    if prefix is None:
+        return namespace_for(run_id)
+    ns = (prefix + run_id).lower()
+    if len(ns) > 63:
+        ns = ns[:54].rstrip("-") + "-" + run_id.lower()[-8:]
+    return ns
+
+
+class K8sBackend:
+    """``deploy`` for :class:`~scotbed.orchestrator.backends.base.Backend`; the spec and overlay are given
+    here because the pods' configs (DNS addresses, log paths) are rendered from them, not from the
+    request's placeholder configs."""
+
+    name = "k8s"
+
+    def __init__(
+        self,
+        spec: Spec,
+        scot: topo.Scot,
+        *,
+        context: str | None = None,
+        namespace_prefix: str | None = None,
+        preferred_anti_affinity: bool = False,
+        resources: Resources | None = None,
+        port: int = DEFAULT_PORT,
+        keep_on_failure: bool = False,
+        notify: Callable[[str], None] | None = None,
+        warn: Callable[[str], None] | None = None,
+        kube: Kube | None = None,
+        poll_s: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.spec = spec
+        self.scot = scot
+        self.context = context
+        self.namespace_prefix = namespace_prefix
+        self.preferred_anti_affinity = preferred_anti_affinity
+        self.resources = resources or Resources()
+        self.port = port
+        self.keep_on_failure = keep_on_failure
+        self.notify = notify or (lambda text: log.info("%s", text))
+        self.warn = warn or (lambda text: log.warning("%s", text))
+        self._kube = kube
+        self.poll_s = poll_s
+        self.clock = clock
+        self.sleep = sleep
+
+    def kube(self) -> Kube:
+        if self._kube is None:
+            self._kube = connect(self.context)
+        return self._kube
+
+    def deploy(self, request: DeployRequest) -> K8sDeployment:
+        kube = self.kube()
+        try:
+            nodes = schedulable_nodes(kube.core.list_node().items)
+        except Exception as e:
+            raise BackendError(f"listing nodes of context {kube.context!r}: {api_message(e)}") from None
+        need = self.scot.chromatic_need()
+        preferred = self.preferred_anti_affinity and nodes < need
+        warnings = []
+        warning = anti_affinity_warning(self.scot, nodes, self.preferred_anti_affinity)
+        if warning:
+            warnings.append(warning)
+            self.warn(warning)
+        ns = run_namespace(request.run_id, self.namespace_prefix)
+        objects = render_k8s(
+            self.spec,
+            self.scot,
+            request.run_id,
+            image=request.image,
+            namespace=ns,
+            port=self.port,
+            preferred_anti_affinity=preferred,
+            resources=self.resources,
+        )
+        meta = objects[0]["metadata"]
+        objects[0] = {**objects[0], "metadata": {**meta, "labels": {**meta["labels"], MANAGED_BY: MANAGER}}}
+        write_yaml_documents(request.run_dir / "manifests" / "k8s.yaml", objects)
+        brokers = [o["metadata"]["name"] for o in objects if o["kind"] == "Pod"]
+        dep = K8sDeployment(kube, request, ns, brokers, self, warnings)
+        request.state.k8s_namespace = ns
+        request.state.k8s_context = kube.context
+        request.state.save()
+        try:
+            for obj in objects:
+                apply(kube, obj)
+            self.notify(f"applied {len(objects)} objects in namespace {ns}")
+            dep.wait_ready(request.ready_timeout_s)
+            dep.start_forwards()
+        except BaseException:
+            if not self.keep_on_failure:
+                try:
+                    dep.teardown()
+                except BackendError as e:
+                    self.warn(str(e))
+            raise
+        return dep
+
+
+@dataclass
+class _Collect:
+    written: list[Path] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+class K8sDeployment:
+    """A run's namespace and what the orchestrator needs from it (see the base module's Deployment)."""
+
+    def __init__(
+        self,
+        kube: Kube,
+        request: DeployRequest,
+        namespace: str,
+        brokers: list[str],
+        backend: K8sBackend,
+        warnings: list[str],
+    ) -> None:
+        self.kube = kube
+        self.request = request
+        self.namespace = namespace
+        self.brokers = brokers
+        self.backend = backend
+        self.warnings = warnings
+        self.port = backend.port
+        self.collect_problems: list[str] = []
+        self._forwards: dict[str, Forwarder] = {}
+        self._torn_down = False
+        self._selector = f"{LABEL_RUN}={request.run_id},{LABEL_COMPONENT}=broker"
+
+    # -- addresses ---------------------------------------------------------------------------------
+
+    @property
+    def admin_addresses(self) -> dict[str, str]:
+        if self._forwards:
+            return {b: f.address for b, f in self._forwards.items()}
+        return self.client_addresses
+
+    @property
+    def client_addresses(self) -> dict[str, str]:
+        return {b: broker_address(b, self.namespace, self.port) for b in self.brokers}
+
+    def start_forwards(self) -> None:
+        """One local port per broker, unless the orchestrator runs inside the cluster."""
+        if self.kube.in_cluster or self._forwards:
+            return
+        for b in self.brokers:
+            self._forwards[b] = Forwarder(b, self._connector(b)).start()
+
+    def _connector(self, broker: str) -> Callable[[], Any]:
+        streams, ns, port = self.kube.streams, self.namespace, self.port
+        return lambda: streams.connect(ns, broker, port)
+
+    # -- readiness ---------------------------------------------------------------------------------
+
+    def _pods(self, selector: str | None = None) -> dict[str, Any]:
+        items = self.kube.core.list_namespaced_pod(self.namespace, label_selector=selector or self._selector)
+        return {p.metadata.name: p for p in items.items}
+
+    def _events(self) -> list[Any]:
+        try:
+            return list(self.kube.core.list_namespaced_event(self.namespace).items)
+        except Exception as e:
+            log.warning("listing events of %s: %s", self.namespace, api_message(e))
+            return []
+
+    def _log_tail(self, pod: str, container: str | None, previous: bool = False, lines: int = 20) -> str:
+        try:
+            text = self.kube.core.read_namespaced_pod_log(
+                pod, self.namespace, container=container, previous=previous, tail_lines=lines
+            )
+        except Exception as e:
+            return f"(log unavailable: {api_message(e)})"
+        return str(text or "")
+
+    def _problems(
+        self, names: Sequence[str], pods: dict[str, Any], events: Sequence[Any]
+    ) -> list[PodProblem]:
+        out = []
+        for n in names:
+            pod = pods.get(n)
+            if pod is None:
+                out.append(PodProblem(n, "gone", "pod does not exist (deleted or never created)", True))
+                continue
+            p = pod_problem(pod, events)
+            if p is not None:
+                out.append(p)
+        return out
+
+    def _report(self, problems: Sequence[PodProblem]) -> str:
+        logs = {
+            p.pod: self._log_tail(p.pod, p.log_container, p.log_previous)
+            for p in problems
+            if p.log_container is not None
+        }
+        return describe(problems, logs)
+
+    def wait_ready(self, timeout_s: float) -> None:
+        """Poll until every broker pod is Ready; fail early on problems that cannot heal."""
+        clock, total = self.backend.clock, len(self.brokers)
+        deadline = clock() + timeout_s
+        first_seen: dict[tuple[str, str], float] = {}
+        while True:
+            try:
+                pods = self._pods()
+            except Exception as e:
+                raise BackendError(f"listing broker pods in {self.namespace}: {api_message(e)}") from None
+            waiting = [b for b in self.brokers if b not in pods or not is_ready(pods[b])]
+            self.backend.notify(f"{total - len(waiting)}/{total} broker pods Ready")
+            if not waiting:
+                return
+            problems = self._problems(waiting, pods, ())
+            now = clock()
+            for p in problems:
+                first_seen.setdefault((p.pod, p.kind), now)
+            stuck = [
+                p
+                for p in problems
+                if p.fatal or (p.kind == "image" and now - first_seen[(p.pod, p.kind)] >= IMAGE_PULL_GRACE_S)
+            ]
+            if stuck or now >= deadline:
+                problems = self._problems(waiting, pods, self._events())
+                if stuck:
+                    head = f"broker pods in namespace {self.namespace} failed: " + ", ".join(
+                        sorted(p.pod for p in stuck)
+                    )
+                else:
+                    head = (
+                        f"{len(waiting)} of {total} broker pods not Ready after {timeout_s:.0f} s "
+                        f"in namespace {self.namespace}: {', '.join(sorted(waiting))}"
+                    )
+                extra = "".join(f"\n  note: {w}" for w in self.warnings)
+                raise BackendError(f"{head}\n{self._report(problems)}{extra}")
+            self.backend.sleep(self.backend.poll_s)
+
+    # -- liveness ----------------------------------------------------------------------------------
+
+    def dead(self) -> dict[str, str]:
+        try:
+            pods = self._pods()
+        except Exception as e:  # a blip of the API server is not a dead broker
+            log.warning("listing broker pods in %s: %s", self.namespace, api_message(e))
+            return {}
+        out = {}
+        for b in self.brokers:
+            pod = pods.get(b)
+            if pod is None:
+                out[b] = "pod is gone"
+                continue
+            reason = dead_reason(pod)
+            if reason is None:
+                continue
+            statuses = pod.status.container_statuses or []
+            restarted = any((cs.restart_count or 0) > 0 and cs.state and cs.state.running for cs in statuses)
+            tail = self._log_tail(b, None, previous=restarted, lines=3).strip().replace("\n", " | ")
+            out[b] = reason + (f": {tail}" if tail else "")
+        return out
+
+    # -- files -------------------------------------------------------------------------------------
+
+    def _copy_dir(self, pod: str, container: str, directory: str, dest: Path, into: _Collect) -> bool:
+        with tempfile.TemporaryFile() as tmp:
+            try:
+                rc, err = self.kube.streams.exec_to(
+                    self.namespace, pod, container, tar_command(directory), tmp, EXEC_TIMEOUT_S
+                )
+            except Exception as e:
+                into.problems.append(f"{pod}: copying {directory} failed: {api_message(e)}")
+                return False
+            if rc != 0:
+                why = err.strip().splitlines()[-1] if err.strip() else f"exit code {rc}"
+                into.problems.append(f"{pod}: copying {directory} failed: {why}")
+                return False
+            tmp.seek(0)
+            try:
+                written, skipped = extract(tmp, dest)
+            except Exception as e:  # a truncated stream: keep what was extracted before it
+                into.problems.append(f"{pod}: reading the tar stream of {directory} failed: {e}")
+                return False
+        into.written += written
+        into.problems += [f"{pod}: skipped {s}" for s in skipped]
+        return True
+
+    def _save_log(self, pod: str, container: str | None, dest: Path) -> None:
+        try:
+            text = self.kube.core.read_namespaced_pod_log(pod, self.namespace, container=container)
+        except Exception as e:
+            log.info("no container log for %s: %s", pod, api_message(e))
+            return
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(str(text or ""))
+
+    def collect(self, events_dir: Path) -> list[Path]:
+        """Every running broker's event log into ``events_dir``, container logs into ``logs/``; a pod that
+        is gone or stopped is reported in :attr:`collect_problems` (its emptyDir cannot be read)."""
+        events_dir.mkdir(parents=True, exist_ok=True)
+        result = _Collect()
+        try:
+            pods = self._pods()
+        except Exception as e:
+            self.collect_problems = [f"listing broker pods in {self.namespace}: {api_message(e)}"]
+            return []
+        for b in self.brokers:
+            pod = pods.get(b)
+            if pod is None:
+                result.problems.append(f"{b}: pod is gone, its event log is lost")
+                continue
+            container = pod.spec.containers[0].name
+            self._save_log(b, container, self.request.run_dir / "logs" / f"{b}.log")
+            running = any(cs.state and cs.state.running for cs in (pod.status.container_statuses or []))
+            if not running:
+                why = dead_reason(pod) or f"phase {pod.status.phase}"
+                result.problems.append(f"{b}: not running ({why}), its event log cannot be read")
+                continue
+            self._copy_dir(b, container, EVENTS_DIR, events_dir, result)
+        self.collect_problems = result.problems
+        for p in result.problems:
+            self.backend.warn(p)
+        return sorted(result.written)
+
+    # -- workload ----------------------------------------------------------------------------------
+
+    def run_workload_jobs(self, objects: Sequence[dict[str, Any]], timeout_s: float) -> None:
+        """Apply the workload's objects, wait for its Jobs, copy their collect dirs into the run directory.
+
+        Pods of a Job whose template carries the collect annotation are copied as soon as their workload
+        containers have finished (the collector keeps the pod up meanwhile); a failed container is
+        reported with its last log lines. On a timeout the files of still-running pods are copied as
+        they are, then the error names every unfinished Job with its pods' problems.
+        """
+        hold = timeout_s + COLLECT_GRACE_S
+        objs = []
+        for o in objects:
+            meta = {**o.get("metadata", {}), "namespace": self.namespace}
+            try:
+                objs.append(add_collector({**o, "metadata": meta}, hold))
+            except ValueError as e:
+                raise BackendError(str(e)) from None
+        write_yaml_documents(self.request.run_dir / "manifests" / "workload.yaml", objs)
+        for o in objs:
+            apply(self.kube, o)
+        templates = {o["metadata"]["name"]: o["spec"]["template"] for o in objs if o["kind"] == "Job"}
+        if not templates:
+            raise BackendError("the workload has no Job to run")
+        self.backend.notify(f"started Jobs {', '.join(templates)}")
+        selector = f"job-name in ({','.join(sorted(templates))})"
+        clock = self.backend.clock
+        deadline = clock() + timeout_s
+        collected: set[str] = set()
+        failures: dict[str, str] = {}
+        result = _Collect()
+        while True:
+            try:
+                pods = self._pods(selector)
+                jobs = {
+                    j.metadata.name: j
+                    for j in self.kube.batch.list_namespaced_job(self.namespace).items
+                    if j.metadata.name in templates
+                }
+            except Exception as e:
+                raise BackendError(
+                    f"watching the workload Jobs in {self.namespace}: {api_message(e)}"
+                ) from None
+            for name, pod in sorted(pods.items()):
+                job = (pod.metadata.labels or {}).get("job-name", "")
+                directory = collect_dir(templates.get(job, {}))
+                self._check_workload_pod(pod, failures)
+                if directory and name not in collected and _ready_to_collect(pod):
+                    self._collect_workload_pod(name, directory, result)
+                    collected.add(name)
+            states = {n: _job_state(jobs.get(n)) for n in templates}
+            self.backend.notify(
+                "Jobs: " + ", ".join(f"{n} {s or 'running'}" for n, s in sorted(states.items()))
+            )
+            stuck = [
+                p
+                for p in self._problems(sorted(pods), pods, ())
+                if p.fatal and p.kind in ("image", "config", "unschedulable")
+            ]
+            if all(states.values()) or stuck or clock() >= deadline:
+                break
+            self.backend.sleep(self.backend.poll_s)
+        for p in result.problems:
+            self.backend.warn(p)
+        self.collect_problems += result.problems
+        unfinished = sorted(n for n, s in states.items() if not s)
+        failed = sorted(n for n, s in states.items() if s and s.startswith("Failed"))
+        if not unfinished and not failed:
+            return
+        for name, pod in sorted(pods.items()):  # partial files beat none when the run is failing
+            job = (pod.metadata.labels or {}).get("job-name", "")
+            directory = collect_dir(templates.get(job, {}))
+            if directory and name not in collected and _collector_running(pod):
+                self._collect_workload_pod(name, directory, result)
+        parts = []
+        if failed:
+            parts.append("workload Jobs failed: " + "; ".join(f"{n}: {states[n]}" for n in failed))
+        if unfinished:
+            why = "stopped waiting" if stuck else f"not finished after {timeout_s:.0f} s"
+            parts.append(f"workload Jobs {why}: {', '.join(unfinished)}")
+        problems = [p for p in self._problems(sorted(pods), pods, self._events()) if p.pod not in failures]
+        detail = "\n".join(f"  {pod}: {msg}" for pod, msg in sorted(failures.items()))
+        if problems:
+            detail += ("\n" if detail else "") + self._report(problems)
+        raise BackendError("; ".join(parts) + (f"\n{detail}" if detail else ""))
+
+    def _check_workload_pod(self, pod: Any, failures: dict[str, str]) -> None:
+        """Record (once) a workload container that exited non-zero, with its last log lines."""
+        name = pod.metadata.name
+        if name in failures:
+            return
+        for cs in (pod.status.container_statuses if pod.status else None) or []:
+            term = cs.state.terminated if cs.state else None
+            if cs.name == COLLECTOR or term is None or term.exit_code == 0:
+                continue
+            tail = self._log_tail(name, cs.name, lines=15).rstrip()
+            failures[name] = (
+                f"container {cs.name} exited with code {term.exit_code}"
+                + (f" ({term.reason})" if term.reason else "")
+                + ("\n    " + tail.replace("\n", "\n    ") if tail else "")
+            )
+            return
+
+    def _collect_workload_pod(self, pod: str, directory: str, into: _Collect) -> None:
+        if self._copy_dir(pod, COLLECTOR, directory, self.request.run_dir, into):
+            self.backend.notify(f"copied the files of {pod}")
+        with tempfile.TemporaryFile() as sink:
+            try:
+                self.kube.streams.exec_to(self.namespace, pod, COLLECTOR, marker_command(directory), sink, 30)
+            except Exception as e:
+                log.warning("releasing the collector of %s: %s", pod, api_message(e))
+
+    # -- teardown ----------------------------------------------------------------------------------
+
+    def teardown(self) -> None:
+        for f in self._forwards.values():
+            f.close()
+        self._forwards.clear()
+        if self._torn_down:
+            return
+        deleted = delete_namespaces(
+            self.kube, [self.namespace], timeout_s=120.0, clock=self.backend.clock, sleep=self.backend.sleep
+        )
+        if self.namespace not in deleted:
+            raise BackendError(
+                f"namespace {self.namespace} is still terminating; `scotbed down --backend k8s "
+                f"{self.request.run_id}` removes it later"
+            )
+        self._torn_down = True
+
+
+def _job_state(job: Any) -> str | None:
+    """'Complete', 'Failed: <reason>' or None while the Job runs."""
+    if job is None or job.status is None:
+        return None
+    for c in job.status.conditions or []:
+        if c.status != "True":
+            continue
+        if c.type == "Complete":
+            return "Complete"
+        if c.type == "Failed":
+            return "Failed: " + " ".join(x for x in (c.reason, c.message) if x)
+    return None
+
+
+def _collector_running(pod: Any) -> bool:
+    for cs in (pod.status.container_statuses if pod.status else None) or []:
+        if cs.name == COLLECTOR:
+            return bool(cs.state and cs.state.running)
+    return False
+
+
+def _ready_to_collect(pod: Any) -> bool:
+    """Every workload container has finished for good while the collector still runs."""
+    statuses = (pod.status.container_statuses if pod.status else None) or []
+    work = [cs for cs in statuses if cs.name != COLLECTOR]
+    if not work or not _collector_running(pod):
+        return False
+    never = (pod.spec.restart_policy if pod.spec else None) == "Never"
+    for cs in work:
+        term = cs.state.terminated if cs.state else None
+        if term is None or (term.exit_code != 0 and not never):  # OnFailure: the kubelet restarts it
+            return False
+    return True
+
+
+def delete_namespaces(
+    kube: Kube,
+    names: Sequence[str],
+    timeout_s: float = 120.0,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> list[str]:
+    """Delete ``names`` and wait (bounded) until they are gone; returns the ones that are gone."""
+    for n in names:
+        try:
+            kube.core.delete_namespace(n)
+        except Exception as e:
+            if not _is_status(e, 404, 409):
+                raise BackendError(f"deleting namespace {n}: {api_message(e)}") from None
+    deadline = clock() + timeout_s
+    left = list(names)
+    while left:
+        still = []
+        for n in left:
+            try:
+                kube.core.read_namespace(n)
+                still.append(n)
+            except Exception as e:
+                if not _is_status(e, 404):
+                    raise BackendError(f"reading namespace {n}: {api_message(e)}") from None
+        left = still
+        if not left or clock() >= deadline:
+            break
+        sleep(1.0)
+    return [n for n in names if n not in left]
+
+
+def down_all(context: str | None = None, run_id: str | None = None, kube: Kube | None = None) -> list[str]:
+    """Delete every namespace labelled managed-by=scotbed (or only ``run_id``'s); returns those deleted."""
+    kube = kube or connect(context)
+    selector = f"{MANAGED_BY}={MANAGER}" + (f",{LABEL_RUN}={run_id}" if run_id else "")
+    try:
+        names = [ns.metadata.name for ns in kube.core.list_namespace(label_selector=selector).items]
+    except Exception as e:
+        raise BackendError(
+            f"listing scotbed namespaces of context {kube.context!r}: {api_message(e)}"
+        ) from None
+    gone = delete_namespaces(kube, names)
+    stuck = [n for n in names if n not in gone]
+    if stuck:
+        raise BackendError(f"namespaces still terminating after 120 s: {', '.join(stuck)}")
+    return gone
