@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 # The uid:gid the broker image runs as (broker-image/Dockerfile, ARG UID).
 IMAGE_UID = 10001
+IMAGE_TITLE_LABEL = "org.opencontainers.image.title=scotbed-broker"
 PROJECT_LABEL = "com.docker.compose.project"
 SERVICE_LABEL = "com.docker.compose.service"
 START_DOCKERD_HINT = "start one with scripts/start-dockerd.sh (or your system's docker service)"
@@ -228,6 +229,10 @@ class DockerEngine:
             docker=self.docker,
         )
         _checked(self.run(argv, timeout=timeout_s), f"building image {tag}")
+        # Every rebuild leaves the replaced image (its own ~100 MB venv layer) dangling; prune takes
+        # only dangling images, and only ours. The dangling build stage stays: it is the layer cache
+        # that makes a rebuild after a source edit reinstall only scotbed itself.
+        self.run([self.docker, "image", "prune", "-f", "--filter", f"label={IMAGE_TITLE_LABEL}"], timeout=120)
 
     def inspect(self, ids: Sequence[str]) -> list[dict[str, Any]]:
         if not ids:
