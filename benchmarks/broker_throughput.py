@@ -72,9 +72,11 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     scot = topology.tree(topology.path(3))
-    with tempfile.TemporaryDirectory() as tmp:
-        with LocalCluster.from_topology(scot, tmp, routing=args.routing, matching=args.matching) as cluster:
-            result = asyncio.run(drive(cluster, args.notifications, args.batch, args.subs))
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        LocalCluster.from_topology(scot, tmp, routing=args.routing, matching=args.matching) as cluster,
+    ):
+        result = asyncio.run(drive(cluster, args.notifications, args.batch, args.subs))
     result.update(routing=args.routing, matching=args.matching, subscriptions=args.subs + 1)
     if args.json:
         print(json.dumps(result, indent=1))
