@@ -42,6 +42,7 @@ from scotbed.orchestrator.backends.k8s_transfer import (
     COLLECT_ANNOTATION,
     COLLECTED_MARKER,
     add_collector,
+    annotate_collect,
     extract,
 )
 from scotbed.orchestrator.render.k8s import EVENTS_DIR, LABEL_RUN, broker_address
@@ -840,6 +841,47 @@ def test_a_workload_that_does_not_finish_times_out_naming_the_job_and_keeps_part
         dep.teardown()
 
 
+def _locust_objects(run_id: str) -> list[dict[str, Any]]:
+    from scotbed import topology as T
+    from scotbed.orchestrator.render.k8s import run_labels
+    from scotbed.workloads import plan as P
+    from scotbed.workloads.k8s import render_locust
+
+    scot = T.Scot(T.paper_fig2(), 2)
+    addr = {b.id: f"{b.id}.brokers.ns.svc:50051" for b in scot.brokers}
+    plan = P.build_plan({"subscribers": 4, "publishers": 1}, scot, addr, seed=1, run_id=run_id)
+    return render_locust(plan, run_id, "scotbed-broker:test", workers=1, labels=run_labels(run_id))
+
+
+def test_the_workload_renderers_jobs_are_collected_from_their_results_dir(env: Any) -> None:
+    from scotbed.workloads.k8s import RESULTS_DIR
+
+    e = env()
+    dep = _deployed(e)
+    try:
+        e.streams.on_marker = _complete_on_marker(e.api, e.ns)
+        objects = _locust_objects(e.run_id)
+
+        def progress(now: float) -> None:
+            for p in e.api.pods_in(e.ns):
+                name = p.metadata.name
+                if "job-name" in p.metadata.labels and (name, COLLECTOR) not in e.streams.files:
+                    e.streams.files[(name, COLLECTOR)] = {f"{RESULTS_DIR}/events/{name}.jsonl": b"{}\n"}
+                    e.api.logs[(name, None, False)] = f"{name}: Locust summary\n"
+                    _finish(e.api, e.ns, name, 0)
+
+        e.clock.ticks.append(progress)
+        dep.run_workload_jobs(objects, timeout_s=60)
+        pods = sorted(p.metadata.name for p in e.api.pods_in(e.ns) if "job-name" in p.metadata.labels)
+        assert len(pods) == 2
+        for pod in pods:
+            assert (e.request.run_dir / "events" / f"{pod}.jsonl").read_text() == "{}\n"
+            logs = list((e.request.run_dir / "logs").glob(f"{pod}-*.log"))
+            assert len(logs) == 1 and "Locust summary" in logs[0].read_text()
+    finally:
+        dep.teardown()
+
+
 def test_collector_needs_the_annotated_directory_to_be_a_mount() -> None:
     job = _job("j")
     job["spec"]["template"]["metadata"]["annotations"][COLLECT_ANNOTATION] = "/elsewhere"
@@ -849,11 +891,23 @@ def test_collector_needs_the_annotated_directory_to_be_a_mount() -> None:
     assert add_collector(plain, 60) is plain
 
 
-def test_collector_job_is_a_valid_restricted_kubernetes_object() -> None:
-    kubernetes_validate = pytest.importorskip("kubernetes_validate")
-    job = add_collector(_job("j"), 600)
-    job["metadata"]["namespace"] = "scotbed-x"
-    kubernetes_validate.validate(job, "1.31", strict=True)
+def test_collector_jobs_are_valid_kubernetes_objects_and_keep_the_restricted_context() -> None:
+    import kubernetes_validate
+
+    from scotbed.orchestrator.render.k8s import KUBERNETES_VERSION
+    from scotbed.workloads.k8s import RESULTS_DIR
+
+    jobs = [o for o in _locust_objects("r-1") if o["kind"] == "Job"]
+    assert jobs
+    for job in jobs:
+        out = add_collector(annotate_collect(job, RESULTS_DIR), 600)
+        containers = out["spec"]["template"]["spec"]["containers"]
+        assert [c["name"] for c in containers][-1] == COLLECTOR
+        assert containers[-1]["securityContext"] == containers[0]["securityContext"]
+        assert containers[-1]["securityContext"]["runAsNonRoot"] is True
+        kubernetes_validate.validate(out, KUBERNETES_VERSION, strict=True)
+    plain = _job("j", collect=False)
+    assert annotate_collect(plain, "/not-mounted") is plain
 
 
 def test_extract_refuses_escapes_links_and_overwrites(tmp_path: Path) -> None:

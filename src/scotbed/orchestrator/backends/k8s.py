@@ -46,6 +46,7 @@ from scotbed.orchestrator.backends.k8s_portforward import Forwarder
 from scotbed.orchestrator.backends.k8s_transfer import (
     COLLECTOR,
     add_collector,
+    annotate_collect,
     collect_dir,
     extract,
     marker_command,
@@ -64,6 +65,7 @@ from scotbed.orchestrator.render.k8s import (
     render_k8s,
 )
 from scotbed.orchestrator.spec import Spec
+from scotbed.workloads.k8s import RESULTS_DIR
 
 log = logging.getLogger(__name__)
 
@@ -568,8 +570,14 @@ class K8sDeployment:
 
     # -- workload ----------------------------------------------------------------------------------
 
-    def run_workload_jobs(self, objects: Sequence[dict[str, Any]], timeout_s: float) -> None:
+    def run_workload_jobs(
+        self, objects: Sequence[dict[str, Any]], timeout_s: float, collect: str | None = RESULTS_DIR
+    ) -> None:
         """Apply the workload's objects, wait for its Jobs, copy their collect dirs into the run directory.
+
+        ``collect`` is the directory (laid out like the run directory) a Job's containers write their
+        results to, as :mod:`scotbed.workloads.k8s` renders it; Jobs that mount it get the collect
+        annotation, Jobs that carry the annotation keep theirs. The pods' container logs go to ``logs/``.
 
         Pods of a Job whose template carries the collect annotation are copied as soon as their workload
         containers have finished (the collector keeps the pod up meanwhile); a failed container is
@@ -580,8 +588,11 @@ class K8sDeployment:
         objs = []
         for o in objects:
             meta = {**o.get("metadata", {}), "namespace": self.namespace}
+            obj = {**o, "metadata": meta}
+            if collect is not None:
+                obj = annotate_collect(obj, collect)
             try:
-                objs.append(add_collector({**o, "metadata": meta}, hold))
+                objs.append(add_collector(obj, hold))
             except ValueError as e:
                 raise BackendError(str(e)) from None
         write_yaml_documents(self.request.run_dir / "manifests" / "workload.yaml", objs)
@@ -614,7 +625,7 @@ class K8sDeployment:
                 directory = collect_dir(templates.get(job, {}))
                 self._check_workload_pod(pod, failures)
                 if directory and name not in collected and _ready_to_collect(pod):
-                    self._collect_workload_pod(name, directory, result)
+                    self._collect_workload_pod(pod, directory, result)
                     collected.add(name)
             states = {n: _job_state(jobs.get(n)) for n in templates}
             self.backend.notify(
@@ -639,7 +650,7 @@ class K8sDeployment:
             job = (pod.metadata.labels or {}).get("job-name", "")
             directory = collect_dir(templates.get(job, {}))
             if directory and name not in collected and _collector_running(pod):
-                self._collect_workload_pod(name, directory, result)
+                self._collect_workload_pod(pod, directory, result)
         parts = []
         if failed:
             parts.append("workload Jobs failed: " + "; ".join(f"{n}: {states[n]}" for n in failed))
@@ -669,14 +680,20 @@ class K8sDeployment:
             )
             return
 
-    def _collect_workload_pod(self, pod: str, directory: str, into: _Collect) -> None:
-        if self._copy_dir(pod, COLLECTOR, directory, self.request.run_dir, into):
-            self.backend.notify(f"copied the files of {pod}")
+    def _collect_workload_pod(self, pod: Any, directory: str, into: _Collect) -> None:
+        name = pod.metadata.name
+        for c in pod.spec.containers:
+            if c.name != COLLECTOR:
+                self._save_log(name, c.name, self.request.run_dir / "logs" / f"{name}-{c.name}.log")
+        if self._copy_dir(name, COLLECTOR, directory, self.request.run_dir, into):
+            self.backend.notify(f"copied the files of {name}")
         with tempfile.TemporaryFile() as sink:
             try:
-                self.kube.streams.exec_to(self.namespace, pod, COLLECTOR, marker_command(directory), sink, 30)
+                self.kube.streams.exec_to(
+                    self.namespace, name, COLLECTOR, marker_command(directory), sink, 30
+                )
             except Exception as e:
-                log.warning("releasing the collector of %s: %s", pod, api_message(e))
+                log.warning("releasing the collector of %s: %s", name, api_message(e))
 
     # -- teardown ----------------------------------------------------------------------------------
 

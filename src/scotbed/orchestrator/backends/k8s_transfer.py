@@ -96,6 +96,27 @@ def collect_dir(pod_template: dict[str, Any]) -> str | None:
     return str(value).rstrip("/") if value else None
 
 
+def annotate_collect(job: dict[str, Any], directory: str) -> dict[str, Any]:
+    """A copy of ``job`` annotated to collect ``directory`` when one of its containers mounts it and it
+    names no collect dir itself (Jobs that do not mount it are returned unchanged)."""
+    if job.get("kind") != "Job":
+        return job
+    template = job.get("spec", {}).get("template", {})
+    if collect_dir(template) is not None:
+        return job
+    mounts = [
+        m.get("mountPath", "").rstrip("/")
+        for c in template.get("spec", {}).get("containers", [])
+        for m in c.get("volumeMounts", [])
+    ]
+    if directory.rstrip("/") not in mounts:
+        return job
+    out = copy.deepcopy(job)
+    meta = out["spec"]["template"].setdefault("metadata", {})
+    meta["annotations"] = {**(meta.get("annotations") or {}), COLLECT_ANNOTATION: directory.rstrip("/")}
+    return out
+
+
 def add_collector(job: dict[str, Any], hold_s: float) -> dict[str, Any]:
     """A copy of ``job`` whose pods get the collector container (jobs without the annotation unchanged).
 
