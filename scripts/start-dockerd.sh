@@ -46,7 +46,7 @@ fi
 # that daemon (only the pid we started) and returns 1.
 try_start() {
     local pid waited=0
-    echo "start-dockerd: starting dockerd $* (log: $log)"
+    echo "start-dockerd: starting dockerd${*:+ $*} (log: $log)"
     # setsid: the daemon must not die with this script's process group.
     "${sudo_cmd[@]}" setsid dockerd "$@" >>"$log" 2>&1 </dev/null &
     pid=$!
