@@ -261,3 +261,27 @@ def test_bad_config_exits_2_naming_the_field(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "matching" in proc.stderr and "'fast'" in proc.stderr
     assert proc.stdout == ""
+
+
+@pytest.mark.slow
+def test_link_capacity_set_at_runtime_builds_a_queue_and_marks_the_link_overloaded(tmp_path: Path) -> None:
+    scot = topology.tree(topology.path(2))
+    with _cluster(
+        scot, tmp_path, "flooding", congestion={"window_ms": 100.0, "queue_threshold": 50}
+    ) as cluster:
+
+        async def scenario() -> None:
+            async with BrokerClient(cluster.address("b-v0-0")) as c:
+                await c.set_link_capacity(20.0, "b-v1-0")
+                await c.publish([(f"p{k}", {"x": k}) for k in range(300)])
+                await asyncio.sleep(0.5)
+                link = (await c.status()).links[0]
+                assert link.capacity_msgs_per_s == 20.0
+                assert link.sent <= 20 * 0.5 * 2 + 2  # token bucket: about 20/s (+ one burst)
+                assert link.output_len >= 250 and link.overloaded
+                await c.set_link_capacity(0.0)
+                await wait_quiescent(cluster.addresses(), timeout_s=20)
+                link = (await c.status()).links[0]
+                assert link.sent == 300 and link.output_len == 0 and link.capacity_msgs_per_s == 0
+
+        asyncio.run(scenario())

@@ -1,0 +1,143 @@
+"""The broker core without the network: CE, token bucket, acks, event log, decision execution."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+import time
+from pathlib import Path
+
+from scotbed import topology
+from scotbed.broker.eventlog import EventLog, read_events
+from scotbed.broker.runtime import Broker, LinkOut
+from scotbed.config import BrokerConfig, CongestionConfig, LogConfig, NeighbourConfig, build_configs
+from scotbed.filters import Filter
+from scotbed.messages import Publication, Subscription
+from scotbed.v1 import scotbed_pb2 as pb
+
+NB = NeighbourConfig("b-v1-0", "primary", "edge", 0, "v1", "127.0.0.1:1")
+
+
+def test_ce_is_in_over_out_and_in_when_nothing_went_out() -> None:
+    link = LinkOut(NB, 0.0, 10)
+    link.window_in, link.window_out = 10, 5
+    link.close_window()
+    assert link.ce == 2.0 and link.window_in == link.window_out == 0
+    link.window_in = 3
+    link.close_window()
+    assert link.ce == 3.0
+    link.close_window()
+    assert link.ce == 0.0
+
+
+def test_token_bucket_refills_at_capacity_up_to_a_10ms_burst() -> None:
+    link = LinkOut(NB, 1000.0, 10)
+    assert link.burst == 10.0 and link.tokens == 0.0
+    time.sleep(0.003)
+    assert 2.0 <= link.refill() <= 10.0
+    time.sleep(0.05)
+    assert link.refill() == 10.0
+    link.set_capacity(0)
+    assert link.capacity == 0 and link.burst == 1.0
+
+
+def test_acks_are_cumulative() -> None:
+    link = LinkOut(NB, 0.0, 10)
+    for seq in (1, 2, 3):
+        link.unacked[seq] = pb.Batch(seq=seq, envelopes=[pb.Envelope()] * seq)
+    link.unacked_envelopes = 6
+    assert link.acked(2) == 3
+    assert list(link.unacked) == [3] and link.unacked_envelopes == 3
+    assert link.acked(2) == 0
+
+
+def test_event_log_lines_parse_with_node_ts_and_fields(tmp_path: Path) -> None:
+    for name in ("b.jsonl", "b.jsonl.gz"):
+        path = tmp_path / name
+        log = EventLog('b-%s-"0"', str(path), buffer_events=2)
+        log.emit("sub_in", sub_id='s"1\u00e9', link="")
+        assert log.pending == 1
+        log.emit("queue", link="b-x-0", len=3, ce=1.5)
+        assert log.pending == 0  # the buffer limit forced a write
+        log.emit("table", size=7)
+        log.close()
+        events = read_events(path)
+        assert [e["ev"] for e in events] == ["sub_in", "queue", "table"]
+        assert events[0]["sub_id"] == 's"1\u00e9' and events[0]["node"] == 'b-%s-"0"'
+        assert events[1] == {**events[1], "link": "b-x-0", "len": 3, "ce": 1.5}
+        assert all(isinstance(e["ts_ns"], int) for e in events)
+    with gzip.open(tmp_path / "b.jsonl.gz", "rt") as fh:
+        assert len([json.loads(line) for line in fh]) == 3
+
+
+def _broker(tmp_path: Path, routing: str) -> Broker:
+    scot = topology.tree(topology.path(3))
+    cfgs = build_configs(
+        scot,
+        {b.id: f"127.0.0.1:{k + 1}" for k, b in enumerate(scot.brokers)},
+        routing=routing,
+        matching="counting",
+        congestion=CongestionConfig(window_ms=50, ce_threshold=1.0, queue_threshold=1),
+        log=LogConfig(path=str(tmp_path / "events.jsonl")),
+    )
+    cfg: BrokerConfig = cfgs[1]  # the middle broker b-v1-0, neighbours b-v0-0 and b-v2-0
+    return Broker(cfg)
+
+
+def test_decisions_are_executed_into_output_queues_sessions_and_events(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        b = _broker(tmp_path, "rpf")
+        session = b.open_session(Subscription("local", Filter.parse("price > 10"), b.id), "c1")
+        b._handle(b.input.get_nowait())
+        assert session.accepted.done()
+        assert [len(b.links[n].queue) for n in ("b-v0-0", "b-v2-0")] == [1, 1]
+        b._handle(("b-v2-0", Subscription("remote", Filter.parse("price > 50"), "b-v2-0", hops=1), None))
+        assert len(b.links["b-v0-0"].queue) == 2 and len(b.links["b-v2-0"].queue) == 1
+        b._handle(("b-v0-0", Publication("p1", "pub", {"price": 60}, hops=1), None))
+        ev = session.queue.get_nowait()
+        assert ev is not None and ev.delivery.notification.pub_id == "p1" and ev.delivery.hops == 1
+        out = b.links["b-v2-0"].queue[-1]
+        assert out.notification.notification.attrs["price"].i == 60
+        assert b.link_state("b-v2-0").overloaded  # queue_threshold 1, two envelopes waiting
+        assert dict(b.counters) == {
+            "client_sub": 1,
+            "sub_in": 1,
+            "sub_out": 3,
+            "notif_in": 1,
+            "notif_out": 1,
+            "match": 1,
+            "deliver": 1,
+        }
+        b.events.close()
+        kinds = [(e["ev"], e.get("link")) for e in read_events(tmp_path / "events.jsonl")]
+        assert kinds == [
+            ("sub_in", ""),
+            ("sub_out", "b-v0-0"),
+            ("sub_out", "b-v2-0"),
+            ("sub_in", "b-v2-0"),
+            ("sub_out", "b-v0-0"),
+            ("notif_in", "b-v0-0"),
+            ("match", None),
+            ("deliver", None),
+            ("notif_out", "b-v2-0"),
+        ]
+
+    asyncio.run(scenario())
+
+
+def test_a_failing_plug_in_is_logged_as_a_drop_and_the_loop_survives(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        b = _broker(tmp_path, "flooding")
+
+        def boom(pub: Publication, from_hop: str | None) -> None:
+            raise RuntimeError("bad plug-in")
+
+        b.algo.on_publication = boom  # type: ignore[method-assign,assignment]
+        b._handle(("b-v0-0", Publication("p1", "pub", {"x": 1}), None))
+        assert b.counters["errors"] == 1 and b.counters["drop"] == 1
+        b.events.close()
+        drop = [e for e in read_events(tmp_path / "events.jsonl") if e["ev"] == "drop"]
+        assert drop[0]["link"] == "b-v0-0" and "bad plug-in" in drop[0]["reason"]
+
+    asyncio.run(scenario())
