@@ -500,7 +500,7 @@ class K8sDeployment:
             reason = dead_reason(pod)
             if reason is None:
                 continue
-            statuses = pod.status.container_statuses or []
+            statuses = (pod.status.container_statuses if pod.status else None) or []
             restarted = any((cs.restart_count or 0) > 0 and cs.state and cs.state.running for cs in statuses)
             tail = self._log_tail(b, None, previous=restarted, lines=3).strip().replace("\n", " | ")
             out[b] = reason + (f": {tail}" if tail else "")
