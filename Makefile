@@ -38,7 +38,7 @@ OFFLINE ?= 0
 BASE_IMAGE ?= $(if $(filter 1,$(OFFLINE)),scotbed-base:bookworm,python:3.11-slim)
 
 image: $(if $(filter 1,$(OFFLINE)),base-image wheelhouse)
-	docker build -f broker-image/Dockerfile --build-arg BASE_IMAGE=$(BASE_IMAGE) \
+	docker build --force-rm -f broker-image/Dockerfile --build-arg BASE_IMAGE=$(BASE_IMAGE) \
 		--build-arg WHEELHOUSE=$(OFFLINE) $(if $(filter 1,$(OFFLINE)),--network none) -t $(IMAGE) .
 
 base-image:

@@ -99,7 +99,7 @@ def test_offline_build_has_no_network_and_selects_the_wheelhouse() -> None:
     argv = build_argv(
         "img:1", context=".", dockerfile="broker-image/Dockerfile", base_image="b:1", wheelhouse=True
     )
-    assert argv[:2] == ["docker", "build"] and argv[-1] == "."
+    assert argv[:3] == ["docker", "build", "--force-rm"] and argv[-1] == "."
     joined = " ".join(argv)
     assert "--build-arg BASE_IMAGE=b:1" in joined
     assert "--build-arg WHEELHOUSE=1" in joined

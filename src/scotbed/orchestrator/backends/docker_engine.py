@@ -94,7 +94,8 @@ def build_argv(
 ) -> list[str]:
     """``docker build`` for broker-image/Dockerfile. With ``wheelhouse`` the build has no network at
     all, which proves it needs no registry (the base image must already be local)."""
-    argv = [docker, "build", "-f", str(dockerfile), "-t", tag]
+    # --force-rm: a failed step must not leave its container behind.
+    argv = [docker, "build", "--force-rm", "-f", str(dockerfile), "-t", tag]
     if base_image:
         argv += ["--build-arg", f"BASE_IMAGE={base_image}"]
     if wheelhouse:
