@@ -292,3 +292,82 @@ def test_oracle_counts_a_delivery_during_propagation_as_in_transition(spark: Any
     assert result["in_transition"] == 1
     assert result["expected_deliveries"] == 2
     assert [o["pub_id"] for o in result["first_missing"]] == ["p2"]
+
+
+@pytest.fixture(scope="module")
+def analysed_run(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    from scotbed.analysis.api import analyze
+
+    run = tmp_path_factory.mktemp("e2e") / "synth-20260101T000000-0123abcd"
+    spec = SynthSpec(publications=300, burst_publications=300, unsubscribe_fraction=0.2, gz=True)
+    synthesise(run, spec)
+    return run, analyze(run, spark=spark)
+
+
+@pytest.mark.slow
+def test_analyze_writes_the_contract_outputs(analysed_run: tuple[Path, dict[str, Any]]) -> None:
+    run, s = analysed_run
+    on_disk = json.loads((run / "analysis" / "summary.json").read_text())
+    assert on_disk == json.loads(json.dumps(s, default=str))
+    assert (s["schema_version"], s["run_id"], s["routing"]) == (1, run.name, "rpf")
+    assert s["topology"] == {"brokers": 6, "clusters": 1, "regions": 6, "acols": 5, "icols": 0}
+    for key in ("count", "ims_total", "ims_per_subscription"):
+        assert key in s["subscriptions"]
+    assert set(s["notifications"]["delay_ms"]) >= {"mean", "p50", "p90", "p99", "max"}
+    assert set(s["notifications"]["matching_us"]) >= {"mean", "p99"}
+    assert (
+        s["subscriptions"]["count"] == 20 and s["subscriptions"]["ims_per_subscription"] == 5.0
+    )  # path of 6
+    c = s["correctness"]
+    assert c["ok"] is True and c["expected_deliveries"] == s["notifications"]["delivered"] > 0
+    assert s["notifications"]["published"] == 600
+    assert s["traffic"]["false_positive"] == 0  # rpf on a tree forwards only towards interest
+    rec = s["stability"]["recovery"]
+    assert rec["reason"] == "stabilised" and 0 < rec["time_to_stabilise_s"] < 2
+    assert s["queues"]["max_output_len"] > 0 and s["queues"]["max_input_len"] > 0
+    for name in (
+        "stability",
+        "queues",
+        "load",
+        "matching",
+        "subscriptions",
+        "relay",
+        "false_positive_traffic",
+    ):
+        assert (run / "analysis" / f"{name}.parquet").exists(), name
+    assert (run / "analysis" / "deliveries.parquet").is_dir()
+    assert {p.name for p in (run / "analysis" / "plots").glob("*.png")} >= {
+        "delay_cdf.png",
+        "stability.png",
+        "queues.png",
+        "topology.png",
+    }
+
+
+@pytest.mark.slow
+def test_report_renders_in_headless_chromium(
+    analysed_run: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    import shutil
+    import subprocess
+
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        pytest.skip("chromium is not installed (apt-get install -y chromium); the lead's CI installs it")
+    run, _ = analysed_run
+    url = (run / "report.html").as_uri()
+    flags = [
+        browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        f"--user-data-dir={tmp_path / 'profile'}",
+    ]  # fmt: skip
+    png = tmp_path / "report.png"
+    subprocess.run(
+        [*flags, f"--screenshot={png}", "--window-size=1280,2000", url], capture_output=True, timeout=120
+    )
+    assert png.exists() and png.stat().st_size > 30_000  # a blank 1280x2000 page is a few kB
+    dom = subprocess.run([*flags, "--dump-dom", url], capture_output=True, text=True, timeout=120).stdout
+    assert 'id="verdict" class="verdict ok"' in dom and "CORRECT" in dom
+    for plot in ("plot-delay_cdf", "plot-stability", "plot-queues", "plot-topology"):
+        assert f'id="{plot}"' in dom, plot
+    assert dom.count('src="data:image/png;base64,') >= 5

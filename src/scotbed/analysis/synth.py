@@ -226,6 +226,8 @@ def synthesise(out: Path, spec: SynthSpec = SynthSpec()) -> dict[str, Any]:
         t += gap
         while sample_next <= t:
             _sample_queues(logs, adj, sample_next, extra, rng)
+            for b in brokers:
+                logs.write(b, sample_next, "table", size=len(active))
             sample_next += 250 * MS
     wlp.close()
     logs.close()
