@@ -466,7 +466,7 @@ def check_semantics(spec: Spec) -> None:
     t = spec.topology
     shape = f"{{kind: {t.kind}, connectivity: {t.m}}}"
     if t.kind == "tree" and t.m != 1:
-        problems.append(
+        raise SpecError(
             f"topology.connectivity: {t.m} is not allowed for kind tree (a tree has one cluster); "
             "use kind scot or connectivity 1"
         )

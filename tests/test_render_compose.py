@@ -1,0 +1,145 @@
+"""The compose file (checked by a real `docker compose config`) and the local process plan."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from scotbed.config import load
+from scotbed.orchestrator.render import compose, local, write_compose
+from scotbed.orchestrator.spec import build_scot, parse_spec
+
+RUN_ID = "quickstart-20250102T030405-0a1b2c3d"
+SPEC = parse_spec({"name": "quickstart"})
+SCOT = build_scot(SPEC)
+
+
+def compose_command() -> list[str] | None:
+    """`docker compose` (v2 plugin) when it works, else `docker-compose` (v1), else None."""
+    if shutil.which("docker"):
+        probe = subprocess.run(["docker", "compose", "version"], capture_output=True, timeout=60)
+        if probe.returncode == 0:
+            return ["docker", "compose"]
+    if shutil.which("docker-compose"):
+        return ["docker-compose"]
+    return None
+
+
+def rendered(tmp_path: Path, **kw: Any) -> Path:
+    doc = compose.render_compose(SPEC, SCOT, RUN_ID, **kw)
+    return write_compose(
+        tmp_path, doc, compose.compose_broker_configs(SPEC, SCOT, RUN_ID, compose.DEFAULT_PORT)
+    )
+
+
+@pytest.mark.slow
+def test_compose_config_accepts_the_file(tmp_path: Path) -> None:
+    cmd = compose_command()
+    if cmd is None:
+        pytest.skip(
+            "neither `docker compose` nor `docker-compose` is installed (.ci/run installs docker-compose)"
+        )
+    path = rendered(tmp_path, user="1000:1000")
+    out = subprocess.run(
+        [*cmd, "-f", str(path), "-p", "scotbed-test", "config"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert out.returncode == 0, out.stderr
+    normalised = yaml.safe_load(out.stdout)
+    assert set(normalised["services"]) == set(SCOT.by_id)
+    svc = normalised["services"]["b-a-0"]
+    assert svc["healthcheck"]["test"][-1] == f"127.0.0.1:{compose.DEFAULT_PORT}"
+    # a broken file is rejected, so the check above means something
+    broken = yaml.safe_load(path.read_text())
+    broken["services"]["b-a-0"]["healthcheck"]["retries"] = "often"
+    path.write_text(yaml.safe_dump(broken))
+    bad = subprocess.run(
+        [*cmd, "-f", str(path), "-p", "scotbed-test", "config", "-q"],
+        capture_output=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert bad.returncode != 0
+
+
+def test_services_network_volumes_limits(tmp_path: Path) -> None:
+    path = rendered(tmp_path, image="reg/b:1", port=6000)
+    doc = yaml.safe_load(path.read_text())
+    assert "version" not in doc
+    assert set(doc["services"]) == set(SCOT.by_id)
+    for b in SCOT.brokers:
+        svc = doc["services"][b.id]
+        assert svc["image"] == "reg/b:1" and svc["hostname"] == b.id
+        assert svc["command"][-2:] == ["--id", b.id]
+        assert svc["networks"] == [compose.NETWORK]
+        assert "./brokers.json:/etc/scotbed/brokers.json:ro" in svc["volumes"]
+        assert f"./events:{compose.EVENTS_DIR}" in svc["volumes"]
+        assert svc["healthcheck"]["test"] == [
+            "CMD",
+            "python",
+            "-m",
+            "scotbed.broker.health",
+            "127.0.0.1:6000",
+        ]
+        assert svc["deploy"]["resources"]["limits"]["memory"] == svc["mem_limit"]
+        assert float(svc["deploy"]["resources"]["limits"]["cpus"]) == svc["cpus"]
+        assert svc["read_only"] is True and svc["cap_drop"] == ["ALL"]
+        assert svc["labels"]["scotbed.io/run-id"] == RUN_ID
+    assert (tmp_path / "events").is_dir()
+
+
+def test_brokers_json_next_to_the_compose_file(tmp_path: Path) -> None:
+    rendered(tmp_path)
+    cfg = load(tmp_path / "brokers.json", "b-c-1")
+    assert cfg.listen == f"0.0.0.0:{compose.DEFAULT_PORT}"
+    assert {n.address for n in cfg.neighbours} == {f"{n.id}:{compose.DEFAULT_PORT}" for n in cfg.neighbours}
+    assert cfg.log.path == f"{compose.EVENTS_DIR}/b-c-1.jsonl"
+    assert len(json.loads((tmp_path / "brokers.json").read_text())["brokers"]) == 18
+
+
+def test_extra_services_join_the_network() -> None:
+    doc = compose.render_compose(SPEC, SCOT, RUN_ID, extra_services={"locust": {"image": "locust"}})
+    assert doc["services"]["locust"] == {"networks": [compose.NETWORK], "image": "locust"}
+
+
+# --- local ------------------------------------------------------------------------------------
+
+
+def test_free_ports_are_distinct_and_bindable() -> None:
+    ports = local.free_ports(20)
+    assert len(set(ports)) == 20
+    with socket.socket() as s:
+        s.bind((local.HOST, ports[0]))
+
+
+def test_local_plan_and_configs(tmp_path: Path) -> None:
+    ports = dict(zip((b.id for b in SCOT.brokers), local.free_ports(len(SCOT.brokers)), strict=True))
+    plan = local.local_plan(SCOT, ports, tmp_path / "brokers.json", tmp_path / "events", python="py")
+    assert [p.id for p in plan] == [b.id for b in SCOT.brokers]
+    first = plan[0]
+    assert first.listen == f"127.0.0.1:{ports[first.id]}"
+    assert first.argv == (
+        "py",
+        "-m",
+        "scotbed.broker",
+        "--config",
+        str(tmp_path / "brokers.json"),
+        "--id",
+        first.id,
+    )
+    assert first.log_path == str(tmp_path / "events" / f"{first.id}.jsonl")
+    configs = local.local_broker_configs(SPEC, plan, SCOT, RUN_ID)
+    by_id = {c.id: c for c in configs}
+    for p in plan:
+        assert by_id[p.id].listen == p.listen and by_id[p.id].log.path == p.log_path
+        assert all(n.address == f"127.0.0.1:{ports[n.id]}" for n in by_id[p.id].neighbours)
