@@ -88,6 +88,7 @@ def test_subscriptions_are_deterministic_in_the_seed(market: GbmMarket) -> None:
     assert a != [f.to_json() for f in generate(market, 30, 0.02, seed=4)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("n", "degree"), [(310, 30), (100, 4)])
 def test_covering_mode_reaches_the_degree(market: GbmMarket, n: int, degree: int) -> None:
     cs = generate_covering(market, n, degree, 0.02, seed=9)
@@ -98,6 +99,7 @@ def test_covering_mode_reaches_the_degree(market: GbmMarket, n: int, degree: int
         assert kids == [i for i, p in enumerate(cs.parent) if p == r]
 
 
+@pytest.mark.slow
 def test_covering_children_have_the_target_selectivity(market: GbmMarket, test_quotes: list[dict]) -> None:
     cs = generate_covering(market, 62, 30, 0.02, seed=2)
     kids = [f for f, p in zip(cs.filters, cs.parent, strict=True) if p is not None]

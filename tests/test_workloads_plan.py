@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 
@@ -145,8 +146,13 @@ def test_region_mobility_on_a_tree_is_an_error() -> None:
         )
 
 
+@functools.cache
+def _plan_text() -> str:
+    return build({"subscribers": 3, "publishers": 1}).dumps()
+
+
 def _doc() -> dict:
-    return json.loads(build({"subscribers": 3, "publishers": 1}).dumps())
+    return json.loads(_plan_text())
 
 
 def test_unknown_attribute_in_a_plan_filter_names_the_subscription() -> None:
