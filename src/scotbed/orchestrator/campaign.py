@@ -223,7 +223,7 @@ def main(args: Any) -> int:
     """`scotbed campaign CAMPAIGN.yaml [--backend B] [--out DIR]`."""
     from scotbed.orchestrator.commands import CommandError
     from scotbed.orchestrator.progress import make_progress
-    from scotbed.orchestrator.run import RunFailed, RunOptions, run_spec
+    from scotbed.orchestrator.run import RunFailed, options_from_args, run_spec
 
     try:
         campaign = load_campaign(args.campaign)
@@ -233,7 +233,7 @@ def main(args: Any) -> int:
     backend = args.backend or campaign.backend
 
     def run_one(spec: Path, sets: list[str], runs: Path) -> Path:
-        options = RunOptions(backend=backend, out=runs, quiet=True, log_json=getattr(args, "log_json", False))
+        options = options_from_args(args, backend=backend, out=runs, quiet=True)
         result = run_spec(spec, sets, options)
         if not result.ok:
             raise RunFailed(f"run finished but its checks failed: {result.verdict}", result.run_dir)

@@ -67,7 +67,7 @@ class RunState:
 
 
 def load_all() -> list[RunState]:
-    out = []
+    out: list[RunState] = []
     d = state_dir()
     if not d.is_dir():
         return out

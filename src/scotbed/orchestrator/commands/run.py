@@ -9,6 +9,25 @@ from typing import Any
 from scotbed.orchestrator.commands import add_spec_arguments, call_lazy
 
 
+def add_run_options(p: argparse.ArgumentParser) -> None:
+    """Options `run` and `campaign` share."""
+    p.add_argument("--keep", action="store_true", help="leave the brokers running after the run")
+    p.add_argument("--quiet", action="store_true", help="only warnings, errors and the report path")
+    p.add_argument("--log-json", action="store_true", help="progress as JSON lines on stderr (for CI)")
+    p.add_argument("--workers", type=int, default=2, metavar="N", help="Locust worker processes (default 2)")
+    p.add_argument("--spark-master", metavar="URL", help="Spark master for the analysis (default local[*])")
+    p.add_argument(
+        "--image", metavar="IMAGE", help="broker image (compose, k8s; default scotbed-broker:0.1.0)"
+    )
+    p.add_argument("--kube-context", metavar="NAME", help="Kubernetes context (k8s; default: current)")
+    p.add_argument("--namespace-prefix", default="scotbed", metavar="PREFIX", help="k8s namespace prefix")
+    p.add_argument(
+        "--preferred-anti-affinity",
+        action="store_true",
+        help="k8s: neighbours may share a node when the cluster has too few (warns)",
+    )
+
+
 def add_parser(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "run", help="deploy, drive, collect and analyse one experiment; exit 0 only if correct"
@@ -16,4 +35,5 @@ def add_parser(sub: Any) -> None:
     add_spec_arguments(p)
     p.add_argument("--backend", choices=("local", "compose", "k8s"), help="override the spec's backend")
     p.add_argument("--out", default="runs", metavar="DIR", help="parent of the run directory")
+    add_run_options(p)
     p.set_defaults(handler=lambda args: call_lazy("run", "scotbed.orchestrator.run", args))

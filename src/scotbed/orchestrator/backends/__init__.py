@@ -1,0 +1,1 @@
+"""Where brokers run: one module per backend (local processes, docker compose, Kubernetes)."""

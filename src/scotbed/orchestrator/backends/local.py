@@ -1,0 +1,59 @@
+"""Broker processes on 127.0.0.1: the default backend, which works anywhere Python does.
+
+Event logs are written straight into the run directory's ``events/``; the
+broker processes' stdout/stderr go to ``logs/``. Every process is recorded in
+the run's state file as soon as it starts, so `scotbed down` can remove it
+even when the orchestrator itself was killed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from scotbed.broker.launcher import LaunchError, LocalCluster
+from scotbed.orchestrator.backends.base import BackendError, DeployRequest
+
+
+class LocalDeployment:
+    def __init__(self, cluster: LocalCluster, request: DeployRequest) -> None:
+        self.cluster = cluster
+        self.request = request
+
+    @property
+    def admin_addresses(self) -> dict[str, str]:
+        return self.cluster.addresses()
+
+    @property
+    def client_addresses(self) -> dict[str, str]:
+        return self.cluster.addresses()
+
+    def dead(self) -> dict[str, str]:
+        out = {}
+        for bid, b in self.cluster.brokers.items():
+            if not b.alive():
+                tail = b.stderr_tail(3).strip().replace("\n", " | ")
+                out[bid] = f"exited with code {b.returncode()}" + (f": {tail}" if tail else "")
+        return out
+
+    def collect(self, events_dir: Path) -> list[Path]:
+        return sorted(events_dir.glob("b-*.jsonl*"))
+
+    def teardown(self) -> None:
+        self.cluster.stop()
+
+
+class LocalBackend:
+    name = "local"
+
+    def deploy(self, request: DeployRequest) -> LocalDeployment:
+        cluster = LocalCluster(
+            request.configs,
+            request.run_dir,
+            ready_timeout_s=request.ready_timeout_s,
+            on_start=lambda bid, pid: request.state.add_process(pid, f"broker:{bid}"),
+        )
+        try:
+            cluster.start()
+        except LaunchError as e:
+            raise BackendError(str(e)) from None
+        return LocalDeployment(cluster, request)

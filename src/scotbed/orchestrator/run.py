@@ -1,0 +1,531 @@
+"""`scotbed run`: one command from spec to report (DESIGN §3, §5).
+
+The lifecycle, every barrier with a timeout (spec ``timeouts``) and an error
+that names who did not pass it::
+
+    validate → topology → render → deploy → ready → subscribe → quiescent
+    → publish → drain → collect → analyse → report → teardown
+
+A broker that dies at any point after ``ready`` fails the run with its name
+and last log lines. Ctrl-C and SIGTERM tear down and keep what was collected.
+The run directory survives every failure; the run state file (see
+:mod:`scotbed.orchestrator.state`) survives a crash of the orchestrator
+itself, so ``scotbed down`` can remove what was started.
+
+Exit codes: 0 the run finished, the analysis ran and the correctness checks
+held; 1 the run finished but a check failed (missing, duplicate or
+false-positive deliveries); 2 the spec or the command is wrong; 3 the run
+failed (a barrier timed out, a broker died, the workload failed); 130/143
+interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import signal
+import socket
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from scotbed.orchestrator import plan as deploy_plan
+from scotbed.orchestrator.backends.base import Backend, BackendError, Deployment, DeployRequest
+from scotbed.orchestrator.progress import Phase, Progress, make_progress
+from scotbed.orchestrator.spec import Spec, build_scot, dump_spec, load_spec
+from scotbed.orchestrator.state import RunState
+
+VERSIONED = ("scotbed", "grpcio", "protobuf", "numpy", "locust", "pyspark", "pydantic", "kubernetes")
+
+
+class RunFailed(RuntimeError):
+    """The run did not finish; ``run_dir`` keeps what was collected."""
+
+    def __init__(self, message: str, run_dir: Path | None = None) -> None:
+        super().__init__(message)
+        self.run_dir = run_dir
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived; like KeyboardInterrupt, it unwinds through every cleanup."""
+
+
+@dataclass
+class RunOptions:
+    backend: str | None = None  # None: the spec's
+    out: Path = Path("runs")
+    keep: bool = False  # leave the brokers running (and the state file) after the run
+    quiet: bool = False
+    log_json: bool = False
+    image: str | None = None
+    kube_context: str | None = None
+    namespace_prefix: str = "scotbed"
+    preferred_anti_affinity: bool = False
+    spark_master: str | None = None
+    workers: int = 2  # Locust worker processes
+    analyse: bool = True
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    run_dir: Path
+    summary: dict[str, Any] = field(default_factory=dict)
+    ok: bool = False
+    verdict: str = ""
+
+
+def make_backend(name: str, options: RunOptions, spec: Spec, scot: Any, progress: Progress) -> Backend:
+    if name == "local":
+        from scotbed.orchestrator.backends.local import LocalBackend
+
+        return LocalBackend()
+    if name == "compose":
+        from scotbed.orchestrator.backends.compose import ComposeBackend
+
+        return ComposeBackend()
+    if name == "k8s":
+        from scotbed.orchestrator.backends.k8s import K8sBackend
+
+        return K8sBackend(
+            spec,
+            scot,
+            context=options.kube_context,
+            namespace_prefix=options.namespace_prefix,
+            preferred_anti_affinity=options.preferred_anti_affinity,
+            keep_on_failure=options.keep,
+            notify=progress.info,
+            warn=progress.warn,
+        )
+    raise ValueError(f"unknown backend {name!r}; allowed: local, compose, k8s")
+
+
+def versions() -> dict[str, str]:
+    out = {}
+    for name in VERSIONED:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def resolved_spec_text(spec: Spec, run_id: str, backend: str, sets: list[str]) -> str:
+    """The spec after defaults and --set, then a ``run`` block: who, where and with what it ran."""
+    from scotbed import java
+
+    doc = yaml.safe_load(dump_spec(spec))
+    doc["backend"] = backend
+    doc["run"] = {
+        "run_id": run_id,
+        "started_utc": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "backend": backend,
+        "sets": list(sets),
+        "host": {
+            "name": socket.gethostname(),
+            "platform": platform.platform(),
+            "python": sys.version.split()[0],
+            "cpus": _cpus(),
+        },
+        "versions": versions(),
+        "java": java.describe(),
+    }
+    return yaml.safe_dump(doc, sort_keys=False)
+
+
+def _cpus() -> int:
+    import os
+
+    return os.cpu_count() or 0
+
+
+class _SignalGuard:
+    """Turns SIGTERM into :class:`Terminated` in the main thread for the duration of a run."""
+
+    def __enter__(self) -> _SignalGuard:
+        self._old = signal.getsignal(signal.SIGTERM)
+
+        def handler(signum: int, frame: Any) -> None:
+            raise Terminated()
+
+        try:
+            signal.signal(signal.SIGTERM, handler)
+            self._installed = True
+        except ValueError:  # not the main thread: leave signals alone
+            self._installed = False
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._installed:
+            signal.signal(signal.SIGTERM, self._old)
+
+
+class Lifecycle:
+    """One run: holds what was started so every exit path can collect and tear it down."""
+
+    def __init__(self, spec_path: Path, sets: list[str], options: RunOptions, progress: Progress) -> None:
+        self.spec_path = spec_path
+        self.sets = sets
+        self.options = options
+        self.progress = progress
+        self.deployment: Deployment | None = None
+        self.session: Any = None  # scotbed.workloads.runner.WorkloadSession
+        self.run_dir: Path | None = None
+        self.state: RunState | None = None
+        self.collected = False
+
+    # --- phases ---------------------------------------------------------------------------
+
+    def run(self) -> RunResult:
+        with self.progress.phase("validate") as ph:
+            spec = load_spec(self.spec_path, self.sets)
+            backend_name = self.options.backend or spec.backend
+            ph.update(f"{spec.name}: routing {spec.routing}, backend {backend_name}")
+        run_id = deploy_plan.make_run_id(spec.name)
+        run_dir = (self.options.out / run_id).resolve()
+        self.run_dir = run_dir
+        for sub in ("events", "workload", "locust", "analysis", "manifests"):
+            (run_dir / sub).mkdir(parents=True, exist_ok=True)
+        (run_dir / "spec.resolved.yaml").write_text(resolved_spec_text(spec, run_id, backend_name, self.sets))
+        self.state = RunState(run_id, backend_name, str(run_dir))
+        self.state.save()
+        self.progress.info(f"run directory: {run_dir}")
+
+        with self.progress.phase("topology") as ph:
+            scot = build_scot(spec)
+            (run_dir / "topology.json").write_text(json.dumps(scot.to_json(), indent=1))
+            s = scot.summary()
+            ph.update(
+                f"{s['brokers']} brokers, {s['clusters']} clusters, {s['regions']} regions, "
+                f"{s['acols']} aCOLs, {s['icols']} iCOLs"
+            )
+
+        with self.progress.phase("render") as ph:
+            placeholder = {b.id: "127.0.0.1:0" for b in scot.brokers}
+            configs = deploy_plan.broker_configs(spec, scot, placeholder, run_id=run_id)
+            ph.update(f"{len(configs)} broker configs")
+
+        backend = make_backend(backend_name, self.options, spec, scot, self.progress)
+        with self.progress.phase("deploy") as ph:
+            ph.update(f"starting {len(configs)} brokers ({backend_name})")
+            request = DeployRequest(
+                run_id=run_id,
+                run_dir=run_dir,
+                configs=configs,
+                ready_timeout_s=spec.timeouts.ready_s,
+                state=self.state,
+                image=self.options.image or "scotbed-broker:0.1.0",
+            )
+            try:
+                self.deployment = backend.deploy(request)
+            except BackendError as e:
+                raise RunFailed(f"deploy: {e}", run_dir) from None
+
+        with self.progress.phase("ready") as ph:
+            self._wait_healthy(spec.timeouts.ready_s, ph)
+
+        with self.progress.phase("subscribe") as ph:
+            n = self._start_workload(spec, scot, run_id, ph)
+            ph.update(f"{n} subscriptions acknowledged")
+
+        with self.progress.phase("quiescent") as ph:
+            self._wait_quiescent(spec.timeouts.quiescent_s, ph)
+
+        with self.progress.phase("publish") as ph:
+            self.session.release()
+            self._watch_workload(spec.timeouts.run_s, ph)
+
+        with self.progress.phase("drain") as ph:
+            result = self.session.wait(timeout_s=spec.timeouts.drain_s + 60)
+            self._wait_quiescent(spec.timeouts.drain_s, ph)
+            ph.update(
+                f"{result.events.get('publish', 0)} published, {result.events.get('receive', 0)} received"
+            )
+
+        with self.progress.phase("collect") as ph:
+            self._collect(ph)
+
+        summary: dict[str, Any] = {}
+        if self.options.analyse:
+            with self.progress.phase("analyse") as ph:
+                summary = self._analyse(run_dir, ph)
+        ok, verdict = verdict_of(summary) if self.options.analyse else (True, "not analysed")
+        return RunResult(run_id, run_dir, summary, ok, verdict)
+
+    def _wait_healthy(self, timeout_s: float, ph: Phase) -> None:
+        import asyncio
+
+        from scotbed.broker.health import check
+
+        assert self.deployment is not None
+        addresses = self.deployment.admin_addresses
+
+        async def serving(bids: list[str]) -> dict[str, str]:
+            replies = await asyncio.gather(*(check(addresses[b], timeout_s=1.0) for b in bids))
+            return {b: why for b, (ok, why) in zip(bids, replies, strict=True) if not ok}
+
+        deadline = time.monotonic() + timeout_s
+        pending = {b: "not checked" for b in addresses}
+        while pending:
+            self._check_brokers()
+            pending = asyncio.run(serving(sorted(pending)))
+            ph.update(f"{len(addresses) - len(pending)}/{len(addresses)} brokers serving")
+            if pending and time.monotonic() > deadline:
+                names = "; ".join(f"{b} ({why})" for b, why in sorted(pending.items()))
+                raise RunFailed(
+                    f"ready: {len(pending)} broker(s) not serving within {timeout_s:g} s: {names}",
+                    self.run_dir,
+                )
+            if pending:
+                time.sleep(0.2)
+
+    def _check_brokers(self) -> None:
+        if self.deployment is None:
+            return
+        dead = self.deployment.dead()
+        if dead:
+            names = "; ".join(f"{b}: {why}" for b, why in sorted(dead.items()))
+            raise RunFailed(f"broker(s) stopped during the run: {names}", self.run_dir)
+
+    def _start_workload(self, spec: Spec, scot: Any, run_id: str, ph: Phase) -> int:
+        from scotbed.workloads import plan as wplan
+        from scotbed.workloads.runner import WorkloadError, WorkloadSession
+
+        assert self.deployment is not None and self.run_dir is not None and self.state is not None
+        release = wplan.ReleaseSpec(mode="file")
+        plan = wplan.build_plan(
+            workload_section(spec),
+            scot,
+            self.deployment.client_addresses,
+            spec.seed,
+            run_id=run_id,
+            release=release,
+        )
+        plan = replace(plan, timeout_s=spec.timeouts.run_s)
+        plan_path = wplan.write(plan, self.run_dir / "workload" / "plan.json")
+        self.session = WorkloadSession(plan_path, self.run_dir, workers=self.options.workers)
+        try:
+            self.session.start()
+        except WorkloadError as e:
+            raise RunFailed(f"subscribe: {e}", self.run_dir) from None
+        for name, proc in [("locust-master", self.session.master)] + [
+            (f"locust-worker-{k}", p) for k, p in enumerate(self.session.worker_procs)
+        ]:
+            if proc is not None:
+                self.state.add_process(proc.pid, name)
+        total = plan.subscription_count()
+        deadline = time.monotonic() + spec.timeouts.quiescent_s
+        while True:
+            self._check_brokers()
+            st = self.session.status()
+            if st.get("phase") == "failed":
+                raise RunFailed(f"subscribe: workload failed: {st.get('error')}", self.run_dir)
+            if st.get("phase") not in ("starting", "subscribing"):
+                return int(st.get("acked", total))
+            if self.session.master is not None and self.session.master.poll() is not None:
+                raise RunFailed(
+                    "subscribe: the Locust master exited early; see locust/master.out", self.run_dir
+                )
+            ph.update(f"{st.get('acked', 0)}/{total} subscriptions acknowledged")
+            if time.monotonic() > deadline:
+                raise RunFailed(
+                    f"subscribe: {st.get('acked', 0)}/{total} subscriptions acknowledged within "
+                    f"{spec.timeouts.quiescent_s:g} s",
+                    self.run_dir,
+                )
+            time.sleep(0.1)
+
+    def _wait_quiescent(self, timeout_s: float, ph: Phase) -> None:
+        import asyncio
+
+        from scotbed.broker.launcher import status_all
+
+        assert self.deployment is not None
+        addresses = self.deployment.admin_addresses
+        deadline = time.monotonic() + timeout_s
+        previous: dict[str, tuple[tuple[str, int], ...]] | None = None
+        while True:
+            self._check_brokers()
+            replies = asyncio.run(status_all(addresses))
+            busy = sorted(b for b, r in replies.items() if not r.quiescent)
+            fingerprint = {b: tuple(sorted(r.counters.items())) for b, r in replies.items()}
+            if not busy and fingerprint == previous:
+                ph.update(f"{len(replies)} brokers quiescent")
+                return
+            previous = fingerprint
+            ph.update(f"{len(replies) - len(busy)}/{len(replies)} brokers quiescent")
+            if time.monotonic() > deadline:
+                raise RunFailed(
+                    f"quiescence: not quiescent after {timeout_s:g} s: "
+                    f"{', '.join(busy) or 'queues empty but counters still moving'}",
+                    self.run_dir,
+                )
+            time.sleep(0.25)
+
+    def _watch_workload(self, timeout_s: float, ph: Phase) -> None:
+        deadline = time.monotonic() + timeout_s
+        master = self.session.master
+        while master is not None and master.poll() is None:
+            self._check_brokers()
+            st = self.session.status()
+            if st.get("phase") == "failed":
+                raise RunFailed(f"publish: workload failed: {st.get('error')}", self.run_dir)
+            ph.update(
+                f"phase {st.get('phase', '?')}: {st.get('published', 0)} published, "
+                f"{st.get('received', 0)} received"
+            )
+            if time.monotonic() > deadline:
+                raise RunFailed(f"publish: the workload did not end within {timeout_s:g} s", self.run_dir)
+            time.sleep(0.25)
+
+    def _collect(self, ph: Phase | None = None) -> None:
+        """Flush every broker's log and copy it into events/; safe after a partial run."""
+        if self.collected or self.deployment is None or self.run_dir is None:
+            return
+        import asyncio
+
+        from scotbed.broker.launcher import flush_all
+
+        alive = {b: a for b, a in self.deployment.admin_addresses.items() if b not in self.deployment.dead()}
+        try:
+            asyncio.run(flush_all(alive))
+        except Exception as e:  # a broker that cannot flush still has what it wrote
+            self.progress.warn(f"collect: flush failed: {e}")
+        files = self.deployment.collect(self.run_dir / "events")
+        self.collected = True
+        if ph is not None:
+            ph.update(f"{len(files)} broker event logs")
+
+    def _analyse(self, run_dir: Path, ph: Phase) -> dict[str, Any]:
+        from scotbed.analysis.api import analyze
+
+        ph.update("Spark")
+        summary: dict[str, Any] = analyze(run_dir, spark_master=self.options.spark_master)
+        n = summary.get("notifications", {})
+        ph.update(
+            f"{n.get('delivered', 0)}/{n.get('expected_deliveries', 0)} deliveries, "
+            f"{n.get('missing', 0)} missing, {n.get('duplicates', 0)} duplicates, "
+            f"{n.get('false_positives', 0)} false positives"
+        )
+        return summary
+
+    # --- cleanup --------------------------------------------------------------------------
+
+    def cleanup(self, failed: bool) -> None:
+        if self.session is not None:
+            self.session.stop()
+        if failed:
+            try:
+                self._collect()
+            except Exception as e:
+                self.progress.warn(f"collect after failure: {e}")
+            if self.run_dir is not None and self.session is not None:
+                from scotbed.workloads.records import merge_workload
+
+                try:
+                    merge_workload(self.run_dir)
+                except Exception as e:
+                    self.progress.warn(f"merging the workload files after failure: {e}")
+        if self.deployment is not None and not self.options.keep:
+            with self.progress.phase("teardown"):
+                self.deployment.teardown()
+        if self.state is not None and not self.options.keep:
+            self.state.forget()
+
+
+def workload_section(spec: Spec) -> dict[str, Any]:
+    """The spec's workload block in the form the workload plan builder reads."""
+    w = spec.workload.model_dump(mode="json", by_alias=True, exclude_none=True)
+    placement = spec.workload.placement
+    w["placement"] = placement.mode
+    if placement.brokers:
+        w["explicit_placement"] = dict(placement.brokers)
+    churn = w.pop("churn", None)
+    if churn:
+        burst = churn.pop("unsub_burst", None)
+        if burst:
+            w["unsub_burst"] = burst
+        mode = churn.pop("mode", "same-broker")
+        churn["mobility"] = {"same-broker": "none", "same-region": "region", "same-cluster": "cluster"}[mode]
+        if churn.get("rate_per_minute"):
+            w["churn"] = churn
+    return w
+
+
+def verdict_of(summary: dict[str, Any]) -> tuple[bool, str]:
+    """DESIGN §3: no duplicate, no false positive, no missing delivery, and something was delivered."""
+    n = summary.get("notifications", {})
+    missing, dup, fp = n.get("missing", -1), n.get("duplicates", -1), n.get("false_positives", -1)
+    delivered, expected = n.get("delivered", 0), n.get("expected_deliveries", 0)
+    ok = missing == 0 and dup == 0 and fp == 0 and delivered == expected
+    text = f"{delivered}/{expected} deliveries, {missing} missing, {dup} duplicates, {fp} false positives"
+    return ok, ("correct: " if ok else "INCORRECT: ") + text
+
+
+@contextmanager
+def _lifecycle(
+    spec_path: Path, sets: list[str], options: RunOptions, progress: Progress
+) -> Iterator[Lifecycle]:
+    life = Lifecycle(spec_path, sets, options, progress)
+    failed = True
+    try:
+        yield life
+        failed = False
+    finally:
+        life.cleanup(failed)
+
+
+def run_spec(
+    spec_path: str | Path, sets: list[str], options: RunOptions, progress: Progress | None = None
+) -> RunResult:
+    """Run one experiment; raises :class:`RunFailed` when it does not finish."""
+    progress = progress or make_progress(options.quiet, options.log_json)
+    with _SignalGuard(), _lifecycle(Path(spec_path), list(sets), options, progress) as life:
+        return life.run()
+    raise AssertionError("unreachable")  # pragma: no cover - the with block returns or raises
+
+
+def options_from_args(args: Any, **overrides: Any) -> RunOptions:
+    """RunOptions from `scotbed run`/`campaign` arguments (see commands.run.add_run_options)."""
+    fields_ = {
+        "backend": args.backend,
+        "out": Path(args.out),
+        "keep": getattr(args, "keep", False),
+        "quiet": getattr(args, "quiet", False),
+        "log_json": getattr(args, "log_json", False),
+        "image": getattr(args, "image", None),
+        "kube_context": getattr(args, "kube_context", None),
+        "namespace_prefix": getattr(args, "namespace_prefix", "scotbed"),
+        "preferred_anti_affinity": getattr(args, "preferred_anti_affinity", False),
+        "spark_master": getattr(args, "spark_master", None),
+        "workers": getattr(args, "workers", 2),
+    }
+    fields_.update(overrides)
+    return RunOptions(**fields_)
+
+
+def main(args: Any) -> int:
+    options = options_from_args(args)
+    progress = make_progress(options.quiet, options.log_json)
+    try:
+        result = run_spec(args.spec, args.sets, options, progress)
+    except RunFailed as e:
+        print(f"scotbed run: failed: {e}", file=sys.stderr)
+        if e.run_dir is not None:
+            print(f"scotbed run: the partial run directory is kept: {e.run_dir}", file=sys.stderr)
+        return 3
+    except Terminated:
+        print("scotbed run: terminated; resources removed, collected logs kept", file=sys.stderr)
+        return 143
+    progress.info(result.verdict)
+    progress.info(f"report: {result.run_dir / 'report.html'}")
+    print(result.run_dir / "report.html")
+    return 0 if result.ok else 1
