@@ -379,8 +379,9 @@ class Lifecycle:
             if st.get("phase") == "failed":
                 raise RunFailed(f"publish: workload failed: {st.get('error')}", self.run_dir)
             ph.update(
-                f"phase {st.get('phase', '?')}: {st.get('published', 0)} published, "
-                f"{st.get('received', 0)} received"
+                f"{st.get('phase', 'starting')}: publishers done {st.get('publishers_done', 0)}"
+                f"/{st.get('publishers', '?')}, subscribers done {st.get('subscribers_done', 0)}"
+                f"/{st.get('subscribers', '?')}"
             )
             if time.monotonic() > deadline:
                 raise RunFailed(f"publish: the workload did not end within {timeout_s:g} s", self.run_dir)
