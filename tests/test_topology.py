@@ -201,3 +201,19 @@ def test_links_are_unique_and_kinds_match_coordinates() -> None:
         assert (link.kind == topo.ICOL) == (a.vertex == b.vertex)
         assert (link.kind == topo.ACOL) == (a.index == b.index)
     assert all(link.a != link.b for link in s.links)
+
+
+@pytest.mark.parametrize("factor", [topo.paper_fig2(), topo.paper_fig8(), topo.kary(3, 2), topo.star(5)])
+def test_drawing_layout_puts_clusters_in_rows_and_regions_in_columns(factor: topo.AcyclicFactor) -> None:
+    from scotbed.orchestrator.draw import column_order, layout
+
+    scot = topo.Scot(factor, 3)
+    pos = layout(scot)
+    assert sorted(column_order(factor)) == sorted(factor.vertices)
+    for i, members in scot.clusters().items():
+        assert {pos[b][1] for b in members} == {-i}
+    for members in scot.regions().values():
+        assert len({pos[b][0] for b in members}) == 1
+    assert len(set(pos.values())) == len(scot.brokers)
+    if factor.name == "paper-fig2":  # a path is drawn in order, every aCOL between adjacent columns
+        assert column_order(factor) == list("abcdef")
