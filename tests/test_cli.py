@@ -123,9 +123,14 @@ def test_lazy_command_without_implementation(tmp_path: Path, monkeypatch: pytest
 
 
 def test_lazy_command_calls_main(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls = []
+    calls: list[argparse.Namespace] = []
+
+    def main(args: argparse.Namespace) -> int:
+        calls.append(args)
+        return 3
+
     fake = types.ModuleType("scotbed_fake_impl")
-    fake.main = lambda args: calls.append(args) or 3  # type: ignore[attr-defined]
+    fake.main = main  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "scotbed_fake_impl", fake)
     args = argparse.Namespace(x=1)
     assert call_lazy("fake", "scotbed_fake_impl", args) == 3

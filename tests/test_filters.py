@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scotbed.filters import Filter, FilterError, FilterSyntaxError, Predicate
 
-QUOTE = {"symbol": "IBM", "price": 110.5, "volume": 3000, "exchange": "NYSE"}
+QUOTE: dict[str, str | int | float] = {"symbol": "IBM", "price": 110.5, "volume": 3000, "exchange": "NYSE"}
 
 
 @pytest.mark.parametrize(
@@ -52,7 +54,7 @@ def test_conjunction_and_unconstrained_attributes() -> None:
 
 
 def test_json_round_trip() -> None:
-    doc = [
+    doc: list[dict[str, Any]] = [
         {"attr": "price", "op": "<", "value": 120},
         {"attr": "price", "op": "between", "value": [1, 2]},
         {"attr": "volume", "op": "exists"},

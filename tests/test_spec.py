@@ -58,7 +58,7 @@ def test_set_coerces_yaml_scalars() -> None:
 
 
 def test_set_does_not_touch_its_input() -> None:
-    doc = {"name": "x", "workload": {"subscribers": 1}}
+    doc: dict[str, Any] = {"name": "x", "workload": {"subscribers": 1}}
     assert apply_sets(doc, ["workload.subscribers=2"])["workload"]["subscribers"] == 2
     assert doc["workload"]["subscribers"] == 1
 
