@@ -115,9 +115,9 @@ def client_plan(spec: Spec, scot: topo.Scot) -> ClientPlan:
         known = {c for g in groups for c in g}
         extra = sorted(set(p.brokers or {}) - known)
         if extra:
+            spans = [f"{g[0]}..{g[-1]}" if len(g) > 1 else g[0] for g in groups if g]
             raise SpecError(
                 f"workload.placement.brokers: {', '.join(extra)} not a client of this workload; "
-                f"clients are sub-0..sub-{len(groups[0]) - 1}, pub-0..pub-{len(groups[1]) - 1}"
-                + (", hrp" if groups[2] else "")
+                f"clients are {', '.join(spans) or 'none'}"
             )
     return ClientPlan(*placed)
