@@ -141,3 +141,8 @@ def test_user_errors_exit_2_in_process(tmp_path: Path, capsys: pytest.CaptureFix
     assert cli.main(["validate", str(tmp_path / "nope.yaml")]) == 2
     assert "scotbed validate: error:" in capsys.readouterr().err
     assert set(cli.COMMANDS) >= {"validate", "topology", "render", "run", "analyze", "campaign", "down"}
+
+
+def test_analyze_passes_its_arguments_through() -> None:
+    assert cli._passthrough("analyze") is not None  # the analysis owns its options
+    assert cli._passthrough("validate") is None and cli._passthrough("nope") is None

@@ -2,7 +2,8 @@
 
 Subcommands live in :mod:`scotbed.orchestrator.commands`, one module each
 with ``add_parser(subparsers)``; to add one, write the module and list it in
-:data:`COMMANDS`. User errors (a wrong spec, a missing file, a command this
+:data:`COMMANDS`. A command module with ``run_argv(argv)`` gets its arguments unparsed
+(for implementations that own their option parser). User errors (a wrong spec, a missing file, a command this
 build lacks) print one message to stderr and exit 2; a traceback means a bug.
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from scotbed.config import ConfigError
 from scotbed.filters import FilterError
@@ -43,9 +44,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _passthrough(name: str) -> Callable[[list[str]], int] | None:
+    if name not in COMMANDS:
+        return None
+    run_argv: Callable[[list[str]], int] | None = getattr(
+        importlib.import_module(f"scotbed.orchestrator.commands.{name}"), "run_argv", None
+    )
+    return run_argv
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    run_argv = _passthrough(argv[0]) if argv else None
+    if run_argv is not None:
+        args = argparse.Namespace(command=argv[0], handler=lambda _: run_argv(argv[1:]))
+    else:
+        args = build_parser().parse_args(argv)
     try:
         return int(args.handler(args))
     except SpecError as e:

@@ -1,4 +1,5 @@
-"""One module per ``scotbed`` subcommand; each has ``add_parser(subparsers)``.
+"""One module per ``scotbed`` subcommand; each has ``add_parser(subparsers)``, and a command that
+parses its own options also has ``run_argv(argv) -> int``, which gets the arguments unparsed.
 
 A command's handler is ``args.handler(args) -> int`` (the exit code). Commands
 whose implementation lives elsewhere import it only when they run
@@ -35,8 +36,9 @@ def load(args: argparse.Namespace) -> Spec:
     return load_spec(args.spec, args.sets)
 
 
-def call_lazy(command: str, module: str, args: argparse.Namespace, attr: str = "main") -> int:
-    """Run ``module.main(args)``; a build without that module fails with a clear message (exit 2)."""
+def call_lazy(command: str, module: str, args: Any, attr: str = "main") -> int:
+    """Run ``module.main(args)`` (``args``: the parsed Namespace, or the raw argv list for commands
+    that parse their own options); a build without that module fails with a clear message (exit 2)."""
     try:
         mod = importlib.import_module(module)
     except ModuleNotFoundError as e:
@@ -45,6 +47,6 @@ def call_lazy(command: str, module: str, args: argparse.Namespace, attr: str = "
                 f"'scotbed {command}' is not implemented yet in this build ({module} is missing)"
             ) from None
         raise
-    handler: Callable[[argparse.Namespace], Any] = getattr(mod, attr)
+    handler: Callable[[Any], Any] = getattr(mod, attr)
     result = handler(args)
     return int(result or 0)
