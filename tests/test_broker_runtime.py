@@ -6,6 +6,7 @@ import asyncio
 import gzip
 import json
 import time
+import urllib.request
 from pathlib import Path
 
 from scotbed import topology
@@ -141,3 +142,27 @@ def test_a_failing_plug_in_is_logged_as_a_drop_and_the_loop_survives(tmp_path: P
         assert drop[0]["link"] == "b-v0-0" and "bad plug-in" in drop[0]["reason"]
 
     asyncio.run(scenario())
+
+
+def test_prometheus_endpoint_exposes_queues_counters_and_matching_time(tmp_path: Path) -> None:
+    from scotbed.broker.launcher import reserve_ports
+    from scotbed.broker.metrics import Metrics
+
+    async def scenario() -> str:
+        b = _broker(tmp_path, "flooding")
+        sock = reserve_ports(1)[0]
+        port = sock.getsockname()[1]
+        sock.close()
+        metrics = Metrics(b, port, "127.0.0.1")
+        try:
+            b._handle(("b-v0-0", Publication("p1", "pub", {"x": 1}), None))
+            metrics.refresh()
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+                return str(r.read().decode())
+        finally:
+            metrics.close()
+
+    text = asyncio.run(scenario())
+    assert 'scotbed_output_queue_len{broker="b-v1-0",link="b-v2-0"} 1.0' in text
+    assert 'scotbed_messages{broker="b-v1-0",counter="notif_in"} 1.0' in text
+    assert 'scotbed_match_us_count{broker="b-v1-0"} 1.0' in text

@@ -21,8 +21,9 @@ What :meth:`LocalCluster.start` does, in order:
    and writes the all-brokers file ``WORKDIR/brokers.json``;
 3. starts every ``python -m scotbed.broker --config WORKDIR/brokers.json --id ID``
    at once (stdout/stderr in ``WORKDIR/logs/<id>.out|.err``);
-4. polls every broker's gRPC health service in parallel until all report
-   SERVING; on timeout it stops everything and raises :class:`LaunchError`
+4. waits for each broker's ``READY`` line, then polls its gRPC health service
+   (in parallel) until all report SERVING; on timeout (default 30 s + 2 s per
+   broker: start-up is CPU-bound) it stops everything and raises :class:`LaunchError`
    naming the brokers not ready (and the exit code and stderr tail of any
    that died).
 
@@ -104,6 +105,13 @@ class BrokerProcess:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    def printed_ready(self) -> bool:
+        """The process wrote its ``READY <id> <host:port>`` line (its server is up)."""
+        if self.stdout is None or not self.stdout.exists():
+            return False
+        with self.stdout.open("rb") as fh:
+            return any(line.startswith(b"READY ") for line in fh)
+
     def stderr_tail(self, lines: int = 8) -> str:
         if self.stderr is None or not self.stderr.exists():
             return ""
@@ -117,7 +125,7 @@ class LocalCluster:
         workdir: str | Path,
         *,
         python: str = sys.executable,
-        ready_timeout_s: float = 60.0,
+        ready_timeout_s: float | None = None,
         stop_grace_s: float = 10.0,
         log_suffix: str = ".jsonl",
         env: Mapping[str, str] | None = None,
@@ -126,13 +134,16 @@ class LocalCluster:
     ) -> None:
         self.workdir = Path(workdir)
         self.python = python
-        self.ready_timeout_s = ready_timeout_s
+        self.configs = list(configs)
+        # start-up is CPU-bound (every process imports gRPC and numpy): allow more time for more brokers
+        self.ready_timeout_s = (
+            ready_timeout_s if ready_timeout_s is not None else 30.0 + 2.0 * len(self.configs)
+        )
         self.stop_grace_s = stop_grace_s
         self.log_suffix = log_suffix
         self.env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
         self.broker_args = list(broker_args)
         self.on_start = on_start  # called with (broker id, pid) after each process start
-        self.configs = list(configs)
         self.brokers: dict[str, BrokerProcess] = {}
         self.config_path = self.workdir / "brokers.json"
 
@@ -202,7 +213,10 @@ class LocalCluster:
         deadline = time.monotonic() + timeout_s
         pending = set(ids)
         last: dict[str, str] = {}
-        channels = {i: grpc.aio.insecure_channel(self.brokers[i].address) for i in ids}
+        # A broker is health-checked once it printed READY, so the launcher does not hammer processes still
+        # importing; short reconnect backoff so a refused first attempt is retried quickly.
+        opts = [("grpc.initial_reconnect_backoff_ms", 100), ("grpc.max_reconnect_backoff_ms", 500)]
+        channels = {i: grpc.aio.insecure_channel(self.brokers[i].address, options=opts) for i in ids}
         try:
             while pending:
                 dead = [i for i in sorted(pending) if not self.brokers[i].alive()]
@@ -214,7 +228,7 @@ class LocalCluster:
                             for i in dead
                         )
                     )
-                order = sorted(pending)
+                order = [i for i in sorted(pending) if self.brokers[i].printed_ready()]
                 results = await asyncio.gather(*(_health(channels[i]) for i in order))
                 for i, (ok, text) in zip(order, results, strict=True):
                     last[i] = text
@@ -223,11 +237,11 @@ class LocalCluster:
                 if not pending:
                     return
                 if time.monotonic() >= deadline:
-                    names = ", ".join(f"{i} ({last.get(i, 'no answer')})" for i in sorted(pending))
+                    names = ", ".join(f"{i} ({last.get(i, 'no READY line yet')})" for i in sorted(pending))
                     raise LaunchError(
                         f"{len(pending)} broker(s) not SERVING after {timeout_s:.0f} s: {names}"
                     )
-                await asyncio.sleep(0.1)
+                await asyncio.sleep(0.05)
         finally:
             await asyncio.gather(*(c.close() for c in channels.values()))
 

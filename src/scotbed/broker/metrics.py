@@ -48,8 +48,12 @@ class Metrics:
             registry=self.registry,
         )
         self._match = self.match_us.labels(**labels)
-        start_http_server(port, addr=host, registry=self.registry)
+        self._server, self._thread = start_http_server(port, addr=host, registry=self.registry)
         broker.match_observer = self._match.observe
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self.broker.match_observer = None
 
     def refresh(self) -> None:
         b = self.broker

@@ -6,8 +6,8 @@ the deliveries. When the stream ends for any reason (client cancel, network,
 ``Unsubscribe``) the subscription is removed as an unsubscription, unless the
 broker itself is stopping. Malformed requests are refused with
 ``INVALID_ARGUMENT`` and a message that says what was wrong, and counted
-(``rejected``); messages larger than ``limits.max_message_bytes`` are refused
-by gRPC with ``RESOURCE_EXHAUSTED``.
+(``rejected``); a Publish larger than ``limits.max_message_bytes`` is refused
+with ``RESOURCE_EXHAUSTED`` (and counted).
 """
 
 from __future__ import annotations
@@ -75,6 +75,13 @@ class BrokerService(pbg.BrokerServicer):
         broker = self.broker
         if broker.stopping:
             await context.abort(grpc.StatusCode.UNAVAILABLE, f"broker {broker.id} is stopping")
+        size, limit = request.ByteSize(), broker.cfg.limits.max_message_bytes
+        if size > limit:
+            broker.counters["rejected"] += 1
+            await context.abort(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"publish request of {size} bytes exceeds limits.max_message_bytes = {limit}",
+            )
         pubs = []
         for k, n in enumerate(request.notifications):
             if not n.pub_id:
@@ -138,8 +145,12 @@ SERVICE_NAMES = (
 
 
 def build_server(broker: Broker) -> tuple[grpc.aio.Server, health.aio.HealthServicer, int]:
-    """A started-later server with every service; returns it, its health servicer and the bound port."""
-    server = grpc.aio.server(options=channel_options(broker.cfg.limits.max_message_bytes))
+    """A started-later server with every service; returns it, its health servicer and the bound port.
+
+    gRPC's own receive limit is twice ``max_message_bytes`` so that a client request between the two is
+    refused by the handler — counted and with a message naming the limit; beyond that gRPC refuses it.
+    """
+    server = grpc.aio.server(options=channel_options(2 * broker.cfg.limits.max_message_bytes))
     pbg.add_BrokerServicer_to_server(BrokerService(broker), server)
     pbg.add_LinkServicer_to_server(LinkService(broker), server)
     pbg.add_AdminServicer_to_server(AdminService(broker), server)
