@@ -26,6 +26,7 @@ aborted with ``INVALID_ARGUMENT`` naming what was wrong.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import random
@@ -149,8 +150,10 @@ class LinkSender:
                 n = min(len(link.queue), max_batch)
                 if link.capacity > 0:
                     tokens = link.refill()
-                    if tokens < 1.0:
-                        await asyncio.sleep((1.0 - tokens) / link.capacity)
+                    if tokens < 1.0:  # wait for a token, or for SetLinkCapacity to change the rate
+                        link.wake.clear()
+                        with contextlib.suppress(TimeoutError):
+                            await asyncio.wait_for(link.wake.wait(), (1.0 - tokens) / link.capacity)
                         continue
                     n = min(n, int(tokens))
                     link.tokens -= n
