@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -156,7 +157,10 @@ def test_any_overlay_routing(routing: str, topology: dict[str, Any]) -> None:
         ),
         ({"backend": "slurm"}, "backend: 'slurm' is not allowed"),
         ({"workload": {"placement": "nearby"}}, "workload.placement.mode: 'nearby' is not allowed"),
-        ({"workload": {"churn": {"mode": "anywhere"}}}, "workload.churn.mode: 'anywhere' is not allowed"),
+        (
+            {"workload": {"churn": {"rate_per_minute": 1, "mobility": "anywhere"}}},
+            "workload.churn.mobility: 'anywhere' is not allowed",
+        ),
         ({"topology": {"acyclic": "fig3"}}, "topology.acyclic: 'fig3' is not allowed; allowed: 'paper-fig2'"),
         ({"topology": {"acyclic": {"fanout": 2}}}, "topology.acyclic: {'fanout': 2} needs a 'kind'"),
         ({"topology": {"acyclic": {"kind": "kary", "fanout": 0, "depth": 1}}}, "topology.acyclic.fanout: 0"),
@@ -181,6 +185,29 @@ def test_name_is_checked() -> None:
     assert errors({})[0] == "name: required key is missing"
     assert errors({"name": "Bad_Name"})[0].startswith("name: 'Bad_Name' is not allowed")
     assert errors({"name": "x" * 39})[0].startswith("name: ")
+
+
+@pytest.mark.parametrize(
+    ("workload", "fragment"),
+    [
+        ({"unsub_burst": {"count": 2}}, "workload.unsub_burst: needs workload.covering"),
+        ({"hrp": {"rate_per_minute": 60, "notifications": 5}, "covering": {}}, "workload.covering: "),
+    ],
+)
+def test_workload_cross_checks(workload: dict[str, Any], fragment: str) -> None:
+    with pytest.raises(SpecError, match=re.escape(fragment)):
+        parse_spec({"name": "x", "workload": workload})
+
+
+def test_churn_in_a_region_needs_clusters() -> None:
+    doc = {
+        "name": "x",
+        "topology": {"kind": "tree", "acyclic": "paper-fig2"},
+        "routing": "rpf",
+        "workload": {"churn": {"rate_per_minute": 6, "mobility": "region"}},
+    }
+    with pytest.raises(SpecError, match=r"workload\.churn\.mobility: 'region' needs a SCOT"):
+        parse_spec(doc)
 
 
 def test_all_problems_at_once() -> None:
@@ -257,7 +284,7 @@ def test_client_plan_is_seeded_and_groups_are_independent() -> None:
     scot = build_scot(spec)
     a = plan.client_plan(spec, scot)
     assert a == plan.client_plan(spec, scot)
-    assert list(a.subscribers) == [f"sub-{k}" for k in range(20)] and a.hrp == {}
+    assert list(a.subscribers) == [f"s{k:02d}" for k in range(20)] and a.hrp == {}
     more = parse_spec({"name": "x", "workload": {"subscribers": 20, "publishers": 9}})
     assert plan.client_plan(more, scot).subscribers == a.subscribers
     other = parse_spec({"name": "x", "seed": 5, "workload": {"subscribers": 20, "publishers": 4}})
@@ -265,7 +292,7 @@ def test_client_plan_is_seeded_and_groups_are_independent() -> None:
 
 
 def test_explicit_placement_through_the_plan() -> None:
-    brokers = {"sub-0": "b-a-0", "pub-0": "b-f-2"}
+    brokers = {"s0": "b-a-0", "p0": "b-f-2"}
     spec = parse_spec(
         {
             "name": "x",
@@ -280,11 +307,11 @@ def test_explicit_placement_through_the_plan() -> None:
     assert plan.client_plan(spec, scot).all() == brokers
     wrong = spec.model_copy(deep=True)
     assert wrong.workload.placement.brokers is not None
-    wrong.workload.placement.brokers["sub-9"] = "b-a-0"
-    with pytest.raises(SpecError, match=r"workload\.placement\.brokers: sub-9 not a client"):
+    wrong.workload.placement.brokers["s9"] = "b-a-0"
+    with pytest.raises(SpecError, match=r"workload\.placement\.brokers: s9 not a client"):
         plan.client_plan(wrong, scot)
-    wrong.workload.placement.brokers = {"sub-0": "b-zz-0", "pub-0": "b-a-0"}
-    with pytest.raises(SpecError, match=r"workload\.placement: client 'sub-0' names unknown broker 'b-zz-0'"):
+    wrong.workload.placement.brokers = {"s0": "b-zz-0", "p0": "b-a-0"}
+    with pytest.raises(SpecError, match=r"workload\.placement: client 's0' names unknown broker 'b-zz-0'"):
         plan.client_plan(wrong, scot)
 
 

@@ -75,7 +75,7 @@ def broker_configs(
 
 @dataclass(frozen=True)
 class ClientPlan:
-    """Host broker of every client: ``sub-<k>``, ``pub-<k>`` and, with an HRP, ``hrp``."""
+    """Host broker of every client: ``s<k>``, ``p<k>`` and, with an HRP, ``h0`` (see client_ids)."""
 
     subscribers: dict[str, str]
     publishers: dict[str, str]
@@ -89,12 +89,11 @@ class ClientPlan:
 
 
 def client_ids(spec: Spec) -> tuple[list[str], list[str], list[str]]:
+    """The workload's client names, as the workload plan names them (one naming rule for both)."""
+    from scotbed.workloads.plan import client_names
+
     w = spec.workload
-    return (
-        [f"sub-{k}" for k in range(w.subscribers)],
-        [f"pub-{k}" for k in range(w.publishers)],
-        ["hrp"] if w.hrp is not None else [],
-    )
+    return client_names(w.subscribers, w.publishers, w.hrp is not None)
 
 
 def client_plan(spec: Spec, scot: topo.Scot) -> ClientPlan:

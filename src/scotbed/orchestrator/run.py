@@ -308,6 +308,7 @@ class Lifecycle:
             spec.seed,
             run_id=run_id,
             release=release,
+            hosts=deploy_plan.client_plan(spec, scot).all(),
         )
         plan = replace(plan, timeout_s=spec.timeouts.run_s)
         plan_path = wplan.write(plan, self.run_dir / "workload" / "plan.json")
@@ -443,21 +444,12 @@ class Lifecycle:
 
 
 def workload_section(spec: Spec) -> dict[str, Any]:
-    """The spec's workload block in the form the workload plan builder reads."""
+    """The spec's workload block as the workload plan builder reads it (the clients are placed
+    by the orchestrator and passed as ``hosts``, so placement is not part of it)."""
     w = spec.workload.model_dump(mode="json", by_alias=True, exclude_none=True)
-    placement = spec.workload.placement
-    w["placement"] = placement.mode
-    if placement.brokers:
-        w["explicit_placement"] = dict(placement.brokers)
-    churn = w.pop("churn", None)
-    if churn:
-        burst = churn.pop("unsub_burst", None)
-        if burst:
-            w["unsub_burst"] = burst
-        mode = churn.pop("mode", "same-broker")
-        churn["mobility"] = {"same-broker": "none", "same-region": "region", "same-cluster": "cluster"}[mode]
-        if churn.get("rate_per_minute"):
-            w["churn"] = churn
+    w.pop("placement")
+    if spec.workload.csv:
+        w["csv"] = [str((spec.base_dir / f).resolve()) for f in spec.workload.csv]
     return w
 
 

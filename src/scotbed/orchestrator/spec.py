@@ -173,7 +173,7 @@ class CongestionSpec(_Block):
 class PlacementSpec(_Block):
     """Which broker hosts each client; written as a bare mode string when it has no parameters.
 
-    Client ids are ``sub-<k>``, ``pub-<k>`` and ``hrp`` (k from 0).
+    Client ids are ``s<k>``, ``p<k>`` (k from 0, zero-padded to the widest k) and ``h0`` for the HRP.
     """
 
     mode: Literal["random", "edge", "per-cluster", "explicit"] = Field(
@@ -206,22 +206,38 @@ class HrpSpec(_Block):
 
 
 class UnsubBurstSpec(_Block):
-    """Unsubscriptions of covering subscriptions in a row (selective-pruning paper §6)."""
+    """Unsubscriptions of the broadest covering (root) subscriptions in a row (selective-pruning
+    paper §6); needs ``workload.covering``."""
 
-    count: int = Field(ge=1, description="unsubscriptions")
+    count: int = Field(ge=1, description="root subscriptions removed")
     interval_ms: float = Field(default=500.0, ge=0, description="milliseconds between two unsubscriptions")
     start_s: float = Field(default=0.0, ge=0, description="seconds after the publishers start")
 
 
 class ChurnSpec(_Block):
-    """Subscribers that unsubscribe and subscribe again while notifications flow."""
+    """Subscribers that unsubscribe and subscribe again while notifications flow (mobile scenario)."""
 
-    rate_per_minute: float = Field(default=0.0, ge=0, description="unsubscribe/re-subscribe pairs per minute")
-    mode: Literal["same-broker", "same-region", "same-cluster"] = Field(
-        default="same-broker",
-        description="where the subscriber re-subscribes relative to its old host broker",
+    rate_per_minute: float = Field(
+        gt=0, description="unsubscribe/re-subscribe cycles per minute, all together"
     )
-    unsub_burst: UnsubBurstSpec | None = None
+    mobility: Literal["none", "region", "cluster"] = Field(
+        default="none",
+        description="where a subscriber re-subscribes: its own broker, another broker of its region "
+        "B(a, j != i), or of its cluster B(a' != a, i)",
+    )
+    start_s: float = Field(default=0.0, ge=0, description="seconds after the publishers start")
+    duration_s: float | None = Field(
+        default=None, gt=0, description="seconds of churn; default: until the last publication"
+    )
+    away_s: float = Field(default=1.0, ge=0, description="seconds between unsubscribing and re-subscribing")
+
+
+class CoveringSpec(_Block):
+    """Covering mode: root subscriptions and subscriptions they cover (for the covering family)."""
+
+    degree: float = Field(
+        default=30.0, ge=0, le=100, description="percent of subscriptions covered by a root subscription"
+    )
 
 
 class WorkloadSpec(_Block):
@@ -229,21 +245,34 @@ class WorkloadSpec(_Block):
         default="stock", alias="schema", description="stock: 10 attributes per quote"
     )
     symbols: int = Field(default=500, ge=1, description="distinct stock symbols")
+    zipf_s: float = Field(default=1.0, ge=0, description="Zipf exponent of symbol popularity")
+    csv: list[str] | None = Field(
+        default=None,
+        description="daily-quote CSV files to replay instead of the synthetic market (relative to the spec)",
+    )
     subscribers: int = Field(default=60, ge=0, description="subscriber clients, one subscription each")
     selectivity: float = Field(
         default=0.02, gt=0, le=1, description="expected fraction of notifications a filter matches"
     )
+    covering: CoveringSpec | None = None
     publishers: int = Field(default=6, ge=0, description="publisher clients")
     notifications_per_publisher: int = Field(
         default=200, ge=0, description="notifications each publisher sends"
     )
     rate_per_minute: float = Field(default=600.0, gt=0, description="notifications per minute per publisher")
+    start_spread_s: float = Field(
+        default=0.0, ge=0, description="publishers start uniformly within this many seconds"
+    )
     placement: Annotated[PlacementSpec, BeforeValidator(_placement_mode)] = Field(
         default_factory=lambda: PlacementSpec()
     )
     hrp: HrpSpec | None = None
     churn: ChurnSpec | None = None
+    unsub_burst: UnsubBurstSpec | None = None
     time_scale: float = Field(default=1.0, gt=0, description="divide all rates and link capacities by this")
+    drain_s: float = Field(
+        default=2.0, ge=0, description="seconds the workload waits for deliveries after its last publication"
+    )
 
     @field_serializer("placement")
     def _dump_placement(self, p: PlacementSpec) -> Any:
@@ -500,6 +529,19 @@ def check_semantics(spec: Spec) -> None:
         problems.append("workload.placement.brokers: mode explicit needs a map of client id -> broker id")
     elif p.mode != "explicit" and p.brokers is not None:
         problems.append(f"workload.placement.brokers: only used with mode explicit, not {p.mode}")
+    if w.unsub_burst is not None and w.covering is None:
+        problems.append(
+            "workload.unsub_burst: needs workload.covering (the burst removes covering root subscriptions)"
+        )
+    if w.churn is not None and w.churn.mobility == "region" and t.m < 2:
+        problems.append(
+            "workload.churn.mobility: 'region' needs a SCOT with connectivity >= 2 (a region of one broker)"
+        )
+    if w.hrp is not None and w.covering is not None:
+        problems.append(
+            "workload.covering: covering filters constrain no symbol, so they would match the HRP's "
+            "private quotes; use either hrp or covering"
+        )
     if w.hrp is not None and w.subscribers == 0 and w.hrp.interested_fraction > 0:
         problems.append(
             "workload.hrp.interested_fraction: there are no subscribers (workload.subscribers: 0)"

@@ -407,6 +407,20 @@ WORKLOAD_KEYS = {
 }
 
 
+def client_names(subscribers: int, publishers: int, hrp: bool) -> tuple[list[str], list[str], list[str]]:
+    """Subscriber, publisher and HRP client names: ``s<k>``, ``p<k>`` (zero-padded, so they sort) and ``h0``.
+
+    Sub and pub ids derive from them (``sub-s07-0``, ``pub-p2-17``); the orchestrator's placement
+    and an explicit placement in a spec use these names too.
+    """
+    width_s, width_p = len(str(max(subscribers - 1, 0))), len(str(max(publishers - 1, 0)))
+    return (
+        [f"s{k:0{width_s}d}" for k in range(subscribers)],
+        [f"p{k:0{width_p}d}" for k in range(publishers)],
+        ["h0"] if hrp else [],
+    )
+
+
 def _sub(d: Mapping[str, Any] | None, keys: set[str], where: str) -> dict[str, Any]:
     if d is None:
         return {}
@@ -421,8 +435,12 @@ def build_plan(
     seed: int,
     run_id: str = "",
     release: ReleaseSpec | None = None,
+    hosts: Mapping[str, str] | None = None,
 ) -> Plan:
     """The plan of a spec's ``workload:`` section (DESIGN §4) on ``scot`` with broker ``addresses``.
+
+    ``hosts`` (client name -> broker id, names from :func:`client_names`) places the clients
+    where the orchestrator decided; without it the section's ``placement`` mode is applied here.
 
     Pure: the same arguments give the same plan, byte for byte (:meth:`Plan.dumps`).
     """
@@ -453,15 +471,19 @@ def build_plan(
     burst = _sub(g.get("unsub_burst"), {"count", "interval_ms", "start_s"}, f"{w}.unsub_burst")
     cov = _sub(g.get("covering"), {"degree"}, f"{w}.covering")
 
-    width_s, width_p = len(str(max(n_sub - 1, 0))), len(str(max(n_pub - 1, 0)))
-    sub_names = [f"s{k:0{width_s}d}" for k in range(n_sub)]
-    pub_names = [f"p{k:0{width_p}d}" for k in range(n_pub)]
-    hrp_names = ["h0"] if hrp else []
-    mode = str(g.get("placement", "random"))
-    try:
-        where_is = placement(scot, sub_names + pub_names + hrp_names, mode, seed, g.get("explicit_placement"))
-    except ValueError as e:
-        raise PlanError(f"{w}.placement: {e}") from None
+    sub_names, pub_names, hrp_names = client_names(n_sub, n_pub, bool(hrp))
+    names = sub_names + pub_names + hrp_names
+    if hosts is not None:
+        unplaced = [n for n in names if n not in hosts]
+        if unplaced:
+            raise PlanError(f"hosts: no host broker for client(s) {unplaced[:5]}")
+        where_is = {n: hosts[n] for n in names}
+    else:
+        mode = str(g.get("placement", "random"))
+        try:
+            where_is = placement(scot, names, mode, seed, g.get("explicit_placement"))
+        except ValueError as e:
+            raise PlanError(f"{w}.placement: {e}") from None
 
     src = source.build()
     if cov:
