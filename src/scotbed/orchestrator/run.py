@@ -91,7 +91,7 @@ def make_backend(name: str, options: RunOptions, spec: Spec, scot: Any, progress
     if name == "compose":
         from scotbed.orchestrator.backends.compose import ComposeBackend
 
-        return ComposeBackend()
+        return ComposeBackend(spec, scot, keep_on_failure=options.keep, notify=progress.info)
     if name == "k8s":
         from scotbed.orchestrator.backends.k8s import K8sBackend
 
@@ -401,7 +401,10 @@ class Lifecycle:
             asyncio.run(flush_all(alive))
         except Exception as e:  # a broker that cannot flush still has what it wrote
             self.progress.warn(f"collect: flush failed: {e}")
-        files = self.deployment.collect(self.run_dir / "events")
+        try:
+            files = self.deployment.collect(self.run_dir / "events")
+        except BackendError as e:
+            raise RunFailed(f"collect: {e}", self.run_dir) from None
         self.collected = True
         if ph is not None:
             ph.update(f"{len(files)} broker event logs")
