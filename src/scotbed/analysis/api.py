@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 from scotbed import java
 from scotbed.analysis import metrics as M
 from scotbed.analysis import oracle, plots, report
-from scotbed.analysis.events import read_publications, read_run_events
+from scotbed.analysis.events import read_publications, read_raw, valid
 from scotbed.analysis.rundir import RunDir
 from scotbed.analysis.session import get_session
 from scotbed.analysis.stats import time_to_stabilise
@@ -43,7 +43,8 @@ def analyze(
 
     ``settle_ms`` is the oracle's settle bound (default: the spec's ``analysis.settle_ms``, else 0:
     only the logged propagation decides the transition windows). ``engine`` picks the matching
-    engine of the oracle (default: the spec's ``matching``, falling back to what is installed).
+    engine of the oracle (default ``counting``, else ``naive``: every engine gives the same match
+    sets, so this is a speed choice).
     A session this call starts is stopped at the end; a given or already active one is kept.
     """
     run = RunDir.open(run_dir)
@@ -60,6 +61,14 @@ def _analyze(
     spark: SparkSession, run: RunDir, settle_ms: float | None, engine: str | None, first_n: int
 ) -> dict[str, Any]:
     started = time.monotonic()
+    stages: dict[str, float] = {}
+    last = [started]
+
+    def stage(name: str) -> None:
+        now = time.monotonic()
+        stages[name] = round(now - last[0], 3)
+        last[0] = now
+
     out = run.analysis_dir
     out.mkdir(parents=True, exist_ok=True)
     run.plots_dir.mkdir(parents=True, exist_ok=True)
@@ -69,14 +78,16 @@ def _analyze(
         cached.append(df.persist(StorageLevel.MEMORY_AND_DISK))
         return df
 
-    events, malformed = read_run_events(spark, run)
-    events = keep(events)
-    n_events = events.count()
-    n_malformed = malformed.count()
+    raw = keep(read_raw(spark, run.event_files()))
+    counts = raw.agg(F.sum(valid().cast("long")), F.count("*")).first()
+    n_events = int((counts[0] if counts else 0) or 0)
+    n_malformed = int(counts[1] if counts else 0) - n_events
+    events = raw.where(valid())
     pubs = read_publications(spark, run)
     pub_times = keep(M.publication_times(events, pubs))
     n_published = pub_times.count()
 
+    stage("load")
     # subscriptions
     subs_sdf = keep(M.subscription_delays(events))
     subs = cast(pd.DataFrame, subs_sdf.toPandas())
@@ -89,11 +100,12 @@ def _analyze(
         "delay_ms": M.distribution(subs_sdf, "delay_ms"),
     }
 
+    stage("subscriptions")
     # correctness
     deliv = keep(M.deliveries(events, pub_times))
     spec_analysis = run.spec.get("analysis") or {}
     settle = float(settle_ms if settle_ms is not None else spec_analysis.get("settle_ms", 0.0))
-    engine_name = oracle.pick_engine(engine or run.spec.get("matching"))
+    engine_name = oracle.pick_engine(engine)
     expected: DataFrame | None = None
     if run.publications_file.exists() and run.subscriptions_file.exists():
         eps = oracle.episodes(
@@ -105,12 +117,15 @@ def _analyze(
             settle_ns=int(settle * 1e6),
         )
         expected = keep(oracle.expected_deliveries(spark, str(run.publications_file), eps, engine_name))
-        correctness, offenders = oracle.check(expected, deliv, first_n)
+        correctness, pairs = oracle.check(expected, deliv, first_n)
+        cached.append(pairs)
+        offenders = pairs.where(F.col("missing") | F.col("false_positive") | F.col("duplicate"))
         offenders.write.mode("overwrite").parquet(str(out / "correctness_offenders.parquet"))
     else:
         correctness = {"ok": None, "reason": "workload/subscriptions.jsonl or publications.jsonl missing"}
     correctness.update({"engine": engine_name, "settle_ms": settle})
 
+    stage("oracle")
     # notifications
     ndelay = M.notification_delay(deliv)
     match_dist = M.distribution(events.where(F.col("ev") == "match"), "us")
@@ -120,7 +135,7 @@ def _analyze(
     notifications = {
         "published": n_published,
         "expected_deliveries": correctness.get("expected_deliveries", 0),
-        "delivered": correctness.get("delivered", deliv.count()),
+        "delivered": correctness["delivered"] if "delivered" in correctness else deliv.count(),
         "missing": correctness.get("missing", 0),
         "duplicates": correctness.get("duplicates", 0),
         "false_positives": correctness.get("false_positives", 0),
@@ -140,6 +155,7 @@ def _analyze(
         "sent → receive": M.quantile_curve(deliv, "send_delay_ms"),
     }
 
+    stage("notifications")
     # stability
     window = run.stability_window
     curve = M.stability_curve(deliv, window)
@@ -156,6 +172,7 @@ def _analyze(
         "recovery": recovery,
     }
 
+    stage("stability")
     # queues, tables, load, traffic
     qseries = M.queue_series(events)
     tseries = M.table_series(events)
@@ -192,10 +209,12 @@ def _analyze(
             "false_positive_fraction": fpi / fwd if fwd else 0.0,
         }
 
+    stage("queues_load_traffic")
     deliv.write.mode("overwrite").parquet(str(out / "deliveries.parquet"))
     for name, df in tables_out.items():
         df.to_parquet(out / f"{name}.parquet", index=False)
 
+    stage("write_tables")
     elapsed = time.monotonic() - started
     summary: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
@@ -221,6 +240,7 @@ def _analyze(
             "java": java.describe(),
             "analysis_s": round(elapsed, 3),
             "events_per_s": round(n_events / elapsed, 1) if elapsed > 0 else None,
+            "stages_s": stages,
         },
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))

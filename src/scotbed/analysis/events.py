@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from scotbed.analysis.rundir import RunDir
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 EVENT_FIELDS: tuple[tuple[str, str], ...] = (
     ("ts_ns", "BIGINT"),
@@ -39,17 +39,22 @@ PUBLICATION_DDL = "ts_ns BIGINT, intended_ns BIGINT, pub_id STRING, publisher ST
 BROKER_EVENTS = ("sub_in", "sub_out", "unsub_in", "unsub_out", "notif_in", "notif_out", "match", "deliver")
 
 
-def read_events(spark: SparkSession, paths: list[str]) -> tuple[DataFrame, DataFrame]:
-    """(valid events, malformed lines); ``.gz`` files are decompressed by Spark."""
+def read_raw(spark: SparkSession, paths: list[str]) -> DataFrame:
+    """Every line of the logs under the event schema; ``.gz`` files are decompressed by Spark."""
+    return spark.read.schema(EVENT_DDL).json(paths)
+
+
+def valid() -> Column:
+    """True for a line that parsed and carries ``ts_ns`` and ``ev``."""
     from pyspark.sql import functions as F
 
-    raw = spark.read.schema(EVENT_DDL).json(paths)
-    ok = F.col("ts_ns").isNotNull() & F.col("ev").isNotNull()
-    return raw.where(ok), raw.where(~ok)
+    return F.col("ts_ns").isNotNull() & F.col("ev").isNotNull()
 
 
-def read_run_events(spark: SparkSession, run: RunDir) -> tuple[DataFrame, DataFrame]:
-    return read_events(spark, run.event_files())
+def read_events(spark: SparkSession, paths: list[str]) -> tuple[DataFrame, DataFrame]:
+    """(valid events, malformed lines)."""
+    raw = read_raw(spark, paths)
+    return raw.where(valid()), raw.where(~valid())
 
 
 def read_publications(spark: SparkSession, run: RunDir) -> DataFrame | None:

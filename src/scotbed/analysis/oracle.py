@@ -161,7 +161,10 @@ def expected_deliveries(
 
 
 def check(expected: DataFrame, deliv: DataFrame, first_n: int = 10) -> tuple[dict[str, Any], DataFrame]:
-    """Compare expected pairs with the client receives: (counts and first offending ids, offenders).
+    """Compare expected pairs with the client receives: (counts and first offending ids, pairs).
+
+    ``pairs`` is every expected or received (pub_id, sub_id) with its flags, persisted: the
+    caller unpersists it.
 
     ``missing``: expected outside transition, never received. ``duplicates``: extra copies
     beyond the first of any received pair. ``false_positives``: received pairs that were not
@@ -224,5 +227,4 @@ def check(expected: DataFrame, deliv: DataFrame, first_n: int = 10) -> tuple[dic
         "first_duplicates": first("duplicate"),
         "first_false_positives": first("false_positive"),
     }
-    offenders = j.where(F.col("missing") | F.col("false_positive") | F.col("duplicate"))
-    return result, offenders
+    return result, j
