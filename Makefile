@@ -35,17 +35,19 @@ proto: setup
 # Broker image. OFFLINE=1: no registry needed (Debian base from debootstrap + a host-built wheelhouse).
 IMAGE ?= scotbed-broker:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 OFFLINE ?= 0
+# broker,workloads: the image the top-level docker-compose.yml's Locust services need
+EXTRAS ?= broker
 BASE_IMAGE ?= $(if $(filter 1,$(OFFLINE)),scotbed-base:bookworm,python:3.11-slim)
 
 image: $(if $(filter 1,$(OFFLINE)),base-image wheelhouse)
 	docker build --force-rm -f broker-image/Dockerfile --build-arg BASE_IMAGE=$(BASE_IMAGE) \
-		--build-arg WHEELHOUSE=$(OFFLINE) $(if $(filter 1,$(OFFLINE)),--network none) -t $(IMAGE) .
+		--build-arg WHEELHOUSE=$(OFFLINE) --build-arg EXTRAS=$(EXTRAS) $(if $(filter 1,$(OFFLINE)),--network none) -t $(IMAGE) .
 
 base-image:
 	scripts/build-base-image.sh
 
 wheelhouse:
-	scripts/build-wheelhouse.sh
+	EXTRAS=$(EXTRAS) scripts/build-wheelhouse.sh
 
 clean:
 	rm -rf build dist .pytest_cache .mypy_cache .ruff_cache

@@ -12,6 +12,7 @@
 #   PYTHON      interpreter that runs pip (default .venv/bin/python, else python3)
 #   PY_VERSION  target Python (default 3.11)   GLIBC_MINOR  target glibc 2.N (default 36)
 #   ARCH        target machine (default: uname -m)
+#   EXTRAS      pyproject extras, comma-separated (default broker; broker,workloads adds Locust)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -27,13 +28,15 @@ fi
 start=$(date +%s)
 reqs="$(mktemp)"
 trap 'rm -f "$reqs"' EXIT
-"$python" - >"$reqs" <<'EOF'
+EXTRAS="${EXTRAS:-broker}" "$python" - >"$reqs" <<'EOF'
+import os
 import tomllib
 
 with open("pyproject.toml", "rb") as f:
     meta = tomllib.load(f)
 project = meta["project"]
-for req in [*project["dependencies"], *project["optional-dependencies"]["broker"], *meta["build-system"]["requires"]]:
+extras = [r for e in os.environ["EXTRAS"].split(",") for r in project["optional-dependencies"][e]]
+for req in [*project["dependencies"], *extras, *meta["build-system"]["requires"]]:
     print(req)
 EOF
 

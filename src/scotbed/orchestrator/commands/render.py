@@ -31,6 +31,12 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--nodes", type=int, metavar="N", help="k8s: schedulable nodes, to warn when too few")
     p.add_argument("--user", metavar="UID:GID", help="compose: container user (default: the caller's)")
+    p.add_argument(
+        "--standalone",
+        action="store_true",
+        help="compose: with a Locust master and worker that play the workload, no scotbed needed "
+        "(build context: the current folder, so run it from the repository root)",
+    )
     p.set_defaults(handler=run)
 
 
@@ -39,6 +45,14 @@ def run(args: argparse.Namespace) -> int:
     scot = build_scot(spec)
     run_id = args.run_id or make_run_id(spec.name)
     out = Path(args.out)
+    if args.standalone:
+        if args.target != "compose":
+            raise CommandError("--standalone is for --target compose")
+        from scotbed.orchestrator.render.compose_standalone import write_standalone
+
+        path = write_standalone(spec, scot, out, args.spec, os.path.relpath(Path.cwd(), out))
+        print(f"wrote {path} and {out / 'compose' / spec.name}/; start with: docker compose -f {path} up")
+        return 0
     (out / "topology.json").parent.mkdir(parents=True, exist_ok=True)
     (out / "topology.json").write_text(json.dumps(scot.to_json(), indent=1) + "\n")
     if args.target == "k8s":
