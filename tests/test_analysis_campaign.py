@@ -73,3 +73,15 @@ def test_aggregate_flags_a_failed_run(tmp_path: Path) -> None:
     _run(tmp_path, "b", "snr", 100, 1, 11.0, ok=False)
     assert aggregate(tmp_path)["all_ok"] is False
     assert "verdict fail" in (tmp_path / "report.html").read_text()
+
+
+def test_cli_exit_codes_without_spark(tmp_path: Path) -> None:
+    from scotbed.analysis.cli import main
+
+    assert main([str(tmp_path / "missing")]) == 2
+    (tmp_path / "empty-run" / "events").mkdir(parents=True)
+    assert main([str(tmp_path / "empty-run")]) == 2  # no event logs
+    _run(tmp_path / "camp", "a", "snr", 100, 0, 10.0)
+    assert main([str(tmp_path / "camp")]) == 0
+    _run(tmp_path / "camp", "b", "snr", 100, 1, 10.0, ok=False)
+    assert main([str(tmp_path / "camp")]) == 1
