@@ -186,6 +186,50 @@ def test_teardown_fails_naming_what_carries_the_run_id(tmp_path: Path) -> None:
     ]
 
 
+def test_deploy_that_never_gets_healthy_names_the_broker_with_its_logs_and_tears_down(
+    spec: Spec, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SCOTBED_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.delenv("SCOTBED_COMPOSE", raising=False)
+    down: list[bool] = []
+
+    def compose_cmd(argv: list[str]) -> tuple[int, str, str]:
+        if "down" in argv:
+            down.append(True)
+        return 0, "b-a-0\nb-b-0\n" if "config" in argv else "", ""
+
+    docs = [container("b-a-0"), container("b-b-0")]
+    docs[1]["State"]["Health"]["Status"] = "starting"
+    runner = ScriptedRunner(
+        [
+            (["docker", "version"], const(0, "20.10.24\n")),
+            (["docker", "compose"], const(1, "", "not a docker command")),
+            (["docker-compose", "version"], const(0, "1.29.2\n")),
+            (["docker-compose", "-f"], compose_cmd),
+            (["docker", "image", "inspect"], const(0)),
+            (["docker", "container", "ls"], lambda _a: (0, "" if down else "1\n2\n", "")),
+            (["docker", "inspect"], lambda _a: (0, json.dumps(docs), "")),
+            (["docker", "logs"], const(0, "", "bind: address already in use\n")),
+            (["docker", "network", "ls"], const(0)),
+            (["docker", "volume", "ls"], const(0)),
+        ]
+    )
+    request = request_for(spec, tmp_path)
+    request.ready_timeout_s = 0.0
+    backend = compose.ComposeBackend(spec, build_scot(spec), engine=DockerEngine(runner))
+    with pytest.raises(BackendError) as failed:
+        backend.deploy(request)
+    message = str(failed.value)
+    assert "b-b-0: running/starting" in message and "b-a-0:" not in message
+    assert "b-b-0 last log lines:\nbind: address already in use" in message
+    assert down, "a failed deploy must take its project down"
+    # recorded before `up`, so `scotbed down` finds it even if this process had died
+    saved = json.loads(request.state.path.read_text())
+    assert saved["compose_project"] == compose.project_name("r1")
+    assert saved["compose_file"] == str(tmp_path / "manifests" / "docker-compose.yml")
+    assert (tmp_path / "manifests" / "brokers.json").is_file()
+
+
 # --- the image --------------------------------------------------------------------------------
 
 

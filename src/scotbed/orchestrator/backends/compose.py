@@ -15,6 +15,7 @@ projects labelled ``scotbed.io/run-id`` that no state file knows about.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from collections.abc import Callable
@@ -263,6 +264,12 @@ class ComposeBackend:
                 except BackendError as down_error:
                     raise BackendError(f"{e}\nand tearing down failed: {down_error}") from None
             raise BackendError(str(e)) from None
+        except BaseException:
+            # Ctrl-C or SIGTERM while starting: the lifecycle has no deployment to tear down yet.
+            if not self.keep_on_failure:
+                with contextlib.suppress(BackendError):
+                    deployment.teardown()
+            raise
         self.notify(f"compose project {project.project} ({cli.argv[0]} {cli.version}) healthy")
         return deployment
 
