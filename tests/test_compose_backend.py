@@ -449,7 +449,8 @@ def test_scotbed_down_removes_a_kept_compose_project(tmp_path: Path, run_env: di
         assert done.returncode == 0, done.stderr[-4000:]
         assert len([x for x in leftovers(run_id) if x.startswith("container")]) == 18
         assert (tmp_path / "state" / f"{run_id}.json").is_file()
-        down = scotbed("down", "--backend", "compose", env=run_env, timeout=300)
+        # with the run id: a bare `down` would also sweep other people's projects on a shared engine
+        down = scotbed("down", "--backend", "compose", run_id, env=run_env, timeout=300)
         assert down.returncode == 0, down.stdout + down.stderr
         assert f"compose project {compose.project_name(run_id)}: down -v" in down.stdout
         assert leftovers(run_id) == []
