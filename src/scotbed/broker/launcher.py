@@ -371,28 +371,38 @@ def _fingerprint(replies: Mapping[str, pb.StatusReply]) -> dict[str, dict[str, i
     return {i: dict(r.counters) for i, r in replies.items()}
 
 
+OnPoll = Callable[[Mapping[str, pb.StatusReply]], None]
+
+
 async def wait_quiescent(
-    addresses: Mapping[str, str], timeout_s: float = 30.0, stable_s: float = 0.2, poll_s: float = 0.05
+    addresses: Mapping[str, str],
+    timeout_s: float = 30.0,
+    stable_s: float = 0.2,
+    poll_s: float = 0.05,
+    on_poll: OnPoll | None = None,
 ) -> dict[str, pb.StatusReply]:
     """Wait until every broker is quiescent and no counter changed for ``stable_s``; returns the last status.
 
+    ``on_poll`` sees every round of replies (progress, or a check that raises to stop waiting).
     Raises :class:`TimeoutError` naming the brokers that are still busy.
     """
     admins = _Admins(addresses)
     try:
-        return await _wait_quiescent(admins, timeout_s, stable_s, poll_s)
+        return await _wait_quiescent(admins, timeout_s, stable_s, poll_s, on_poll)
     finally:
         await admins.close()
 
 
 async def _wait_quiescent(
-    admins: _Admins, timeout_s: float, stable_s: float, poll_s: float
+    admins: _Admins, timeout_s: float, stable_s: float, poll_s: float, on_poll: OnPoll | None = None
 ) -> dict[str, pb.StatusReply]:
     deadline = time.monotonic() + timeout_s
     stable_since: float | None = None
     previous: dict[str, dict[str, int]] | None = None
     while True:
         replies = await admins.each("Status", pb.StatusRequest(), 5.0)
+        if on_poll is not None:
+            on_poll(replies)
         now = time.monotonic()
         fp = _fingerprint(replies)
         if all(r.quiescent for r in replies.values()) and fp == previous:

@@ -345,31 +345,24 @@ class Lifecycle:
             time.sleep(0.1)
 
     def _wait_quiescent(self, timeout_s: float, ph: Phase) -> None:
+        """Every broker's queues empty, every batch acknowledged, counters stable (Admin.Status)."""
         import asyncio
 
-        from scotbed.broker.launcher import status_all
+        from scotbed.broker.launcher import wait_quiescent
 
         assert self.deployment is not None
-        addresses = self.deployment.admin_addresses
-        deadline = time.monotonic() + timeout_s
-        previous: dict[str, tuple[tuple[str, int], ...]] | None = None
-        while True:
+
+        def on_poll(replies: Any) -> None:
             self._check_brokers()
-            replies = asyncio.run(status_all(addresses))
-            busy = sorted(b for b, r in replies.items() if not r.quiescent)
-            fingerprint = {b: tuple(sorted(r.counters.items())) for b, r in replies.items()}
-            if not busy and fingerprint == previous:
-                ph.update(f"{len(replies)} brokers quiescent")
-                return
-            previous = fingerprint
-            ph.update(f"{len(replies) - len(busy)}/{len(replies)} brokers quiescent")
-            if time.monotonic() > deadline:
-                raise RunFailed(
-                    f"quiescence: not quiescent after {timeout_s:g} s: "
-                    f"{', '.join(busy) or 'queues empty but counters still moving'}",
-                    self.run_dir,
-                )
-            time.sleep(0.25)
+            done = sum(1 for r in replies.values() if r.quiescent)
+            ph.update(f"{done}/{len(replies)} brokers quiescent")
+
+        try:
+            asyncio.run(
+                wait_quiescent(self.deployment.admin_addresses, timeout_s, stable_s=0.3, on_poll=on_poll)
+            )
+        except TimeoutError as e:
+            raise RunFailed(f"quiescence: {e}", self.run_dir) from None
 
     def _watch_workload(self, timeout_s: float, ph: Phase) -> None:
         deadline = time.monotonic() + timeout_s

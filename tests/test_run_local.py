@@ -1,0 +1,172 @@
+"""`scotbed run` end to end on the local backend: real brokers, real Locust, real Spark.
+
+One small workload per routing algorithm, each checked by the analysis's
+oracle (every notification delivered exactly once to every matching
+subscriber and to no one else), plus the failure paths: a broker killed in
+the middle of a run, and a run stopped with SIGTERM.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scotbed.orchestrator.run import RunOptions, run_spec
+from scotbed.orchestrator.state import load_all, same_process
+
+REPO = Path(__file__).resolve().parents[1]
+QUICKSTART = REPO / "experiments" / "quickstart.yaml"
+
+pytestmark = [pytest.mark.slow, pytest.mark.spark]
+
+SMALL = [
+    "workload.subscribers=12",
+    "workload.publishers=2",
+    "workload.notifications_per_publisher=40",
+    "workload.rate_per_minute=2400",
+    "workload.symbols=20",
+    "workload.selectivity=0.1",
+    "timeouts.ready_s=90",
+    "timeouts.quiescent_s=60",
+]
+TREE = ["topology.kind=tree", "topology.acyclic={kind: kary, fanout: 2, depth: 2}", "topology.connectivity=1"]
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    """One Spark session for every run of the module (the analysis joins an active session)."""
+    from scotbed.analysis.session import get_session
+
+    session = get_session("local[2]")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(autouse=True)
+def _state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SCOTBED_STATE_DIR", str(tmp_path / "state"))
+
+
+@pytest.mark.parametrize(
+    ("routing", "topology"),
+    [
+        ("flooding", []),
+        ("rpf", TREE),
+        ("bid", []),
+        ("bid", TREE),
+        ("snr", []),
+        ("dnr", []),
+    ],
+    ids=["flooding-fig2xK3", "rpf-tree7", "bid-fig2xK3", "bid-tree7", "snr-fig2xK3", "dnr-fig2xK3"],
+)
+def test_run_delivers_exactly_once(routing: str, topology: list[str], tmp_path: Path, spark: Any) -> None:
+    result = run_spec(
+        QUICKSTART,
+        [*SMALL, *topology, f"routing={routing}"],
+        RunOptions(out=tmp_path / "runs", quiet=True),
+    )
+    n = result.summary["notifications"]
+    assert result.ok, result.verdict
+    assert n["expected_deliveries"] > 0
+    assert n["delivered"] == n["expected_deliveries"]
+    assert n["missing"] == n["duplicates"] == n["false_positives"] == 0
+    assert n["published"] == 2 * 40
+    run_dir = result.run_dir
+    for name in ("spec.resolved.yaml", "topology.json", "report.html", "analysis/summary.json"):
+        assert (run_dir / name).is_file(), name
+    assert (run_dir / "workload" / "subscriptions.jsonl").stat().st_size > 0
+    topology = json.loads((run_dir / "topology.json").read_text())
+    assert len(list((run_dir / "events").glob("b-*.jsonl"))) == len(topology["brokers"])
+    assert load_all() == []  # torn down: nothing left for `scotbed down`
+
+
+def _cli(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "scotbed.orchestrator.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=REPO,
+    )
+
+
+def _wait_for_phase(runs: Path, phase: str, timeout_s: float) -> Path:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for status in runs.glob("*/locust/status.json"):
+            try:
+                if json.loads(status.read_text()).get("phase") == phase:
+                    return status.parent.parent
+            except json.JSONDecodeError:
+                pass
+        time.sleep(0.1)
+    raise AssertionError(f"no run reached phase {phase!r} within {timeout_s} s")
+
+
+def _slow_workload() -> list[str]:
+    """Publishers that run for ~20 s, so there is time to break something in the middle."""
+    return [
+        *SMALL,
+        "workload.notifications_per_publisher=200",
+        "workload.rate_per_minute=600",
+        "routing=snr",
+    ]
+
+
+def _sets(values: list[str]) -> list[str]:
+    return [a for v in values for a in ("--set", v)]
+
+
+def test_a_broker_killed_mid_run_fails_the_run_by_name(tmp_path: Path) -> None:
+    env = {**os.environ, "SCOTBED_STATE_DIR": str(tmp_path / "state")}
+    runs = tmp_path / "runs"
+    proc = _cli("run", str(QUICKSTART), "--out", str(runs), "--quiet", *_sets(_slow_workload()), env=env)
+    try:
+        run_dir = _wait_for_phase(runs, "publishing", 120)
+        (state,) = load_all()
+        victim = next(p for p in state.processes if p.role == "broker:b-c-1")
+        os.kill(victim.pid, signal.SIGKILL)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 3, err
+    assert "b-c-1" in err and "stopped during the run" in err
+    assert str(run_dir) in err  # the partial run directory is kept and named
+    logs = sorted((run_dir / "events").glob("b-*.jsonl"))
+    assert len(logs) == 18
+    for log in logs:  # every surviving broker flushed a parseable log
+        for line in log.read_text().splitlines():
+            json.loads(line)
+    down = _cli("down", env=env)
+    down.communicate(timeout=60)
+    assert all(not same_process(p) for p in state.processes)
+
+
+def test_sigterm_tears_down_and_keeps_the_logs(tmp_path: Path) -> None:
+    env = {**os.environ, "SCOTBED_STATE_DIR": str(tmp_path / "state")}
+    runs = tmp_path / "runs"
+    proc = _cli("run", str(QUICKSTART), "--out", str(runs), "--quiet", *_sets(_slow_workload()), env=env)
+    try:
+        run_dir = _wait_for_phase(runs, "publishing", 120)
+        (state,) = load_all()
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, err
+    assert all(not same_process(p) for p in state.processes)
+    assert load_all() == []
+    assert len(list((run_dir / "events").glob("b-*.jsonl"))) == 18
+    assert any((run_dir / "events").glob("locust-*.jsonl"))
