@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup demo test test-fast lint proto image base-image wheelhouse clean
+.PHONY: setup demo test test-fast lint proto image base-image wheelhouse kind-up clean
 
 setup: $(VENV)/.installed
 
@@ -48,6 +48,10 @@ base-image:
 
 wheelhouse:
 	EXTRAS=$(EXTRAS) scripts/build-wheelhouse.sh
+
+# A multi-node kind cluster (manifests/kind-cluster.yaml) with the broker image loaded; see docs/kubernetes.md.
+kind-up: setup
+	scripts/kind-up.sh
 
 clean:
 	rm -rf build dist .pytest_cache .mypy_cache .ruff_cache
