@@ -92,7 +92,7 @@ class Recovery:
 # The recovery bound: a window is "back to normal" when its maximum delay is at most
 # (1 + RECOVERY_TOLERANCE) times the pre-burst level plus RECOVERY_SLACK_MS. The slack
 # keeps a near-zero pre-burst level (an idle local run) from making recovery impossible.
-RECOVERY_TOLERANCE = 0.5
+RECOVERY_TOLERANCE = 0.5  # report.html.j2 states this bound in words; keep the two in step
 RECOVERY_SLACK_MS = 10.0
 
 
