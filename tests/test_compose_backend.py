@@ -429,7 +429,7 @@ def test_scotbed_run_on_compose_end_to_end(tmp_path: Path, run_env: dict[str, st
     print(f"compose e2e took {time.monotonic() - start:.0f} s")
     assert done.returncode == 0, done.stderr[-4000:]
     run_dir = only_run(tmp_path / "runs")
-    n = json.loads((run_dir / "summary.json").read_text())["notifications"]
+    n = json.loads((run_dir / "analysis" / "summary.json").read_text())["notifications"]
     assert (n["missing"], n["duplicates"], n["false_positives"]) == (0, 0, 0)
     assert n["delivered"] == n["expected_deliveries"] > 0
     assert len(list((run_dir / "events").glob("b-*.jsonl"))) == 18
