@@ -21,6 +21,7 @@ interrupted.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import platform
 import signal
@@ -418,24 +419,37 @@ class Lifecycle:
     # --- cleanup --------------------------------------------------------------------------
 
     def cleanup(self, failed: bool) -> None:
+        """Stop the workload, collect what a failed run produced, tear down; each step runs even if an
+        earlier one (or the progress output: a closed pipe) fails."""
+        steps = [("stopping the workload", self._stop_workload)]
+        if failed:
+            steps.append(("collecting after failure", self._collect_after_failure))
+        if not self.options.keep:
+            steps.append(("teardown", self._teardown))
+        for what, step in steps:
+            try:
+                step()
+            except Exception as e:
+                with contextlib.suppress(Exception):
+                    self.progress.warn(f"{what}: {e}")
+
+    def _stop_workload(self) -> None:
         if self.session is not None:
             self.session.stop()
-        if failed:
-            try:
-                self._collect()
-            except Exception as e:
-                self.progress.warn(f"collect after failure: {e}")
-            if self.run_dir is not None and self.session is not None:
-                from scotbed.workloads.records import merge_workload
 
-                try:
-                    merge_workload(self.run_dir)
-                except Exception as e:
-                    self.progress.warn(f"merging the workload files after failure: {e}")
-        if self.deployment is not None and not self.options.keep:
-            with self.progress.phase("teardown"):
-                self.deployment.teardown()
-        if self.state is not None and not self.options.keep:
+    def _collect_after_failure(self) -> None:
+        self._collect()
+        if self.run_dir is not None and self.session is not None:
+            from scotbed.workloads.records import merge_workload
+
+            merge_workload(self.run_dir)
+
+    def _teardown(self) -> None:
+        if self.deployment is not None:
+            with contextlib.suppress(Exception):
+                self.progress.info("teardown")
+            self.deployment.teardown()
+        if self.state is not None:
             self.state.forget()
 
 
