@@ -73,6 +73,8 @@ def get_session(
         builder = builder.master("local[*]")
         is_local = True
     if is_local:
+        # a local Spark talks to itself only; without this it resolves the host name and warns
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions)).config(
             "spark.driver.memory", os.environ.get("SCOTBED_SPARK_DRIVER_MEMORY", "2g")
         )

@@ -283,6 +283,12 @@ class AnalysisSpec(_Block):
     stability_window: int = Field(
         default=1000, ge=1, description="notifications per point of the stability curve"
     )
+    settle_ms: float = Field(
+        default=0.0,
+        ge=0,
+        description="milliseconds after a subscription change during which a publication counts as "
+        "'in transition' rather than missing, on top of the logged propagation",
+    )
 
 
 class TimeoutsSpec(_Block):
