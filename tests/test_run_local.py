@@ -170,3 +170,42 @@ def test_sigterm_tears_down_and_keeps_the_logs(tmp_path: Path) -> None:
     assert load_all() == []
     assert len(list((run_dir / "events").glob("b-*.jsonl"))) == 18
     assert any((run_dir / "events").glob("locust-*.jsonl"))
+
+
+def test_campaign_interrupted_after_its_first_run_resumes_without_redoing_it(tmp_path: Path) -> None:
+    env = {**os.environ, "SCOTBED_STATE_DIR": str(tmp_path / "state")}
+    campaign = tmp_path / "c.yaml"
+    campaign.write_text(
+        f"name: resume\nbase: {QUICKSTART}\nmatrix: {{routing: [snr, bid]}}\nset: {SMALL!r}\n".replace(
+            "'", '"'
+        )
+    )
+    out = tmp_path / "out"
+    index = out / "resume" / "index.json"
+    first = _cli("campaign", str(campaign), "--out", str(out), "--quiet", env=env)
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            if index.exists() and len(json.loads(index.read_text())["cells"]) == 1:
+                break
+            time.sleep(0.2)
+        first.send_signal(signal.SIGTERM)
+        first.communicate(timeout=120)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    cells = json.loads(index.read_text())["cells"]
+    assert list(cells) == ["routing=snr,rep=0"] and cells["routing=snr,rep=0"]["status"] == "done"
+    snr_run = cells["routing=snr,rep=0"]["run_dir"]
+    assert load_all() == []  # the interrupted second run was torn down
+
+    second = _cli("campaign", str(campaign), "--out", str(out), env=env)
+    _, err = second.communicate(timeout=400)
+    assert second.returncode == 0, err
+    assert "routing=snr,rep=0: skipped (finished earlier)" in err
+    cells = json.loads(index.read_text())["cells"]
+    assert cells["routing=snr,rep=0"]["run_dir"] == snr_run
+    assert cells["routing=bid,rep=0"]["status"] == "done"
+    finished = [d for d in (out / "resume" / "runs").iterdir() if (d / "analysis" / "summary.json").exists()]
+    assert len(finished) == 2  # snr once, bid once (an interrupted bid directory may stay beside them)
+    assert (out / "resume" / "report.html").is_file()

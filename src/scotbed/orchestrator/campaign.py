@@ -223,7 +223,7 @@ def main(args: Any) -> int:
     """`scotbed campaign CAMPAIGN.yaml [--backend B] [--out DIR]`."""
     from scotbed.orchestrator.commands import CommandError
     from scotbed.orchestrator.progress import make_progress
-    from scotbed.orchestrator.run import RunFailed, options_from_args, run_spec
+    from scotbed.orchestrator.run import RunFailed, SignalGuard, options_from_args, run_spec
 
     try:
         campaign = load_campaign(args.campaign)
@@ -242,7 +242,8 @@ def main(args: Any) -> int:
     def on_cell(i: int, n: int, cell: Cell, status: str) -> None:
         progress.info(f"[{i}/{n}] {cell.key}: {status}")
 
-    cdir, outcomes = run_campaign(campaign, Path(args.out), run_one, on_cell)
+    with SignalGuard():  # SIGTERM between two runs stops the campaign as cleanly as during one
+        cdir, outcomes = run_campaign(campaign, Path(args.out), run_one, on_cell)
     with progress.phase("aggregate"):
         from scotbed.analysis.campaign import aggregate
 

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from scotbed.config import ConfigError
 from scotbed.filters import FilterError
 from scotbed.orchestrator.commands import CommandError
+from scotbed.orchestrator.run import Terminated
 from scotbed.orchestrator.spec import SpecError
 from scotbed.topology import TopologyError
 
@@ -78,6 +79,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"scotbed {args.command}: interrupted", file=sys.stderr)
         return 130
+    except Terminated:
+        print(f"scotbed {args.command}: terminated (SIGTERM)", file=sys.stderr)
+        return 143
 
 
 if __name__ == "__main__":

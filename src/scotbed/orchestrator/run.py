@@ -148,10 +148,10 @@ def _cpus() -> int:
     return os.cpu_count() or 0
 
 
-class _SignalGuard:
+class SignalGuard:
     """Turns SIGTERM into :class:`Terminated` in the main thread for the duration of a run."""
 
-    def __enter__(self) -> _SignalGuard:
+    def __enter__(self) -> SignalGuard:
         self._old = signal.getsignal(signal.SIGTERM)
 
         def handler(signum: int, frame: Any) -> None:
@@ -491,7 +491,7 @@ def run_spec(
 ) -> RunResult:
     """Run one experiment; raises :class:`RunFailed` when it does not finish."""
     progress = progress or make_progress(options.quiet, options.log_json)
-    with _SignalGuard(), _lifecycle(Path(spec_path), list(sets), options, progress) as life:
+    with SignalGuard(), _lifecycle(Path(spec_path), list(sets), options, progress) as life:
         return life.run()
     raise AssertionError("unreachable")  # pragma: no cover - the with block returns or raises
 
