@@ -16,6 +16,13 @@ ENGINES: dict[str, str] = {
 }
 
 
+def implemented() -> list[str]:
+    """The engine names this build can run (their module is present)."""
+    import importlib.util
+
+    return [n for n, t in ENGINES.items() if importlib.util.find_spec(t.split(":")[0]) is not None]
+
+
 def make_matcher(name: str) -> Matcher:
     """A new, empty engine by its spec name (``naive``, ``counting``, ``pst``)."""
     import importlib
@@ -29,4 +36,4 @@ def make_matcher(name: str) -> Matcher:
     return engine
 
 
-__all__ = ["ENGINES", "Matcher", "NaiveMatcher", "make_matcher"]
+__all__ = ["ENGINES", "Matcher", "NaiveMatcher", "implemented", "make_matcher"]

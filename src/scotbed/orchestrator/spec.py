@@ -515,6 +515,19 @@ def check_semantics(spec: Spec) -> None:
             f"topology.connectivity: routing {spec.routing!r} needs an acyclic overlay "
             f"(kind tree, or connectivity 1), but the topology is {shape} which has cycles"
         )
+    from scotbed.broker.routing import implemented as routing_implemented
+    from scotbed.matching import implemented as matching_implemented
+
+    if spec.routing not in routing_implemented():
+        problems.append(
+            f"routing: {spec.routing!r} is a known algorithm but not implemented in this build; "
+            f"implemented: {', '.join(routing_implemented())}"
+        )
+    if spec.matching not in matching_implemented():
+        problems.append(
+            f"matching: {spec.matching!r} is not implemented in this build; "
+            f"implemented: {', '.join(matching_implemented())}"
+        )
     size = _factor_size(t.acyclic)
     if size is not None and size * t.m > MAX_BROKERS:
         problems.append(

@@ -15,6 +15,13 @@ ALGORITHMS: dict[str, str] = {
 }
 
 
+def implemented() -> list[str]:
+    """The algorithm names this build can run (their module is present)."""
+    import importlib.util
+
+    return [n for n, t in ALGORITHMS.items() if importlib.util.find_spec(t.split(":")[0]) is not None]
+
+
 def algorithm_class(name: str) -> type[RoutingAlgorithm]:
     try:
         target = ALGORITHMS[name]
