@@ -115,7 +115,7 @@ def run(subs: int, engines: list[str], seconds: float, seed: int) -> dict[str, A
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--subs", type=int, nargs="+", default=[1_000, 10_000, 100_000])
-    ap.add_argument("--engines", nargs="+", default=["naive", "counting"])
+    ap.add_argument("--engines", nargs="+", default=["naive", "counting", "pst"])
     ap.add_argument("--seconds", type=float, default=2.0, help="measuring time per engine and size")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", action="store_true")

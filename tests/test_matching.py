@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scotbed.filters import Filter, Predicate
 from scotbed.matching import make_matcher
-from scotbed.matching.counting import CountingMatcher
+from scotbed.matching.pst import PstMatcher
 
 ATTRS = ["a", "b", "c", "sym"]
 numbers = st.one_of(
@@ -48,37 +49,82 @@ steps = st.lists(
 )
 
 
+ENGINES = ["counting", "pst"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(steps)
-def test_counting_equals_naive(ops: list[tuple[str, int | None, object]]) -> None:
-    naive, counting = make_matcher("naive"), CountingMatcher()
+@given(ops=steps)
+def test_engine_equals_naive(engine: str, ops: list[tuple[str, int | None, object]]) -> None:
+    naive, fast = make_matcher("naive"), make_matcher(engine)
     for op, key, arg in ops:
         if op == "add":
             assert isinstance(arg, Filter)
             naive.add(key, arg)
-            counting.add(key, arg)
+            fast.add(key, arg)
         elif op == "remove":
-            assert naive.remove(key) == counting.remove(key)
+            assert naive.remove(key) == fast.remove(key)
         else:
             assert isinstance(arg, dict)
-            assert sorted(counting.match(arg)) == sorted(naive.match(arg)), arg
-            counting.rebuild()  # the freshly built index must agree too
-            assert sorted(counting.match(arg)) == sorted(naive.match(arg)), arg
-        assert len(naive) == len(counting)
+            assert sorted(fast.match(arg)) == sorted(naive.match(arg)), arg
+            fast.rebuild()  # type: ignore[attr-defined]  # the freshly built index must agree too
+            assert sorted(fast.match(arg)) == sorted(naive.match(arg)), arg
+        assert len(naive) == len(fast)
+        if key is not None:
+            assert (key in naive) == (key in fast)
 
 
-def test_counting_survives_many_adds_and_removals() -> None:
-    naive, counting = make_matcher("naive"), make_matcher("counting")
+@pytest.mark.parametrize("engine", ENGINES)
+def test_engine_survives_many_adds_and_removals(engine: str) -> None:
+    naive, fast = make_matcher("naive"), make_matcher(engine)
     for i in range(3000):
         f = Filter.parse(f'sym = "S{i % 50}" and a between [{i % 7}, {i % 7 + 3}]')
         naive.add(i, f)
-        counting.add(i, f)
+        fast.add(i, f)
         if i % 3 == 0:
             naive.remove(i // 2)
-            counting.remove(i // 2)
+            fast.remove(i // 2)
         if i % 97 == 0:
             ev = {"sym": f"S{i % 50}", "a": 4}
-            assert sorted(counting.match(ev)) == sorted(naive.match(ev))
+            assert sorted(fast.match(ev)) == sorted(naive.match(ev))
     ev = {"sym": "S3", "a": 5.5}
-    assert sorted(counting.match(ev)) == sorted(naive.match(ev))
-    assert len(counting) == len(naive)
+    assert sorted(fast.match(ev)) == sorted(naive.match(ev))
+    assert len(fast) == len(naive)
+
+
+def test_pst_equality_type_rules() -> None:
+    pst = PstMatcher()
+    pst.add("num", Filter.parse("price = 5"))
+    pst.add("float", Filter.parse("price = 5.0"))
+    pst.add("str", Filter.parse('price = "5"'))
+    pst.add("big", Filter.parse(f"price = {2**53 + 1}"))
+    pst.add("sym", Filter.parse("symbol = 5 and price exists"))
+    pst.rebuild()
+    assert sorted(pst.match({"price": 5.0})) == ["float", "num"]
+    assert sorted(pst.match({"price": 5})) == ["float", "num"]
+    assert pst.match({"price": "5"}) == ["str"]
+    assert pst.match({"price": float(2**53)}) == []
+    assert pst.match({"price": 2**53 + 1}) == ["big"]
+    assert pst.match({"symbol": "5", "price": 1}) == []
+    assert pst.match({"symbol": 5.0, "price": 1}) == ["sym"]
+    assert pst.match({"price": float("nan")}) == []
+
+
+def test_pst_reorders_lazily_and_prunes() -> None:
+    naive, pst = make_matcher("naive"), PstMatcher()
+    for i in range(200):
+        f = Filter.parse(f'a = {i % 3} and sym = "S{i % 10}"' if i < 100 else f"b = {i % 4} and c >= {i % 5}")
+        naive.add(i, f)
+        pst.add(i, f)
+        ev = {"a": i % 3, "sym": f"S{i % 10}", "b": float(i % 4), "c": 2}
+        assert sorted(pst.match(ev)) == sorted(naive.match(ev))
+    assert pst._order[0] in ("a", "sym")
+    for i in range(120):
+        naive.remove(i)
+        pst.remove(i)
+        ev = {"a": i % 3, "sym": f"S{i % 10}", "b": i % 4, "c": 3.5}
+        assert sorted(pst.match(ev)) == sorted(naive.match(ev))
+    assert pst._order[0] == "b"
+    for i in range(120, 200):
+        pst.remove(i)
+    assert len(pst) == 0 and pst._root.empty()
