@@ -7,7 +7,8 @@
 #
 # Environment:
 #   KIND_CLUSTER   cluster name (default: the name in manifests/kind-cluster.yaml, scotbed)
-#   IMAGE          image to build and load (default: what `make image` builds)
+#   IMAGE          broker image to build and load (default: what `make image` builds)
+#   WORKLOAD_IMAGE image of the Locust Jobs (default scotbed-workloads:VERSION, the broker image + workloads)
 #   OFFLINE        1: build the image from the local wheelhouse (passed to make)
 #   SKIP_BUILD     1: do not run `make image`, only load an image that already exists
 set -euo pipefail
@@ -38,18 +39,23 @@ else
     kind create cluster --name "$cluster" --config "$config" --wait 120s
 fi
 
-image="${IMAGE:-scotbed-broker:$(sed -n 's/^version = "\(.*\)"/\1/p' "$here/pyproject.toml")}"
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' "$here/pyproject.toml")
+image="${IMAGE:-scotbed-broker:$version}"
+workload_image="${WORKLOAD_IMAGE:-scotbed-workloads:$version}"
 if [ "${SKIP_BUILD:-0}" != 1 ]; then
     make -C "$here" image IMAGE="$image" ${OFFLINE:+OFFLINE="$OFFLINE"}
+    make -C "$here" image IMAGE="$workload_image" EXTRAS=broker,workloads ${OFFLINE:+OFFLINE="$OFFLINE"}
 fi
-if ! docker image inspect "$image" >/dev/null 2>&1; then
-    echo "kind-up: image '$image' does not exist locally; build it with 'make image'" >&2
-    exit 1
-fi
-echo "kind-up: loading $image into every node of '$cluster'"
-kind load docker-image "$image" --name "$cluster"
+for img in "$image" "$workload_image"; do
+    if ! docker image inspect "$img" >/dev/null 2>&1; then
+        echo "kind-up: image '$img' does not exist locally; build it with 'make image' (see docs/kubernetes.md)" >&2
+        exit 1
+    fi
+    echo "kind-up: loading $img into every node of '$cluster'"
+    kind load docker-image "$img" --name "$cluster"
+done
 
 ctx="kind-$cluster"
 workers=$(kubectl --context "$ctx" get nodes --no-headers -l '!node-role.kubernetes.io/control-plane' | wc -l)
-echo "kind-up: ready: context $ctx, $workers schedulable worker node(s), image $image"
+echo "kind-up: ready: context $ctx, $workers schedulable worker node(s), images $image $workload_image"
 echo "  scotbed run experiments/quickstart.yaml --backend k8s --kube-context $ctx"

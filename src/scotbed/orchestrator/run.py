@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
@@ -67,6 +67,7 @@ class RunOptions:
     quiet: bool = False
     log_json: bool = False
     image: str | None = None
+    workload_image: str = "scotbed-workloads:0.1.0"  # k8s: the Locust Jobs' image (broker image + workloads)
     kube_context: str | None = None
     namespace_prefix: str = "scotbed"
     preferred_anti_affinity: bool = False
@@ -233,23 +234,10 @@ class Lifecycle:
         with self.progress.phase("ready") as ph:
             self._wait_healthy(spec.timeouts.ready_s, ph)
 
-        with self.progress.phase("subscribe") as ph:
-            n = self._start_workload(spec, scot, run_id, ph)
-            ph.update(f"{n} subscriptions acknowledged")
-
-        with self.progress.phase("quiescent") as ph:
-            self._wait_quiescent(spec.timeouts.quiescent_s, ph)
-
-        with self.progress.phase("publish") as ph:
-            self.session.release()
-            self._watch_workload(spec.timeouts.run_s, ph)
-
-        with self.progress.phase("drain") as ph:
-            result = self.session.wait(timeout_s=spec.timeouts.drain_s + 60)
-            self._wait_quiescent(spec.timeouts.drain_s, ph)
-            ph.update(
-                f"{result.events.get('publish', 0)} published, {result.events.get('receive', 0)} received"
-            )
+        if hasattr(self.deployment, "run_workload_jobs"):
+            self._workload_in_cluster(spec, scot, run_id)
+        else:
+            self._workload_on_host(spec, scot, run_id)
 
         with self.progress.phase("collect") as ph:
             self._collect(ph)
@@ -296,23 +284,74 @@ class Lifecycle:
             names = "; ".join(f"{b}: {why}" for b, why in sorted(dead.items()))
             raise RunFailed(f"broker(s) stopped during the run: {names}", self.run_dir)
 
-    def _start_workload(self, spec: Spec, scot: Any, run_id: str, ph: Phase) -> int:
+    def _plan(self, spec: Spec, scot: Any, run_id: str, release_mode: Literal["auto", "file"]) -> Any:
+        """The workload plan (written to workload/plan.json) with the clients the orchestrator placed."""
         from scotbed.workloads import plan as wplan
-        from scotbed.workloads.runner import WorkloadError, WorkloadSession
 
-        assert self.deployment is not None and self.run_dir is not None and self.state is not None
-        release = wplan.ReleaseSpec(mode="file")
+        assert self.deployment is not None and self.run_dir is not None
         plan = wplan.build_plan(
             workload_section(spec),
             scot,
             self.deployment.client_addresses,
             spec.seed,
             run_id=run_id,
-            release=release,
+            release=wplan.ReleaseSpec(mode=release_mode, quiescence_timeout_s=spec.timeouts.quiescent_s),
             hosts=deploy_plan.client_plan(spec, scot).all(),
         )
         plan = replace(plan, timeout_s=spec.timeouts.run_s)
-        plan_path = wplan.write(plan, self.run_dir / "workload" / "plan.json")
+        wplan.write(plan, self.run_dir / "workload" / "plan.json")
+        return plan
+
+    def _workload_on_host(self, spec: Spec, scot: Any, run_id: str) -> None:
+        """Locust master and workers as local processes; the orchestrator releases the publishers
+        once every subscription is acknowledged and every broker is quiescent."""
+        with self.progress.phase("subscribe") as ph:
+            n = self._start_workload(spec, scot, run_id, ph)
+            ph.update(f"{n} subscriptions acknowledged")
+
+        with self.progress.phase("quiescent") as ph:
+            self._wait_quiescent(spec.timeouts.quiescent_s, ph)
+
+        with self.progress.phase("publish") as ph:
+            self.session.release()
+            self._watch_workload(spec.timeouts.run_s, ph)
+
+        with self.progress.phase("drain") as ph:
+            result = self.session.wait(timeout_s=spec.timeouts.drain_s + 60)
+            self._wait_quiescent(spec.timeouts.drain_s, ph)
+            ph.update(
+                f"{result.events.get('publish', 0)} published, {result.events.get('receive', 0)} received"
+            )
+
+    def _workload_in_cluster(self, spec: Spec, scot: Any, run_id: str) -> None:
+        """Locust as Kubernetes Jobs next to the brokers (clients dial in-cluster DNS names); the
+        master releases the publishers itself once every broker reports quiescent (release ``auto``)."""
+        from scotbed.orchestrator.render.k8s import run_labels
+        from scotbed.workloads.k8s import render_locust
+        from scotbed.workloads.records import merge_workload
+
+        assert self.run_dir is not None and self.deployment is not None
+        with self.progress.phase("workload (Kubernetes Jobs)") as ph:
+            plan = self._plan(spec, scot, run_id, "auto")
+            objects = render_locust(
+                plan, run_id, self.options.workload_image, self.options.workers, labels=run_labels(run_id)
+            )
+            ph.update(f"{len(plan.subscribers)} subscribers, {len(plan.publishers)} publishers")
+            try:
+                self.deployment.run_workload_jobs(objects, spec.timeouts.run_s)  # type: ignore[attr-defined]
+            except BackendError as e:
+                raise RunFailed(f"workload: {e}", self.run_dir) from None
+            counts = merge_workload(self.run_dir)
+            ph.update(", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+        with self.progress.phase("drain") as ph:
+            self._wait_quiescent(spec.timeouts.drain_s, ph)
+
+    def _start_workload(self, spec: Spec, scot: Any, run_id: str, ph: Phase) -> int:
+        from scotbed.workloads.runner import WorkloadError, WorkloadSession
+
+        assert self.deployment is not None and self.run_dir is not None and self.state is not None
+        plan = self._plan(spec, scot, run_id, "file")
+        plan_path = self.run_dir / "workload" / "plan.json"
         self.session = WorkloadSession(plan_path, self.run_dir, workers=self.options.workers)
         try:
             self.session.start()
@@ -505,6 +544,7 @@ def options_from_args(args: Any, **overrides: Any) -> RunOptions:
         "quiet": getattr(args, "quiet", False),
         "log_json": getattr(args, "log_json", False),
         "image": getattr(args, "image", None),
+        "workload_image": getattr(args, "workload_image", None) or "scotbed-workloads:0.1.0",
         "kube_context": getattr(args, "kube_context", None),
         "namespace_prefix": getattr(args, "namespace_prefix", "scotbed"),
         "preferred_anti_affinity": getattr(args, "preferred_anti_affinity", False),

@@ -19,6 +19,12 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--image", metavar="IMAGE", help="broker image (compose, k8s; default scotbed-broker:0.1.0)"
     )
+    p.add_argument(
+        "--workload-image",
+        metavar="IMAGE",
+        help="k8s: image of the Locust Jobs (default scotbed-workloads:0.1.0; "
+        "make image EXTRAS=broker,workloads IMAGE=scotbed-workloads:0.1.0)",
+    )
     p.add_argument("--kube-context", metavar="NAME", help="Kubernetes context (k8s; default: current)")
     p.add_argument("--namespace-prefix", default="scotbed", metavar="PREFIX", help="k8s namespace prefix")
     p.add_argument(
