@@ -146,6 +146,10 @@ class Filter:
     def matches(self, attrs: Attributes) -> bool:
         return all(p.matches(attrs) for p in self.predicates)
 
+    def covers(self, other: Filter) -> bool:
+        """True when every notification matching ``other`` matches ``self`` (see :func:`covers`)."""
+        return covers(self, other)
+
     def attributes(self) -> frozenset[str]:
         return frozenset(p.attr for p in self.predicates)
 
@@ -186,6 +190,79 @@ class Filter:
                 raise FilterError(
                     f"{where}[{i}]: unknown attribute {p.attr!r}; known: {', '.join(sorted(known_set))}"
                 )
+
+
+# --- covering ----------------------------------------------------------------------------
+#
+# ``covers(a, b)``: every notification that matches ``b`` matches ``a``. The test is syntactic and
+# *sound*: it never claims a covering that does not hold (a property test checks it against sampled
+# notifications); it is complete for filters with at most one predicate per attribute and the
+# interval/equality/prefix/exists predicates the workload generator builds.
+
+_INF = float("inf")
+
+
+def _interval(p: Predicate) -> tuple[object, bool, object, bool] | None:
+    """(lo, lo_closed, hi, hi_closed) for an interval predicate; None for others."""
+    v = p.value
+    if p.op == "=":
+        return (v, True, v, True)
+    if p.op == "between":
+        return (v[0], True, v[1], True)
+    if not _is_number(v):
+        return None
+    if p.op == "<":
+        return (-_INF, False, v, False)
+    if p.op == "<=":
+        return (-_INF, False, v, True)
+    if p.op == ">":
+        return (v, False, _INF, False)
+    if p.op == ">=":
+        return (v, True, _INF, False)
+    return None
+
+
+def _same_kind(x: object, y: object) -> bool:
+    return _is_number(x) == _is_number(y) or x in (-_INF, _INF) or y in (-_INF, _INF)
+
+
+def implies(q: Predicate, p: Predicate) -> bool:
+    """True when every attribute value that satisfies ``q`` satisfies ``p`` (same attribute)."""
+    if q.attr != p.attr:
+        return False
+    if p.op == "exists":
+        return True
+    if q == p:
+        return True
+    if p.op == "prefix":
+        if q.op == "prefix":
+            return bool(q.value.startswith(p.value))
+        return q.op == "=" and isinstance(q.value, str) and q.value.startswith(p.value)
+    if p.op == "!=":
+        iq = _interval(q)
+        if iq is None:
+            return q.op == "prefix" and (not isinstance(p.value, str) or not p.value.startswith(q.value))
+        lo, lo_c, hi, hi_c = iq
+        if not _same_kind(lo, p.value):
+            return True
+        return bool(
+            p.value < lo or p.value > hi or (p.value == lo and not lo_c) or (p.value == hi and not hi_c)
+        )
+    ip, iq = _interval(p), _interval(q)
+    if ip is None or iq is None:
+        return False
+    plo, plo_c, phi, phi_c = ip
+    qlo, qlo_c, qhi, qhi_c = iq
+    if not (_same_kind(plo, qlo) and _same_kind(phi, qhi) and _same_kind(plo, qhi)):
+        return False
+    lo_ok = plo < qlo or (plo == qlo and (plo_c or not qlo_c))  # type: ignore[operator]
+    hi_ok = qhi < phi or (qhi == phi and (phi_c or not qhi_c))  # type: ignore[operator]
+    return bool(lo_ok and hi_ok)
+
+
+def covers(a: Filter, b: Filter) -> bool:
+    """True when ``a`` covers ``b``: each predicate of ``a`` is implied by a predicate of ``b``."""
+    return all(any(implies(q, p) for q in b.predicates if q.attr == p.attr) for p in a.predicates)
 
 
 _TOKEN = re.compile(

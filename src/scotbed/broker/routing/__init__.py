@@ -9,6 +9,9 @@ from scotbed.broker.routing.base import BrokerView, RoutingAlgorithm
 ALGORITHMS: dict[str, str] = {
     "flooding": "scotbed.broker.routing.flooding:Flooding",
     "rpf": "scotbed.broker.routing.rpf:ReversePathForwarding",
+    "covering-active": "scotbed.broker.routing.covering:ActiveCovering",
+    "covering-lazy": "scotbed.broker.routing.covering:LazyCovering",
+    "covering-packing": "scotbed.broker.routing.covering:PackingCovering",
     "bid": "scotbed.broker.routing.bid:BidRouting",
     "snr": "scotbed.broker.routing.octopis:StaticNotificationRouting",
     "dnr": "scotbed.broker.routing.octopis:DynamicNotificationRouting",
