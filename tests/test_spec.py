@@ -329,3 +329,19 @@ def test_run_id_format() -> None:
     rid = plan.make_run_id("quickstart", datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC), "0a1b2c3d")
     assert rid == "quickstart-20250102T030405-0a1b2c3d"
     assert len(plan.make_run_id("x" * 38)) == 63
+
+
+def test_validate_catches_a_workload_only_the_generators_can_refuse() -> None:
+    from scotbed.orchestrator.plan import workload_plan
+
+    spec = parse_spec(
+        {
+            "name": "x",
+            "topology": {"kind": "tree"},
+            "routing": "covering-lazy",
+            "workload": {"covering": {"degree": 50}, "selectivity": 0.1},
+        }
+    )
+    scot = build_scot(spec)
+    with pytest.raises(SpecError, match=r"^workload: covering degree 50\.0 x selectivity 0\.1"):
+        workload_plan(spec, scot, {b.id: "x:1" for b in scot.brokers})

@@ -12,7 +12,7 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from scotbed import topology as topo
 from scotbed.config import BrokerConfig, build_configs
@@ -120,3 +120,41 @@ def client_plan(spec: Spec, scot: topo.Scot) -> ClientPlan:
                 f"clients are {', '.join(spans) or 'none'}"
             )
     return ClientPlan(*placed)
+
+
+def workload_section(spec: Spec) -> dict[str, Any]:
+    """The spec's workload block as the workload plan builder reads it (the clients are placed
+    by the orchestrator and passed as ``hosts``, so placement is not part of it)."""
+    w = spec.workload.model_dump(mode="json", by_alias=True, exclude_none=True)
+    w.pop("placement")
+    if spec.workload.csv:
+        w["csv"] = [str((spec.base_dir / f).resolve()) for f in spec.workload.csv]
+    return w
+
+
+def workload_plan(
+    spec: Spec,
+    scot: topo.Scot,
+    addresses: Mapping[str, str],
+    *,
+    run_id: str = "",
+    release_mode: Literal["auto", "file"] = "auto",
+) -> Any:
+    """The workload plan (:class:`scotbed.workloads.plan.Plan`) for the clients placed by
+    :func:`client_plan`; a workload the generators cannot build is a :class:`SpecError` naming it."""
+    from scotbed.workloads import plan as wplan
+
+    try:
+        plan = wplan.build_plan(
+            workload_section(spec),
+            scot,
+            addresses,
+            spec.seed,
+            run_id=run_id,
+            release=wplan.ReleaseSpec(mode=release_mode, quiescence_timeout_s=spec.timeouts.quiescent_s),
+            hosts=client_plan(spec, scot).all(),
+        )
+    except ValueError as e:  # PlanError and the generators' ValueErrors
+        msg = str(e)
+        raise SpecError(msg if msg.startswith("workload") else f"workload: {msg}") from None
+    return dataclasses.replace(plan, timeout_s=spec.timeouts.run_s)

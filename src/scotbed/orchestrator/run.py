@@ -30,7 +30,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -213,7 +213,11 @@ class Lifecycle:
         with self.progress.phase("render") as ph:
             placeholder = {b.id: "127.0.0.1:0" for b in scot.brokers}
             configs = deploy_plan.broker_configs(spec, scot, placeholder, run_id=run_id)
-            ph.update(f"{len(configs)} broker configs")
+            plan = deploy_plan.workload_plan(spec, scot, placeholder, run_id=run_id)
+            ph.update(
+                f"{len(configs)} broker configs, {plan.subscription_count()} subscriptions, "
+                f"{len(plan.publishers)} publishers"
+            )
 
         backend = make_backend(backend_name, self.options, spec, scot, self.progress)
         with self.progress.phase("deploy") as ph:
@@ -289,16 +293,9 @@ class Lifecycle:
         from scotbed.workloads import plan as wplan
 
         assert self.deployment is not None and self.run_dir is not None
-        plan = wplan.build_plan(
-            workload_section(spec),
-            scot,
-            self.deployment.client_addresses,
-            spec.seed,
-            run_id=run_id,
-            release=wplan.ReleaseSpec(mode=release_mode, quiescence_timeout_s=spec.timeouts.quiescent_s),
-            hosts=deploy_plan.client_plan(spec, scot).all(),
+        plan = deploy_plan.workload_plan(
+            spec, scot, self.deployment.client_addresses, run_id=run_id, release_mode=release_mode
         )
-        plan = replace(plan, timeout_s=spec.timeouts.run_s)
         wplan.write(plan, self.run_dir / "workload" / "plan.json")
         return plan
 
@@ -490,16 +487,6 @@ class Lifecycle:
             self.deployment.teardown()
         if self.state is not None:
             self.state.forget()
-
-
-def workload_section(spec: Spec) -> dict[str, Any]:
-    """The spec's workload block as the workload plan builder reads it (the clients are placed
-    by the orchestrator and passed as ``hosts``, so placement is not part of it)."""
-    w = spec.workload.model_dump(mode="json", by_alias=True, exclude_none=True)
-    w.pop("placement")
-    if spec.workload.csv:
-        w["csv"] = [str((spec.base_dir / f).resolve()) for f in spec.workload.csv]
-    return w
 
 
 def verdict_of(summary: dict[str, Any]) -> tuple[bool, str]:

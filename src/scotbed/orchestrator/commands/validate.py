@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from scotbed.orchestrator.commands import add_spec_arguments, load
-from scotbed.orchestrator.plan import broker_configs, client_plan
+from scotbed.orchestrator.plan import broker_configs, client_plan, workload_plan
 from scotbed.orchestrator.spec import build_scot, dump_spec
 
 
@@ -25,7 +25,9 @@ def run(args: argparse.Namespace) -> int:
     scot = build_scot(spec)
     plan = client_plan(spec, scot)
     # the placeholder addresses exercise every per-broker check the real backends hit
-    broker_configs(spec, scot, {b.id: f"{b.id}:1" for b in scot.brokers})
+    placeholder = {b.id: f"{b.id}:1" for b in scot.brokers}
+    broker_configs(spec, scot, placeholder)
+    workload_plan(spec, scot, placeholder)  # generates the subscriptions: catches what only data shows
     if args.resolved:
         sys.stdout.write(dump_spec(spec))
         return 0

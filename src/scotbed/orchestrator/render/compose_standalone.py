@@ -75,19 +75,9 @@ def standalone_configs(spec: Spec, scot: topo.Scot, run_id: str) -> list[BrokerC
 
 def standalone_plan(spec: Spec, scot: topo.Scot, run_id: str) -> wplan.Plan:
     """The workload plan with service-name broker addresses; the master releases the publishers."""
-    from scotbed.orchestrator.run import workload_section
-
     addresses = {b.id: f"{b.id}:{render.DEFAULT_PORT}" for b in scot.brokers}
-    plan = wplan.build_plan(
-        workload_section(spec),
-        scot,
-        addresses,
-        spec.seed,
-        run_id=run_id,
-        release=wplan.ReleaseSpec(mode="auto", quiescence_timeout_s=spec.timeouts.quiescent_s),
-        hosts=deploy_plan.client_plan(spec, scot).all(),
-    )
-    return dataclasses.replace(plan, timeout_s=spec.timeouts.run_s)
+    plan: wplan.Plan = deploy_plan.workload_plan(spec, scot, addresses, run_id=run_id, release_mode="auto")
+    return plan
 
 
 def _locust(args: list[str], data_dir: str, context: str) -> dict[str, Any]:
