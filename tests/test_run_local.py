@@ -89,6 +89,34 @@ def test_run_delivers_exactly_once(routing: str, topology: list[str], tmp_path: 
     assert load_all() == []  # torn down: nothing left for `scotbed down`
 
 
+@pytest.mark.parametrize("routing", ["covering-active", "covering-lazy", "covering-packing"])
+def test_covering_family_with_an_unsubscription_burst(routing: str, tmp_path: Path, spark: Any) -> None:
+    """Covering roots and covered subscriptions, then the broadest root is removed mid-run: the
+    covered subscriptions it held back must be released (packed, for packing) without losing one."""
+    result = run_spec(
+        QUICKSTART,
+        [
+            *SMALL,
+            *TREE,
+            f"routing={routing}",
+            "workload.subscribers=20",
+            "workload.symbols=50",
+            "workload.selectivity=0.02",
+            "workload.notifications_per_publisher=60",
+            "workload.rate_per_minute=1200",
+            "workload.covering={degree: 30}",
+            "workload.unsub_burst={count: 1, interval_ms: 300, start_s: 1}",
+        ],
+        RunOptions(out=tmp_path / "runs", quiet=True),
+    )
+    n, subs = result.summary["notifications"], result.summary["subscriptions"]
+    assert result.ok, result.verdict
+    assert n["missing"] == n["duplicates"] == n["false_positives"] == 0
+    assert n["expected_deliveries"] > 0
+    flooded = (subs["count"] + 1) * (7 - 1)  # what rpf sends: every (un)subscription to every broker
+    assert subs["ims_total"] < flooded, subs
+
+
 def _cli(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "scotbed.orchestrator.cli", *args],
