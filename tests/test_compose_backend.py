@@ -9,12 +9,12 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from scripted_runner import ScriptedRunner, const
 
 from scotbed.orchestrator import plan as deploy_plan
 from scotbed.orchestrator.backends import compose
@@ -24,7 +24,6 @@ from scotbed.orchestrator.backends.docker_engine import (
     ComposeProject,
     DockerEngine,
     EngineUnavailable,
-    Result,
 )
 from scotbed.orchestrator.render import compose_standalone
 from scotbed.orchestrator.spec import Spec, build_scot, load_spec
@@ -34,29 +33,6 @@ from scotbed.workloads import plan as wplan
 ROOT = Path(__file__).resolve().parents[1]
 QUICKSTART = ROOT / "experiments" / "quickstart.yaml"
 RUN_LABEL = "scotbed.io/run-id"
-
-Handler = Callable[[list[str]], tuple[int, str, str]]
-
-
-class ScriptedRunner:
-    """Answers each command with the first handler whose prefix matches; records every call."""
-
-    def __init__(self, handlers: list[tuple[list[str], Handler]]) -> None:
-        self.handlers = handlers
-        self.calls: list[list[str]] = []
-
-    def __call__(self, argv: Sequence[str], *, timeout: float) -> Result:
-        argv = list(argv)
-        self.calls.append(argv)
-        for prefix, handler in self.handlers:
-            if argv[: len(prefix)] == prefix:
-                rc, out, err = handler(argv)
-                return Result(tuple(argv), rc, out, err)
-        raise AssertionError(f"unexpected command {argv}")
-
-
-def const(rc: int, out: str = "", err: str = "") -> Handler:
-    return lambda _argv: (rc, out, err)
 
 
 def container(service: str, status: str = "running", exit_code: int = 0, restarts: int = 0) -> dict[str, Any]:

@@ -4,11 +4,11 @@ the real engine is exercised in test_docker_image.py."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+from scripted_runner import Handler, ScriptedRunner, const
 
 from scotbed.orchestrator.backends.docker_engine import (
     ComposeCLI,
@@ -17,33 +17,9 @@ from scotbed.orchestrator.backends.docker_engine import (
     DockerEngine,
     DockerError,
     EngineUnavailable,
-    Result,
     build_argv,
     project_name,
 )
-
-Handler = Callable[[list[str]], tuple[int, str, str]]
-
-
-class ScriptedRunner:
-    """Answers each command with the first handler whose prefix matches; records every call."""
-
-    def __init__(self, handlers: list[tuple[list[str], Handler]]) -> None:
-        self.handlers = handlers
-        self.calls: list[list[str]] = []
-
-    def __call__(self, argv: Sequence[str], *, timeout: float) -> Result:
-        argv = list(argv)
-        self.calls.append(argv)
-        for prefix, handler in self.handlers:
-            if argv[: len(prefix)] == prefix:
-                rc, out, err = handler(argv)
-                return Result(tuple(argv), rc, out, err)
-        raise AssertionError(f"unexpected command {argv}")
-
-
-def const(rc: int, out: str = "", err: str = "") -> Handler:
-    return lambda _argv: (rc, out, err)
 
 
 def container(service: str, status: str = "running", health: str | None = "healthy", **state: Any) -> dict:
