@@ -68,6 +68,9 @@ async def serve(cfg: BrokerConfig, stop_grace_s: float = 2.0) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # a launcher may start us with SIGINT/SIGTERM blocked (see launcher.start_broker); a broker must
+    # always hear them, to flush its event log and stop gracefully
+    signal.pthread_sigmask(signal.SIG_SETMASK, set())
     ap = argparse.ArgumentParser(prog="python -m scotbed.broker", description=__doc__.splitlines()[0])
     ap.add_argument("--config", required=True, help="broker JSON config (one broker or all brokers)")
     ap.add_argument("--id", required=True, help="this broker's id (selects it from an all-brokers file)")

@@ -37,14 +37,16 @@ them from inside a running event loop — use the async helpers there).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -57,6 +59,20 @@ from scotbed.v1 import scotbed_pb2 as pb
 from scotbed.v1 import scotbed_pb2_grpc as pbg
 
 HOST = "127.0.0.1"
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM back for the block (main thread only); a pending one arrives after it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held = {signal.SIGINT, signal.SIGTERM}
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 class LaunchError(RuntimeError):
@@ -199,12 +215,14 @@ class LocalCluster:
         b.stdout = self.workdir / "logs" / f"{broker_id}.out"
         b.stderr = self.workdir / "logs" / f"{broker_id}.err"
         cmd = [self.python, "-m", "scotbed.broker", "--config", str(self.config_path), "--id", broker_id]
-        with b.stdout.open("ab") as out, b.stderr.open("ab") as err:
+        # SIGINT/SIGTERM wait until the child is known (b.proc) and recorded (on_start): a handler that
+        # raised in between would leave a broker nobody can stop
+        with _signals_deferred(), b.stdout.open("ab") as out, b.stderr.open("ab") as err:
             b.proc = subprocess.Popen(
                 [*cmd, *self.broker_args], stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=self.env
             )
-        if self.on_start is not None:
-            self.on_start(broker_id, b.proc.pid)
+            if self.on_start is not None:
+                self.on_start(broker_id, b.proc.pid)
 
     def wait_ready(self, ids: Iterable[str] | None = None, timeout_s: float | None = None) -> None:
         asyncio.run(self._wait_ready(list(ids or self.brokers), timeout_s or self.ready_timeout_s))

@@ -486,6 +486,10 @@ class Lifecycle:
                 self.progress.info("teardown")
             self.deployment.teardown()
         if self.state is not None:
+            # an interrupted deploy has no deployment yet, but the processes it started are recorded
+            from scotbed.orchestrator.down import stop_processes
+
+            stop_processes(self.state.processes)
             self.state.forget()
 
 
