@@ -23,7 +23,6 @@ from scotbed.orchestrator.backends.docker_engine import (
     ComposeCLI,
     ComposeProject,
     DockerEngine,
-    EngineUnavailable,
 )
 from scotbed.orchestrator.render import compose_standalone
 from scotbed.orchestrator.spec import Spec, build_scot, load_spec
@@ -321,16 +320,6 @@ def test_standalone_file_runs_the_workload_against_service_names(spec: Spec) -> 
 
 
 # --- the real engine ----------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def engine() -> DockerEngine:
-    e = DockerEngine()
-    try:
-        e.check()
-    except EngineUnavailable as err:
-        pytest.skip(f"no Docker engine: {err}")
-    return e
 
 
 def compose_argv(engine: DockerEngine) -> list[str]:

@@ -22,7 +22,6 @@ from scotbed.orchestrator.backends.docker_engine import (
     IMAGE_UID,
     ComposeProject,
     DockerEngine,
-    EngineUnavailable,
     container_user,
     project_name,
 )
@@ -37,16 +36,6 @@ PORT = 50051
 
 def docker(*args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout, check=check)
-
-
-@pytest.fixture(scope="module")
-def engine() -> DockerEngine:
-    e = DockerEngine()
-    try:
-        e.check()
-    except EngineUnavailable as err:
-        pytest.skip(f"no Docker engine: {err}")
-    return e
 
 
 @pytest.fixture(scope="module")

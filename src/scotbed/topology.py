@@ -19,7 +19,7 @@ import random
 import re
 import xml.etree.ElementTree as ET
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
@@ -124,6 +124,10 @@ class AcyclicFactor:
     def vertex_type(self, v: str) -> BrokerType:
         return "edge" if self.degree(v) <= 1 else "inner"
 
+    def distances(self, src: str) -> dict[str, int]:
+        """Hop distance in the tree from ``src`` to every vertex."""
+        return _bfs(self.adjacency, src)
+
     def diameter(self) -> int:
         if len(self.vertices) == 1:
             return 0
@@ -145,18 +149,22 @@ def _cycle(parent: dict[str, str | None], x: str, y: str) -> list[str]:
     return [*cyc, x]
 
 
-def _bfs_far(adj: dict[str, tuple[str, ...]], src: str) -> tuple[str, int]:
+def _bfs(adj: Mapping[str, Sequence[str]], src: str) -> dict[str, int]:
+    """Hop distance from ``src`` to every vertex it reaches."""
     dist = {src: 0}
     q = deque([src])
-    far = src
     while q:
         x = q.popleft()
-        if dist[x] > dist[far]:
-            far = x
         for y in adj[x]:
             if y not in dist:
                 dist[y] = dist[x] + 1
                 q.append(y)
+    return dist
+
+
+def _bfs_far(adj: Mapping[str, Sequence[str]], src: str) -> tuple[str, int]:
+    dist = _bfs(adj, src)
+    far = max(dist, key=lambda v: dist[v])
     return far, dist[far]
 
 
@@ -378,16 +386,7 @@ class Scot:
         return self.factor.diameter() + (1 if self.m > 1 else 0)
 
     def hop_distances(self, src: str) -> dict[str, int]:
-        adj = {b: [n.id for n in ns] for b, ns in self._neighbours.items()}
-        dist = {src: 0}
-        q = deque([src])
-        while q:
-            x = q.popleft()
-            for y in adj[x]:
-                if y not in dist:
-                    dist[y] = dist[x] + 1
-                    q.append(y)
-        return dist
+        return _bfs({b: [n.id for n in ns] for b, ns in self._neighbours.items()}, src)
 
     def chromatic_need(self) -> int:
         """Nodes needed so that no broker shares a node with a neighbour: χ(G_A □ K_m) = max(2, m)

@@ -20,7 +20,7 @@ def column_order(factor: topo.AcyclicFactor) -> list[str]:
     alternate left and right, and in each subtree the root sits next to its parent with small
     subtrees close and large ones far, so a path is drawn in order and chains stay short."""
     adj = factor.adjacency
-    ecc = {v: max(_depths(adj, v).values()) for v in factor.vertices}
+    ecc = {v: max(factor.distances(v).values()) for v in factor.vertices}
     root = min(factor.vertices, key=lambda v: (ecc[v], factor.vertices.index(v)))
     size: dict[str, int] = {}
 
@@ -46,18 +46,6 @@ def column_order(factor: topo.AcyclicFactor) -> list[str]:
     if order.index(factor.vertices[0]) > len(order) // 2:
         order.reverse()  # keep the factor's first vertex on the left (a-f reads a to f)
     return order
-
-
-def _depths(adj: dict[str, tuple[str, ...]], root: str) -> dict[str, int]:
-    depth = {root: 0}
-    stack = [root]
-    while stack:
-        x = stack.pop()
-        for y in adj[x]:
-            if y not in depth:
-                depth[y] = depth[x] + 1
-                stack.append(y)
-    return depth
 
 
 def layout(scot: topo.Scot) -> dict[str, tuple[float, float]]:
