@@ -115,9 +115,8 @@ def test_snr_on_a_tree() -> None:
     assert msg.startswith("topology.connectivity: routing 'dnr'")
 
 
-@pytest.mark.parametrize(
-    "routing", ["rpf", "covering-active", "covering-lazy", "covering-packing", "selective-pruning"]
-)
+# selective-pruning joins this list when its plug-in lands (until then it is refused by name, below)
+@pytest.mark.parametrize("routing", ["rpf", "covering-active", "covering-lazy", "covering-packing"])
 def test_acyclic_routing_on_a_scot(routing: str) -> None:
     msgs = errors({"name": "x", "topology": {"kind": "scot", "connectivity": 2}, "routing": routing})
     expected = f"topology.connectivity: routing {routing!r} needs an acyclic overlay"
@@ -269,7 +268,6 @@ def test_broker_configs_carry_spec_and_scaled_capacities() -> None:
             "links": {"capacity_msgs_per_s": 100, "icol_capacity_msgs_per_s": 40},
             "congestion": {"window_ms": 20, "queue_threshold": 7},
             "workload": {"time_scale": 2},
-            "routing_params": {"k": 1},
         }
     )
     scot = build_scot(spec)
@@ -280,7 +278,10 @@ def test_broker_configs_carry_spec_and_scaled_capacities() -> None:
     assert (c.routing, c.matching, c.run_id, c.clusters) == ("dnr", "counting", "r1", 3)
     assert c.link_capacity_msgs_per_s == 50.0  # divided by time_scale
     assert c.congestion.window_ms == 20 and c.congestion.queue_threshold == 7
-    assert c.routing_params == {"k": 1}
+    assert c.routing_params == {}
+    bid = parse_spec({"name": "x", "routing": "bid", "routing_params": {"tombstone_capacity": 10}})
+    (b0, *_) = plan.broker_configs(bid, build_scot(bid), addrs, run_id="r1")
+    assert b0.routing_params == {"tombstone_capacity": 10}
     for cfg in configs:
         for n in cfg.neighbours:
             assert n.address == addrs[n.id]

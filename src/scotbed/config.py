@@ -13,20 +13,10 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
+from scotbed.broker import routing as routing_registry
+
 SCHEMA_VERSION = 1
 
-ROUTING_ALGORITHMS = (
-    "flooding",
-    "rpf",
-    "covering-active",
-    "covering-lazy",
-    "covering-packing",
-    "selective-pruning",
-    "bid",
-    "snr",
-    "dnr",
-    "link-matching",
-)
 MATCHING_ENGINES = ("naive", "counting", "pst")
 
 
@@ -80,7 +70,7 @@ class BrokerConfig:
     listen: str  # host:port to bind; port 0 = any free port (reported on stdout)
     neighbours: tuple[NeighbourConfig, ...] = ()
     clusters: int = 1  # m, the width of a CBV
-    routing: str = "rpf"
+    routing: str = routing_registry.DEFAULT_BROKER_ROUTING
     routing_params: dict[str, Any] = field(default_factory=dict)
     matching: str = "counting"
     link_capacity_msgs_per_s: float = 0.0  # default for every link; 0 = unlimited
@@ -120,11 +110,15 @@ class BrokerConfig:
             raise ConfigError(
                 f"{where}.schema_version: {self.schema_version} is not supported (expected {SCHEMA_VERSION})"
             )
-        if self.routing not in ROUTING_ALGORITHMS:
+        if self.routing not in routing_registry.ALGORITHMS:
             raise ConfigError(
                 f"{where}.routing: unknown algorithm {self.routing!r}; "
-                f"allowed: {', '.join(ROUTING_ALGORITHMS)}"
+                f"allowed: {', '.join(routing_registry.ALGORITHMS)}"
             )
+        if self.routing in routing_registry.implemented():
+            problems = routing_registry.check_params(self.routing, self.routing_params)
+            if problems:
+                raise ConfigError(f"{where}.routing_params.{problems[0]}")
         if self.matching not in MATCHING_ENGINES:
             raise ConfigError(
                 f"{where}.matching: unknown engine {self.matching!r}; allowed: {', '.join(MATCHING_ENGINES)}"

@@ -35,12 +35,9 @@ from pydantic import (
 )
 
 from scotbed import topology as topo
-from scotbed.config import ROUTING_ALGORITHMS
+from scotbed.broker import routing as routing_registry
+from scotbed.matching import implemented as matching_implemented
 
-#: routing algorithms that need a SCOT with at least two clusters (CBV, iCOLs)
-CLUSTERED_ROUTING = ("snr", "dnr")
-#: routing algorithms that need an acyclic overlay (a tree, m = 1)
-ACYCLIC_ROUTING = ("rpf", "covering-active", "covering-lazy", "covering-packing", "selective-pruning")
 #: the largest overlay a spec may ask for; beyond it a typo (fanout 10, depth 8) would hang the planner
 MAX_BROKERS = 5000
 
@@ -309,7 +306,9 @@ class Spec(_Block):
     seed: int = Field(default=0, ge=0, description="seeds placement, workload generation and random trees")
     topology: TopologySpec = Field(default_factory=lambda: TopologySpec())
     links: LinksSpec = Field(default_factory=lambda: LinksSpec())
-    routing: str = Field(default="snr", description="routing algorithm (DESIGN §1)")
+    routing: str = Field(
+        default=routing_registry.DEFAULT_ROUTING, description="routing algorithm (DESIGN §1)"
+    )
     routing_params: dict[str, Any] = Field(
         default_factory=dict, description="algorithm-specific parameters passed to every broker"
     )
@@ -325,8 +324,9 @@ class Spec(_Block):
     @field_validator("routing")
     @classmethod
     def _known_routing(cls, v: str) -> str:
-        if v not in ROUTING_ALGORITHMS:
-            raise ValueError(f"unknown routing algorithm; allowed: {', '.join(ROUTING_ALGORITHMS)}")
+        if v not in routing_registry.ALGORITHMS:
+            allowed = ", ".join(routing_registry.ALGORITHMS)
+            raise ValueError(f"unknown routing algorithm; allowed: {allowed}")
         return v
 
     @property
@@ -495,6 +495,32 @@ def _factor_size(a: Any) -> int | None:
     return None
 
 
+def _routing_problems(spec: Spec, shape: str) -> list[str]:
+    """The routing algorithm against the overlay and its parameters, from the plug-in's declarations."""
+    t = spec.topology
+    implemented = routing_registry.implemented()
+    if spec.routing not in implemented:
+        return [
+            f"routing: {spec.routing!r} is a known algorithm but not implemented in this build; "
+            f"implemented: {', '.join(implemented)}"
+        ]
+    algo = routing_registry.algorithm_class(spec.routing)
+    problems = []
+    if algo.requires_clusters and (t.kind != "scot" or t.m < 2):
+        problems.append(
+            f"topology.connectivity: routing {spec.routing!r} needs a SCOT with connectivity >= 2 "
+            f"(a CBV needs clusters), but the topology is {shape}"
+        )
+    if algo.requires_acyclic and t.m != 1:
+        problems.append(
+            f"topology.connectivity: routing {spec.routing!r} needs an acyclic overlay "
+            f"(kind tree, or connectivity 1), but the topology is {shape} which has cycles"
+        )
+    params = routing_registry.check_params(spec.routing, spec.routing_params)
+    problems += [f"routing_params.{p}" for p in params]
+    return problems
+
+
 def check_semantics(spec: Spec) -> None:
     """Cross-field rules: which overlays each routing algorithm runs on, and block consistency."""
     problems: list[str] = []
@@ -505,24 +531,7 @@ def check_semantics(spec: Spec) -> None:
             f"topology.connectivity: {t.m} is not allowed for kind tree (a tree has one cluster); "
             "use kind scot or connectivity 1"
         )
-    if spec.routing in CLUSTERED_ROUTING and (t.kind != "scot" or t.m < 2):
-        problems.append(
-            f"topology.connectivity: routing {spec.routing!r} needs a SCOT with connectivity >= 2 "
-            f"(a CBV needs clusters), but the topology is {shape}"
-        )
-    if spec.routing in ACYCLIC_ROUTING and t.m != 1:
-        problems.append(
-            f"topology.connectivity: routing {spec.routing!r} needs an acyclic overlay "
-            f"(kind tree, or connectivity 1), but the topology is {shape} which has cycles"
-        )
-    from scotbed.broker.routing import implemented as routing_implemented
-    from scotbed.matching import implemented as matching_implemented
-
-    if spec.routing not in routing_implemented():
-        problems.append(
-            f"routing: {spec.routing!r} is a known algorithm but not implemented in this build; "
-            f"implemented: {', '.join(routing_implemented())}"
-        )
+    problems += _routing_problems(spec, shape)
     if spec.matching not in matching_implemented():
         problems.append(
             f"matching: {spec.matching!r} is not implemented in this build; "

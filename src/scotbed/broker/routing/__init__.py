@@ -1,40 +1,89 @@
-"""Routing plug-ins by spec name; one module per algorithm, imported on demand."""
+"""The routing algorithm registry: the one module that names the algorithms (DESIGN §1).
+
+Adding an algorithm is one new module with a :class:`~scotbed.broker.routing.base.RoutingAlgorithm`
+subclass (declaring its overlay requirements and its parameters with defaults) plus one line in
+:data:`ALGORITHMS`. The spec's checks, the broker config's checks and the CLI's lists all derive
+from here. A name whose module is absent is known but not implemented in this build: the spec
+refuses it by name and lists what is implemented.
+
+This module imports nothing of the broker at load time, so the shared core
+(:mod:`scotbed.config`) and the orchestrator may import it without pulling in the runtime.
+"""
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-from scotbed.broker.routing.base import BrokerView, RoutingAlgorithm
+if TYPE_CHECKING:
+    from scotbed.broker.routing.base import BrokerView, RoutingAlgorithm
 
+#: spec name -> "module:Class", in the order the CLI and error messages list them
 ALGORITHMS: dict[str, str] = {
     "flooding": "scotbed.broker.routing.flooding:Flooding",
     "rpf": "scotbed.broker.routing.rpf:ReversePathForwarding",
     "covering-active": "scotbed.broker.routing.covering:ActiveCovering",
     "covering-lazy": "scotbed.broker.routing.covering:LazyCovering",
     "covering-packing": "scotbed.broker.routing.covering:PackingCovering",
+    "selective-pruning": "scotbed.broker.routing.selective_pruning:SelectivePruning",
     "bid": "scotbed.broker.routing.bid:BidRouting",
     "snr": "scotbed.broker.routing.octopis:StaticNotificationRouting",
     "dnr": "scotbed.broker.routing.octopis:DynamicNotificationRouting",
+    "link-matching": "scotbed.broker.routing.link_matching:LinkMatching",
 }
+#: the spec's default algorithm
+DEFAULT_ROUTING = "snr"
+#: the broker config's default algorithm (a config written by hand for a tree)
+DEFAULT_BROKER_ROUTING = "rpf"
 
 
 def implemented() -> list[str]:
     """The algorithm names this build can run (their module is present)."""
-    import importlib.util
-
     return [n for n, t in ALGORITHMS.items() if importlib.util.find_spec(t.split(":")[0]) is not None]
 
 
 def algorithm_class(name: str) -> type[RoutingAlgorithm]:
+    """The plug-in class registered under ``name``; its ``name`` attribute is set from here."""
     try:
         target = ALGORITHMS[name]
     except KeyError:
         raise ValueError(
-            f"routing algorithm {name!r} is not implemented; available: {', '.join(ALGORITHMS)}"
+            f"routing algorithm {name!r} is not implemented; available: {', '.join(implemented())}"
         ) from None
     module, cls = target.split(":")
-    algo: type[RoutingAlgorithm] = getattr(importlib.import_module(module), cls)
+    try:
+        loaded = importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        if e.name != module:
+            raise
+        raise ValueError(
+            f"routing algorithm {name!r} is not implemented in this build; "
+            f"implemented: {', '.join(implemented())}"
+        ) from None
+    algo: type[RoutingAlgorithm] = getattr(loaded, cls)
+    algo.name = name
     return algo
+
+
+def check_params(name: str, params: Mapping[str, Any]) -> list[str]:
+    """One ``key: message`` problem per parameter ``name`` does not declare or gets with a wrong type."""
+    declared = algorithm_class(name).params
+    problems = []
+    for key, value in params.items():
+        if key not in declared:
+            allowed = ", ".join(declared) or "none"
+            problems.append(f"{key}: {name!r} has no parameter {key!r}; its parameters: {allowed}")
+            continue
+        want = type(declared[key])
+        ok = isinstance(value, want) or (want is float and isinstance(value, int))
+        if isinstance(value, bool) and want is not bool:
+            ok = False
+        if not ok:
+            expected = f"expected {want.__name__} (default {declared[key]!r})"
+            problems.append(f"{key}: {value!r} is not allowed; {expected}")
+    return problems
 
 
 def make_algorithm(name: str, view: BrokerView) -> RoutingAlgorithm:

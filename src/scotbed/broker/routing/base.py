@@ -134,11 +134,14 @@ class RoutingTable:
 class RoutingAlgorithm(ABC):
     """Base of every routing plug-in; one module per algorithm."""
 
-    name: ClassVar[str]
+    #: the spec name, set by the registry (:mod:`scotbed.broker.routing`) when it loads the class
+    name: ClassVar[str] = ""
     #: the overlay must be acyclic (a tree, m = 1)
     requires_acyclic: ClassVar[bool] = False
     #: the overlay must be a clustered SCOT with m >= 2
     requires_clusters: ClassVar[bool] = False
+    #: ``routing_params`` this algorithm reads, with their defaults (a value's type is the param's type)
+    params: ClassVar[Mapping[str, Any]] = {}
 
     def __init__(self, view: BrokerView) -> None:
         self.view = view
@@ -152,6 +155,10 @@ class RoutingAlgorithm(ABC):
 
     @abstractmethod
     def on_publication(self, pub: Publication, from_hop: str | None) -> Decision: ...
+
+    def param(self, key: str) -> Any:
+        """A ``routing_params`` value, or its declared default."""
+        return self.view.params.get(key, type(self).params[key])
 
     def table_size(self) -> int:
         return len(self.table)

@@ -56,7 +56,7 @@ Key = tuple[str, str]  # (sub_id, host BID)
 
 
 class BidRouting(RoutingAlgorithm):
-    name = "bid"
+    params = {"tombstone_capacity": TOMBSTONE_CAPACITY}
 
     def __init__(self, view: BrokerView) -> None:
         super().__init__(view)
@@ -64,7 +64,7 @@ class BidRouting(RoutingAlgorithm):
         self.route: dict[str, str] = {}  # host BID -> next hop, fixed by the first subscription from it
         self._origin: dict[Key, int] = {}
         self._tombstones: OrderedDict[Key, int] = OrderedDict()
-        self._capacity = int(view.params.get("tombstone_capacity", TOMBSTONE_CAPACITY))
+        self._capacity = int(self.param("tombstone_capacity"))
 
     def on_subscription(self, sub: Subscription, from_hop: str | None) -> Decision:
         key = (sub.sub_id, sub.host_broker)

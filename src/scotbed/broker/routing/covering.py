@@ -211,16 +211,13 @@ class _Covering(ReversePathForwarding):
 
 
 class ActiveCovering(_Covering):
-    name = "covering-active"
     active = True
 
 
 class LazyCovering(_Covering):
-    name = "covering-lazy"
     active = False
 
 
 class PackingCovering(_Covering):
-    name = "covering-packing"
     active = True
     packing = True

@@ -27,12 +27,12 @@ SEEN_CAPACITY = 1_000_000  # publication ids remembered for duplicate suppressio
 
 
 class Flooding(RoutingAlgorithm):
-    name = "flooding"
+    params = {"seen_capacity": SEEN_CAPACITY}
 
     def __init__(self, view: BrokerView) -> None:
         super().__init__(view)
         self._seen: OrderedDict[str, None] = OrderedDict()
-        self._capacity = int(view.params.get("seen_capacity", SEEN_CAPACITY))
+        self._capacity = int(self.param("seen_capacity"))
 
     def on_subscription(self, sub: Subscription, from_hop: str | None) -> Decision:
         if from_hop is not None:

@@ -87,7 +87,6 @@ def cbv_of(clusters: set[int]) -> int | None:
 class StaticNotificationRouting(RoutingAlgorithm):
     """SNR: two-step subscription broadcast and routing on shortest subscription trees."""
 
-    name = "snr"
     requires_clusters = True
 
     def __init__(self, view: BrokerView) -> None:
@@ -163,8 +162,6 @@ class DynamicNotificationRouting(StaticNotificationRouting):
 
     ``cases`` counts, per case name, the notifications this broker re-routed.
     """
-
-    name = "dnr"
 
     def __init__(self, view: BrokerView) -> None:
         super().__init__(view)

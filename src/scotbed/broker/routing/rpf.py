@@ -26,7 +26,6 @@ from scotbed.broker.routing.base import (
 
 
 class ReversePathForwarding(RoutingAlgorithm):
-    name = "rpf"
     requires_acyclic = True
 
     def on_subscription(self, sub: Subscription, from_hop: str | None) -> Decision:
