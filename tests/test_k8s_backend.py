@@ -842,14 +842,15 @@ def test_a_workload_that_does_not_finish_times_out_naming_the_job_and_keeps_part
 
 
 def _locust_objects(run_id: str) -> list[dict[str, Any]]:
+    from workload_plans import plan_for
+
     from scotbed import topology as T
     from scotbed.orchestrator.render.k8s import run_labels
-    from scotbed.workloads import plan as P
     from scotbed.workloads.k8s import render_locust
 
     scot = T.Scot(T.paper_fig2(), 2)
     addr = {b.id: f"{b.id}.brokers.ns.svc:50051" for b in scot.brokers}
-    plan = P.build_plan({"subscribers": 4, "publishers": 1}, scot, addr, seed=1, run_id=run_id)
+    plan = plan_for({"subscribers": 4, "publishers": 1}, scot, addr, seed=1, run_id=run_id)
     return render_locust(plan, run_id, "scotbed-broker:test", workers=1, labels=run_labels(run_id))
 
 

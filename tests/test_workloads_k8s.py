@@ -8,6 +8,7 @@ import json
 
 import kubernetes_validate
 import pytest
+from workload_plans import plan_for
 
 from scotbed import topology as T
 from scotbed.workloads import plan as P
@@ -19,7 +20,7 @@ from scotbed.workloads.k8s import CONFIGMAP_LIMIT_BYTES, render_locust
 def plan() -> P.Plan:
     scot = T.Scot(T.paper_fig2(), 2)
     addr = {b.id: f"{b.id}.brokers.ns.svc:50051" for b in scot.brokers}
-    return P.build_plan({"subscribers": 10, "publishers": 2}, scot, addr, seed=1, run_id="quick-1")
+    return plan_for({"subscribers": 10, "publishers": 2}, scot, addr, seed=1, run_id="quick-1")
 
 
 def test_objects_are_valid_and_the_jobs_exit(plan: P.Plan) -> None:

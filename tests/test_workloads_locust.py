@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from workload_plans import plan_for
 
 from scotbed import topology as T
 from scotbed.filters import Filter
@@ -50,7 +51,7 @@ def test_headless_run_ends_by_itself_and_logs_every_publication_and_receive(
         "selectivity": 0.05,
         "drain_s": 1.5,
     }
-    plan = P.build_plan(workload, SCOT, brokers, seed=3, run_id="e2e")
+    plan = plan_for(workload, SCOT, brokers, seed=3, run_id="e2e")
     P.write(plan, tmp_path / "plan.json")
     result = run_workload(tmp_path / "plan.json", tmp_path, workers=2, timeout_s=180)
 
@@ -97,7 +98,7 @@ def test_hrp_burst_and_churn(brokers: dict[str, str], tmp_path: Path) -> None:
         "hrp": {"rate_per_minute": 12000, "notifications": 400, "start_s": 0.5, "interested_fraction": 0.2},
         "churn": {"rate_per_minute": 120, "mobility": "cluster", "away_s": 0.3},
     }
-    plan = P.build_plan(workload, SCOT, brokers, seed=5, run_id="hrp")
+    plan = plan_for(workload, SCOT, brokers, seed=5, run_id="hrp")
     P.write(plan, tmp_path / "plan.json")
     result = run_workload(tmp_path / "plan.json", tmp_path, workers=2, timeout_s=180)
     assert result.status["phase"] == "done"
@@ -134,7 +135,7 @@ def test_unreachable_broker_is_named_before_locust_starts(tmp_path: Path) -> Non
         s.bind(("127.0.0.1", 0))
         dead = f"127.0.0.1:{s.getsockname()[1]}"
     addr = {b.id: dead for b in SCOT.brokers}
-    plan = P.build_plan({"subscribers": 2, "publishers": 1}, SCOT, addr, seed=1)
+    plan = plan_for({"subscribers": 2, "publishers": 1}, SCOT, addr, seed=1)
     P.write(plan, tmp_path / "plan.json")
     session = WorkloadSession(tmp_path / "plan.json", tmp_path, workers=1, health_timeout_s=0.5)
     with pytest.raises(

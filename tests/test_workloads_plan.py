@@ -7,8 +7,10 @@ import json
 import re
 
 import pytest
+from workload_plans import plan_for
 
 from scotbed import topology as T
+from scotbed.orchestrator.spec import SpecError
 from scotbed.workloads import plan as P
 from scotbed.workloads.quotes import sample
 
@@ -17,14 +19,14 @@ ADDR = {b.id: f"127.0.0.1:{6000 + k}" for k, b in enumerate(SCOT.brokers)}
 
 
 def build(workload: dict, seed: int = 7) -> P.Plan:
-    return P.build_plan(workload, SCOT, ADDR, seed=seed, run_id="r1")
+    return plan_for(workload, SCOT, ADDR, seed=seed, run_id="r1")
 
 
 def test_same_seed_gives_byte_identical_plan_files(tmp_path) -> None:
     w = {
         "subscribers": 30,
         "publishers": 3,
-        "hrp": {"notifications": 10, "interested_fraction": 0.1},
+        "hrp": {"rate_per_minute": 6000, "notifications": 10, "interested_fraction": 0.1},
         "churn": {"rate_per_minute": 30, "mobility": "cluster"},
     }
     a = P.write(build(w), tmp_path / "a.json").read_bytes()
@@ -123,27 +125,43 @@ def test_unsubscription_burst_removes_covering_roots() -> None:
 @pytest.mark.parametrize(
     ("workload", "message"),
     [
-        ({"subscriberz": 3}, r"workload: unknown field\(s\) subscriberz"),
-        ({"hrp": {"rate": 3}}, r"workload.hrp: unknown field\(s\) rate"),
-        ({"unsub_burst": {"count": 1}}, r"unsub_burst: needs covering mode"),
-        ({"placement": "nowhere"}, r"workload.placement: placement: unknown mode 'nowhere'"),
+        ({"subscriberz": 3}, r"^workload.subscriberz: unknown key; allowed here: schema, symbols"),
+        ({"hrp": {"rate": 3}}, r"(?m)^workload.hrp.rate: unknown key"),
+        ({"unsub_burst": {"count": 1}}, r"^workload.unsub_burst: needs workload.covering"),
+        ({"placement": "nowhere"}, r"^workload.placement.mode: 'nowhere' is not allowed"),
+        (
+            {"covering": {"degree": 30}, "unsub_burst": {"count": 99}},
+            r"^workload.unsub_burst.count: 99 > the",
+        ),
     ],
 )
 def test_bad_workload_sections_are_named(workload: dict, message: str) -> None:
-    with pytest.raises(P.PlanError, match=message):
+    with pytest.raises(SpecError, match=message):
         build({"subscribers": 4, "publishers": 1, **workload})
 
 
 def test_region_mobility_on_a_tree_is_an_error() -> None:
     tree = T.tree(T.path(3))
     addr = {b.id: "127.0.0.1:1" for b in tree.brokers}
-    with pytest.raises(P.PlanError, match=r"'region' needs a SCOT with m >= 2"):
-        P.build_plan(
+    with pytest.raises(
+        SpecError, match=r"^workload.churn.mobility: 'region' needs a SCOT with connectivity >= 2"
+    ):
+        plan_for(
             {"subscribers": 3, "publishers": 1, "churn": {"rate_per_minute": 6, "mobility": "region"}},
             tree,
             addr,
             seed=1,
         )
+
+
+def test_plan_names_a_client_without_a_host() -> None:
+    params = plan_for({"subscribers": 1, "publishers": 0}, SCOT, ADDR)
+    assert [s.name for s in params.subscribers] == ["s0"]
+    from scotbed.orchestrator.spec import parse_spec
+
+    spec = parse_spec({"name": "t", "workload": {"subscribers": 2, "publishers": 0}})
+    with pytest.raises(P.PlanError, match=r"^hosts: no host broker for client\(s\) \['s1'\]"):
+        P.build_plan(spec.workload.params(spec.base_dir), SCOT, ADDR, {"s0": "b-a-0"}, seed=1)
 
 
 @functools.cache

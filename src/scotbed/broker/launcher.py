@@ -54,6 +54,7 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from scotbed import contract
 from scotbed.config import BrokerConfig, LogConfig, build_configs, dump_all
 from scotbed.v1 import scotbed_pb2 as pb
 from scotbed.v1 import scotbed_pb2_grpc as pbg
@@ -161,7 +162,7 @@ class LocalCluster:
         self.broker_args = list(broker_args)
         self.on_start = on_start  # called with (broker id, pid) after each process start
         self.brokers: dict[str, BrokerProcess] = {}
-        self.config_path = self.workdir / "brokers.json"
+        self.config_path = self.workdir / contract.BROKERS
 
     @classmethod
     def from_topology(
@@ -182,7 +183,7 @@ class LocalCluster:
 
     def start(self) -> None:
         (self.workdir / "logs").mkdir(parents=True, exist_ok=True)
-        (self.workdir / "events").mkdir(parents=True, exist_ok=True)
+        (self.workdir / contract.EVENTS_DIR).mkdir(parents=True, exist_ok=True)
         reservations = reserve_ports(len(self.configs))
         try:
             addresses = {
@@ -205,7 +206,9 @@ class LocalCluster:
     def _with_log(self, c: BrokerConfig) -> BrokerConfig:
         if c.log.path != LogConfig().path:
             return c
-        return replace(c, log=replace(c.log, path=str(self.workdir / "events" / f"{c.id}{self.log_suffix}")))
+        return replace(
+            c, log=replace(c.log, path=str(self.workdir / contract.events_file(c.id, self.log_suffix)))
+        )
 
     def start_broker(self, broker_id: str) -> None:
         """(Re)start one broker process with its config (same port); does not wait for health."""

@@ -45,6 +45,19 @@ from scotbed.broker.eventlog import EventLog
 from scotbed.broker.routing import make_algorithm
 from scotbed.broker.routing.base import Decision, Entry, LinkState, RoutingAlgorithm
 from scotbed.config import BrokerConfig, NeighbourConfig
+from scotbed.contract import (
+    DELIVER,
+    DROP,
+    MATCH,
+    NOTIF_IN,
+    NOTIF_OUT,
+    QUEUE,
+    SUB_IN,
+    SUB_OUT,
+    TABLE,
+    UNSUB_IN,
+    UNSUB_OUT,
+)
 from scotbed.matching import Matcher, make_matcher
 from scotbed.messages import Message, Publication, Subscription, Unsubscription
 from scotbed.v1 import scotbed_pb2 as pb
@@ -261,8 +274,8 @@ class Broker:
         return True
 
     def drop(self, link: str, reason: str, **fields: Any) -> None:
-        self.counters["drop"] += 1
-        self.events.emit("drop", link=link, reason=reason, **fields)
+        self.counters[DROP] += 1
+        self.events.emit(DROP, link=link, reason=reason, **fields)
 
     # --- the processing loop ----------------------------------------------------------------
 
@@ -300,8 +313,8 @@ class Broker:
     def _on_subscription(self, from_hop: str | None, sub: Subscription) -> None:
         link = from_hop or ""
         if from_hop is not None:
-            self.counters["sub_in"] += 1
-        self.events.emit("sub_in", sub_id=sub.sub_id, link=link, hops=sub.hops)
+            self.counters[SUB_IN] += 1
+        self.events.emit(SUB_IN, sub_id=sub.sub_id, link=link, hops=sub.hops)
         d = self.algo.on_subscription(sub, from_hop)
         if d.duplicate:
             self.counters["duplicate"] += 1
@@ -309,36 +322,36 @@ class Broker:
             session = self.sessions.get(sub.sub_id)
             if session is not None and not session.accepted.done():
                 session.accepted.set_result(None)
-        self._forward(d, "sub_out", "sub_id")
+        self._forward(d, SUB_OUT, "sub_id")
 
     def _on_unsubscription(self, from_hop: str | None, unsub: Unsubscription) -> None:
         link = from_hop or ""
         if from_hop is not None:
-            self.counters["unsub_in"] += 1
-        self.events.emit("unsub_in", sub_id=unsub.sub_id, link=link, hops=unsub.hops)
+            self.counters[UNSUB_IN] += 1
+        self.events.emit(UNSUB_IN, sub_id=unsub.sub_id, link=link, hops=unsub.hops)
         d = self.algo.on_unsubscription(unsub, from_hop)
         if d.duplicate:
             self.counters["duplicate"] += 1
-        self._forward(d, "unsub_out", "sub_id")
+        self._forward(d, UNSUB_OUT, "sub_id")
 
     def _on_publication(self, from_hop: str | None, pub: Publication, raw: pb.Notification | None) -> None:
         emit = self.events.emit
         if from_hop is not None:
-            self.counters["notif_in"] += 1
-        emit("notif_in", pub_id=pub.pub_id, link=from_hop or "", hops=pub.hops)
+            self.counters[NOTIF_IN] += 1
+        emit(NOTIF_IN, pub_id=pub.pub_id, link=from_hop or "", hops=pub.hops)
         d = self.algo.on_publication(pub, from_hop)
         if d.duplicate:
             self.counters["duplicate"] += 1
         if d.match_us is not None:
-            self.counters["match"] += 1
+            self.counters[MATCH] += 1
             n = d.matched if d.matched is not None else len(d.deliver)
-            emit("match", pub_id=pub.pub_id, us=round(d.match_us, 1), n=n)
+            emit(MATCH, pub_id=pub.pub_id, us=round(d.match_us, 1), n=n)
             if self.match_observer is not None:
                 self.match_observer(d.match_us)
         if d.deliver:
             self._deliver(pub, raw, d.deliver)
         if d.forwards:
-            self._forward(d, "notif_out", "pub_id", raw)
+            self._forward(d, NOTIF_OUT, "pub_id", raw)
 
     def _deliver(self, pub: Publication, raw: pb.Notification | None, sub_ids: list[str]) -> None:
         if raw is None:
@@ -356,8 +369,8 @@ class Broker:
                 delivery=pb.Delivery(notification=raw, sub_id=sub_id, broker_ns=now, hops=pub.hops)
             )
             session.queue.put_nowait(ev)
-            self.counters["deliver"] += 1
-            self.events.emit("deliver", pub_id=pub.pub_id, sub_id=sub_id, hops=pub.hops)
+            self.counters[DELIVER] += 1
+            self.events.emit(DELIVER, pub_id=pub.pub_id, sub_id=sub_id, hops=pub.hops)
 
     def _forward(self, d: Decision, ev: str, id_field: str, raw: pb.Notification | None = None) -> None:
         cache: dict[int, pb.Envelope] = {}
@@ -380,7 +393,7 @@ class Broker:
             link.window_in += 1
             link.wake.set()
             self.counters[ev] += 1
-            if ev == "notif_out":
+            if ev == NOTIF_OUT:
                 assert isinstance(msg, Publication)
                 emit(ev, pub_id=msg.pub_id, link=f.hop, hops=msg.hops, dynamic=msg.dynamic)
             else:
@@ -403,10 +416,10 @@ class Broker:
 
     def sample(self) -> None:
         emit = self.events.emit
-        emit("queue", link="", len=self.input.qsize(), ce=0.0)
+        emit(QUEUE, link="", len=self.input.qsize(), ce=0.0)
         for link in self.links.values():
-            emit("queue", link=link.id, len=len(link.queue), ce=round(link.ce, 3))
-        emit("table", size=self.algo.table_size())
+            emit(QUEUE, link=link.id, len=len(link.queue), ce=round(link.ce, 3))
+        emit(TABLE, size=self.algo.table_size())
 
     async def _flusher(self) -> None:
         period = self.cfg.log.flush_interval_ms / 1000.0

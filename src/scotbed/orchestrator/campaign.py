@@ -30,6 +30,7 @@ from typing import Any
 
 import yaml
 
+from scotbed import contract
 from scotbed.orchestrator.spec import SpecError, load_spec
 
 
@@ -154,7 +155,7 @@ class CampaignIndex:
         rec = self.cells.get(key)
         if not rec or rec.get("status") != "done" or not rec.get("run_dir"):
             return False
-        return (Path(rec["run_dir"]) / "analysis" / "summary.json").exists()
+        return (Path(rec["run_dir"]) / contract.SUMMARY).exists()
 
     def record(self, outcome: CellOutcome, values: dict[str, Any]) -> None:
         self.cells[outcome.key] = {
@@ -252,5 +253,5 @@ def main(args: Any) -> int:
     for o in failed:
         progress.warn(f"{o.key}: {o.error}")
     progress.info(f"campaign directory: {cdir}")
-    progress.info(f"report: {cdir / 'report.html'}")
+    progress.info(f"report: {cdir / contract.REPORT}")
     return 1 if failed else 0

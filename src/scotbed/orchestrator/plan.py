@@ -122,16 +122,6 @@ def client_plan(spec: Spec, scot: topo.Scot) -> ClientPlan:
     return ClientPlan(*placed)
 
 
-def workload_section(spec: Spec) -> dict[str, Any]:
-    """The spec's workload block as the workload plan builder reads it (the clients are placed
-    by the orchestrator and passed as ``hosts``, so placement is not part of it)."""
-    w = spec.workload.model_dump(mode="json", by_alias=True, exclude_none=True)
-    w.pop("placement")
-    if spec.workload.csv:
-        w["csv"] = [str((spec.base_dir / f).resolve()) for f in spec.workload.csv]
-    return w
-
-
 def workload_plan(
     spec: Spec,
     scot: topo.Scot,
@@ -146,13 +136,13 @@ def workload_plan(
 
     try:
         plan = wplan.build_plan(
-            workload_section(spec),
+            spec.workload.params(spec.base_dir),
             scot,
             addresses,
+            client_plan(spec, scot).all(),
             spec.seed,
             run_id=run_id,
             release=wplan.ReleaseSpec(mode=release_mode, quiescence_timeout_s=spec.timeouts.quiescent_s),
-            hosts=client_plan(spec, scot).all(),
         )
     except ValueError as e:  # PlanError and the generators' ValueErrors
         msg = str(e)

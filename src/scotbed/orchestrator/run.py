@@ -38,6 +38,7 @@ from typing import Any, Literal
 
 import yaml
 
+from scotbed import contract
 from scotbed.orchestrator import plan as deploy_plan
 from scotbed.orchestrator.backends.base import Backend, BackendError, Deployment, DeployRequest
 from scotbed.orchestrator.progress import Phase, Progress, make_progress
@@ -194,16 +195,18 @@ class Lifecycle:
         run_id = deploy_plan.make_run_id(spec.name)
         run_dir = (self.options.out / run_id).resolve()
         self.run_dir = run_dir
-        for sub in ("events", "workload", "locust", "analysis", "manifests"):
+        for sub in contract.RUN_DIRS:
             (run_dir / sub).mkdir(parents=True, exist_ok=True)
-        (run_dir / "spec.resolved.yaml").write_text(resolved_spec_text(spec, run_id, backend_name, self.sets))
+        (run_dir / contract.SPEC_RESOLVED).write_text(
+            resolved_spec_text(spec, run_id, backend_name, self.sets)
+        )
         self.state = RunState(run_id, backend_name, str(run_dir))
         self.state.save()
         self.progress.info(f"run directory: {run_dir}")
 
         with self.progress.phase("topology") as ph:
             scot = build_scot(spec)
-            (run_dir / "topology.json").write_text(json.dumps(scot.to_json(), indent=1))
+            (run_dir / contract.TOPOLOGY).write_text(json.dumps(scot.to_json(), indent=1))
             s = scot.summary()
             ph.update(
                 f"{s['brokers']} brokers, {s['clusters']} clusters, {s['regions']} regions, "
@@ -296,7 +299,7 @@ class Lifecycle:
         plan = deploy_plan.workload_plan(
             spec, scot, self.deployment.client_addresses, run_id=run_id, release_mode=release_mode
         )
-        wplan.write(plan, self.run_dir / "workload" / "plan.json")
+        wplan.write(plan, self.run_dir / contract.PLAN)
         return plan
 
     def _workload_on_host(self, spec: Spec, scot: Any, run_id: str) -> None:
@@ -348,7 +351,7 @@ class Lifecycle:
 
         assert self.deployment is not None and self.run_dir is not None and self.state is not None
         plan = self._plan(spec, scot, run_id, "file")
-        plan_path = self.run_dir / "workload" / "plan.json"
+        plan_path = self.run_dir / contract.PLAN
         self.session = WorkloadSession(plan_path, self.run_dir, workers=self.options.workers)
         try:
             self.session.start()
@@ -432,7 +435,7 @@ class Lifecycle:
         except Exception as e:  # a broker that cannot flush still has what it wrote
             self.progress.warn(f"collect: flush failed: {e}")
         try:
-            files = self.deployment.collect(self.run_dir / "events")
+            files = self.deployment.collect(self.run_dir / contract.EVENTS_DIR)
         except BackendError as e:
             raise RunFailed(f"collect: {e}", self.run_dir) from None
         self.collected = True
@@ -572,6 +575,6 @@ def main(args: Any) -> int:
         print("scotbed run: terminated; resources removed, collected logs kept", file=sys.stderr)
         return 143
     progress.info(result.verdict)
-    progress.info(f"report: {result.run_dir / 'report.html'}")
-    print(result.run_dir / "report.html")
+    progress.info(f"report: {result.run_dir / contract.REPORT}")
+    print(result.run_dir / contract.REPORT)
     return 0 if result.ok else 1

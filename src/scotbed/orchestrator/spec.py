@@ -15,7 +15,6 @@ files (edge-list and GraphML factors, relative to the spec file).
 from __future__ import annotations
 
 import copy
-import types
 import typing
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -37,6 +36,8 @@ from pydantic import (
 from scotbed import topology as topo
 from scotbed.broker import routing as routing_registry
 from scotbed.matching import implemented as matching_implemented
+from scotbed.orchestrator.spec_errors import describe
+from scotbed.workloads import params as wp
 
 #: the largest overlay a spec may ask for; beyond it a typo (fanout 10, depth 8) would hang the planner
 MAX_BROKERS = 5000
@@ -275,6 +276,21 @@ class WorkloadSpec(_Block):
     def _dump_placement(self, p: PlacementSpec) -> Any:
         return p.mode if p.clusters is None and p.brokers is None else p.model_dump(exclude_none=True)
 
+    def params(self, base_dir: Path) -> wp.WorkloadParams:
+        """The typed parameters the plan builder takes; CSV files resolved against ``base_dir``.
+        Placement is not part of them: the orchestrator places the clients."""
+        blocks = {"placement", "schema_", "csv", "covering", "hrp", "churn", "unsub_burst"}
+        d = self.model_dump(exclude=blocks)
+        return wp.WorkloadParams(
+            **d,
+            schema=self.schema_,
+            csv=tuple(str((base_dir / f).resolve()) for f in self.csv or ()),
+            covering=wp.CoveringParams(**self.covering.model_dump()) if self.covering else None,
+            hrp=wp.HrpParams(**self.hrp.model_dump()) if self.hrp else None,
+            churn=wp.ChurnParams(**self.churn.model_dump()) if self.churn else None,
+            unsub_burst=wp.UnsubBurstParams(**self.unsub_burst.model_dump()) if self.unsub_burst else None,
+        )
+
 
 class AnalysisSpec(_Block):
     stability_window: int = Field(
@@ -380,7 +396,7 @@ def parse_spec(
     try:
         spec = Spec.model_validate(doc)
     except ValidationError as e:
-        raise SpecError([_describe(err, doc) for err in e.errors()]) from None
+        raise SpecError([describe(err, doc, Spec, ACYCLIC_KINDS) for err in e.errors()]) from None
     spec._base_dir = Path(base_dir) if base_dir is not None else Path.cwd()
     check_semantics(spec)
     return spec
@@ -406,80 +422,6 @@ def load_spec(path: str | Path, sets: Iterable[str] = ()) -> Spec:
 def dump_spec(spec: Spec) -> str:
     """The resolved spec as YAML (``spec.resolved.yaml``): every default written out."""
     return yaml.safe_dump(spec.model_dump(mode="json", by_alias=True), sort_keys=False)
-
-
-def _describe(err: Any, doc: Any) -> str:
-    """One ``path: message`` line for a pydantic error, with the path as the user wrote it."""
-    keys, value, found = _resolve(err["loc"], doc)
-    path = ".".join(keys) or "(top level)"
-    kind = err["type"]
-    if kind == "extra_forbidden":
-        allowed = _allowed_keys(keys[:-1], doc)
-        return f"{path}: unknown key; allowed here: {', '.join(allowed)}"
-    if kind == "missing":
-        return f"{path}: required key is missing"
-    if kind == "union_tag_not_found":
-        return f"{path}: {err.get('input')!r} needs a 'kind'; allowed kinds: {', '.join(ACYCLIC_KINDS)}"
-    if kind == "union_tag_invalid":
-        return f"{path}: {value!r} is not allowed; allowed: {err['ctx']['expected_tags']}"
-    msg = str(err["msg"]).removeprefix("Value error, ")
-    msg = msg[:1].lower() + msg[1:]
-    shown = value if found else err.get("input")
-    return f"{path}: {shown!r} is not allowed: {msg}"
-
-
-def _resolve(loc: Sequence[Any], doc: Any) -> tuple[list[str], Any, bool]:
-    """Follow a pydantic ``loc`` through the input document, dropping union tags (``kary``) that
-    pydantic inserts but the user never wrote. Returns the key path, the value there, and
-    whether the value exists in the input."""
-    keys: list[str] = []
-    node = doc
-    found = True
-    for k, part in enumerate(loc):
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-            keys.append(str(part))
-        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
-            node = node[part]
-            keys[-1:] = [f"{keys[-1] if keys else ''}[{part}]"]
-        elif k == len(loc) - 1:
-            keys.append(str(part))
-            found = False
-        # otherwise a union tag or validator name: not a key of the document
-    return keys, node, found
-
-
-def _models_in(annotation: Any) -> list[type[BaseModel]]:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return [annotation]
-    origin = typing.get_origin(annotation)
-    if origin is Annotated:
-        return _models_in(typing.get_args(annotation)[0])
-    if origin in (typing.Union, types.UnionType):
-        return [m for a in typing.get_args(annotation) for m in _models_in(a)]
-    return []
-
-
-def _accepts_kind(model: type[BaseModel], kind: Any) -> bool:
-    field = model.model_fields.get("kind")
-    return field is None or kind in typing.get_args(field.annotation)
-
-
-def _allowed_keys(keys: Sequence[str], doc: Any) -> list[str]:
-    """The keys the model at ``keys`` accepts (for unknown-key messages)."""
-    model: type[BaseModel] = Spec
-    node = doc
-    for key in keys:
-        name = next((n for n, f in model.model_fields.items() if (f.alias or n) == key), key)
-        field = model.model_fields.get(name)
-        node = node.get(key) if isinstance(node, dict) else None
-        candidates = _models_in(field.annotation) if field is not None else []
-        kind = node.get("kind") if isinstance(node, dict) else None
-        chosen = [m for m in candidates if kind is None or _accepts_kind(m, kind)]
-        if len(chosen) != 1:
-            return []
-        model = chosen[0]
-    return [f.alias or n for n, f in model.model_fields.items()]
 
 
 # --- semantic checks --------------------------------------------------------------------------
@@ -557,23 +499,7 @@ def check_semantics(spec: Spec) -> None:
         problems.append("workload.placement.brokers: mode explicit needs a map of client id -> broker id")
     elif p.mode != "explicit" and p.brokers is not None:
         problems.append(f"workload.placement.brokers: only used with mode explicit, not {p.mode}")
-    if w.unsub_burst is not None and w.covering is None:
-        problems.append(
-            "workload.unsub_burst: needs workload.covering (the burst removes covering root subscriptions)"
-        )
-    if w.churn is not None and w.churn.mobility == "region" and t.m < 2:
-        problems.append(
-            "workload.churn.mobility: 'region' needs a SCOT with connectivity >= 2 (a region of one broker)"
-        )
-    if w.hrp is not None and w.covering is not None:
-        problems.append(
-            "workload.covering: covering filters constrain no symbol, so they would match the HRP's "
-            "private quotes; use either hrp or covering"
-        )
-    if w.hrp is not None and w.subscribers == 0 and w.hrp.interested_fraction > 0:
-        problems.append(
-            "workload.hrp.interested_fraction: there are no subscribers (workload.subscribers: 0)"
-        )
+    problems += w.params(spec.base_dir).problems(t.m)
     if problems:
         raise SpecError(problems)
 

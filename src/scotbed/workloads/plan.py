@@ -31,8 +31,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from scotbed.filters import Filter, FilterError
-from scotbed.topology import Scot, placement
+from scotbed.topology import Scot
 from scotbed.workloads.covering import new_roots
+from scotbed.workloads.params import ChurnParams, HrpParams, UnsubBurstParams, WorkloadParams
 from scotbed.workloads.quotes import CsvReplay, GbmMarket, QuoteSource
 from scotbed.workloads.schema import get_schema
 from scotbed.workloads.subscriptions import generate, generate_covering
@@ -383,28 +384,7 @@ def _plan_from_json(doc: Any, where: str) -> Plan:
     )
 
 
-# ---- building a plan from the spec's workload section ------------------------------------------
-
-WORKLOAD_KEYS = {
-    "schema": "notification schema name (stock)",
-    "symbols": "number of symbols in the synthetic market",
-    "zipf_s": "Zipf exponent of symbol popularity",
-    "csv": "list of daily-quote CSV files to replay instead of the synthetic market",
-    "subscribers": "number of subscribers (one subscription each, plus HRP interest)",
-    "selectivity": "target fraction of quotes each subscription matches",
-    "covering": "null or {degree}: root subscriptions and covered children",
-    "publishers": "number of regular publishers",
-    "notifications_per_publisher": "quotes each regular publisher issues",
-    "rate_per_minute": "quotes per minute per regular publisher",
-    "start_spread_s": "publishers start uniformly within this many seconds after release",
-    "placement": "client placement mode (random, edge, per-cluster, explicit)",
-    "explicit_placement": "client -> broker map for placement: explicit",
-    "hrp": "null or {rate_per_minute, notifications, start_s, interested_fraction}",
-    "churn": "null or {rate_per_minute, mobility: none|region|cluster, start_s, duration_s, away_s}",
-    "unsub_burst": "null or {count, interval_ms, start_s}: unsubscribe covering roots",
-    "time_scale": "divide every rate by this (and stretch every time by it)",
-    "drain_s": "seconds the run waits after the last publication",
-}
+# ---- building a plan from typed workload parameters -------------------------------------------
 
 
 def client_names(subscribers: int, publishers: int, hrp: bool) -> tuple[list[str], list[str], list[str]]:
@@ -421,137 +401,67 @@ def client_names(subscribers: int, publishers: int, hrp: bool) -> tuple[list[str
     )
 
 
-def _sub(d: Mapping[str, Any] | None, keys: set[str], where: str) -> dict[str, Any]:
-    if d is None:
-        return {}
-    _check_keys(d, keys, where)
-    return dict(d)
-
-
 def build_plan(
-    workload: Mapping[str, Any],
+    params: WorkloadParams,
     scot: Scot,
     addresses: Mapping[str, str],
+    hosts: Mapping[str, str],
     seed: int,
     run_id: str = "",
     release: ReleaseSpec | None = None,
-    hosts: Mapping[str, str] | None = None,
 ) -> Plan:
-    """The plan of a spec's ``workload:`` section (DESIGN §4) on ``scot`` with broker ``addresses``.
-
-    ``hosts`` (client name -> broker id, names from :func:`client_names`) places the clients
-    where the orchestrator decided; without it the section's ``placement`` mode is applied here.
+    """The plan of a workload on ``scot`` with broker ``addresses``; ``hosts`` (client name -> broker
+    id, names from :func:`client_names`) places the clients where the orchestrator decided.
 
     Pure: the same arguments give the same plan, byte for byte (:meth:`Plan.dumps`).
     """
-    w = "workload"
-    _check_keys(workload, set(WORKLOAD_KEYS), w)
-    g = dict(workload)
-    scale = float(g.get("time_scale", 1.0))
-    if scale <= 0:
-        raise PlanError(f"{w}.time_scale: must be > 0, got {scale}")
-    n_sub = int(g.get("subscribers", 60))
-    n_pub = int(g.get("publishers", 6))
-    sel = float(g.get("selectivity", 0.02))
-    csv = tuple(str(p) for p in g.get("csv") or ())
-    source = SourceSpec(
-        "csv" if csv else "gbm", int(g.get("symbols", 500)), float(g.get("zipf_s", 1.0)), seed, csv
-    )
-    get_schema(str(g.get("schema", "stock")))
+    g = params
+    scale = g.time_scale
+    source = SourceSpec("csv" if g.csv else "gbm", g.symbols, g.zipf_s, seed, g.csv)
+    get_schema(g.schema)
     missing = sorted(b.id for b in scot.brokers if b.id not in addresses)
     if missing:
         raise PlanError(f"addresses: no address for broker(s) {missing}")
     brokers = tuple(BrokerEndpoint(b.id, addresses[b.id], b.region, b.cluster) for b in scot.brokers)
-    hrp = _sub(
-        g.get("hrp"), {"rate_per_minute", "notifications", "start_s", "interested_fraction"}, f"{w}.hrp"
-    )
-    churn = _sub(
-        g.get("churn"), {"rate_per_minute", "mobility", "start_s", "duration_s", "away_s"}, f"{w}.churn"
-    )
-    burst = _sub(g.get("unsub_burst"), {"count", "interval_ms", "start_s"}, f"{w}.unsub_burst")
-    cov = _sub(g.get("covering"), {"degree"}, f"{w}.covering")
-
-    sub_names, pub_names, hrp_names = client_names(n_sub, n_pub, bool(hrp))
-    names = sub_names + pub_names + hrp_names
-    if hosts is not None:
-        unplaced = [n for n in names if n not in hosts]
-        if unplaced:
-            raise PlanError(f"hosts: no host broker for client(s) {unplaced[:5]}")
-        where_is = {n: hosts[n] for n in names}
-    else:
-        mode = str(g.get("placement", "random"))
-        try:
-            where_is = placement(scot, names, mode, seed, g.get("explicit_placement"))
-        except ValueError as e:
-            raise PlanError(f"{w}.placement: {e}") from None
+    sub_names, pub_names, hrp_names = client_names(g.subscribers, g.publishers, g.hrp is not None)
+    unplaced = [n for n in sub_names + pub_names + hrp_names if n not in hosts]
+    if unplaced:
+        raise PlanError(f"hosts: no host broker for client(s) {unplaced[:5]}")
+    where_is = dict(hosts)
 
     src = source.build()
-    if cov:
-        filters = list(generate_covering(src, n_sub, float(cov.get("degree", 30)), sel, seed).filters)
+    if g.covering is not None:
+        filters = list(generate_covering(src, g.subscribers, g.covering.degree, g.selectivity, seed).filters)
     else:
-        filters = generate(src, n_sub, sel, seed)
+        filters = generate(src, g.subscribers, g.selectivity, seed)
     rng = random.Random(f"plan:{seed}")
     subs: dict[str, list[tuple[str, Filter]]] = {
         n: [(f"sub-{n}-0", filters[k])] for k, n in enumerate(sub_names)
     }
     actions: dict[str, list[Action]] = {n: [] for n in sub_names}
-
     publishers = [
         PublisherPlan(
             name=n,
             broker=where_is[n],
-            count=int(g.get("notifications_per_publisher", 200)),
-            rate_per_s=float(g.get("rate_per_minute", 600)) / 60.0 / scale,
-            start_s=round(rng.uniform(0.0, float(g.get("start_spread_s", 0.0))) * scale, 6),
+            count=g.notifications_per_publisher,
+            rate_per_s=g.rate_per_minute / 60.0 / scale,
+            start_s=round(rng.uniform(0.0, g.start_spread_s) * scale, 6),
             seed=seed * 1000 + k,
         )
         for k, n in enumerate(pub_names)
     ]
-    if hrp:
-        sym = HRP_SYMBOL.format(0)
-        publishers.append(
-            PublisherPlan(
-                name="h0",
-                broker=where_is["h0"],
-                count=int(hrp.get("notifications", 1000)),
-                rate_per_s=float(hrp.get("rate_per_minute", 6000)) / 60.0 / scale,
-                start_s=float(hrp.get("start_s", 0.0)) * scale,
-                seed=seed * 1000 + 999,
-                kind="hrp",
-                symbols=(sym,),
-            )
-        )
-        elsewhere = [n for n in sub_names if where_is[n] != where_is["h0"]] or list(sub_names)
-        k_int = max(1, round(float(hrp.get("interested_fraction", 0.002)) * n_sub)) if n_sub else 0
-        for n in sorted(rng.sample(elsewhere, min(k_int, len(elsewhere)))):
-            subs[n].append((f"sub-{n}-{len(subs[n])}", Filter.parse(f'symbol = "{sym}"')))
-
-    if burst:
-        if not cov:
-            raise PlanError(
-                f"{w}.unsub_burst: needs covering mode (workload.covering) to have roots to remove"
-            )
-        nrs = new_roots(filters)
-        roots = sorted(nrs, key=lambda r: (-len(nrs[r]), r))
-        count = int(burst.get("count", len(roots)))
-        if count > len(roots):
-            raise PlanError(f"{w}.unsub_burst.count: {count} > the {len(roots)} root subscriptions")
-        t0, step = (
-            float(burst.get("start_s", 0.0)) * scale,
-            float(burst.get("interval_ms", 500)) / 1000 * scale,
-        )
-        for k, r in enumerate(sorted(roots[:count])):
-            n = sub_names[r]
-            actions[n].append(Action(round(t0 + k * step, 6), "unsubscribe", subs[n][0][0]))
-
-    if churn and float(churn.get("rate_per_minute", 0)) > 0 and n_sub:
+    if g.hrp is not None:
+        publishers.append(_plan_hrp(g.hrp, g.subscribers, scale, seed, rng, sub_names, where_is, subs))
+    if g.unsub_burst is not None:
+        _plan_burst(g.unsub_burst, scale, filters, sub_names, subs, actions)
+    if g.churn is not None and g.churn.rate_per_minute > 0 and g.subscribers:
         movers = [n for n in sub_names if not actions[n]]  # a burst's subscriptions are not churned too
-        _plan_churn(churn, scot, scale, rng, movers, where_is, subs, actions, f"{w}.churn", publishers)
+        _plan_churn(g.churn, scot, scale, rng, movers, where_is, subs, actions, publishers)
 
     return Plan(
         run_id=run_id,
         seed=seed,
-        schema="stock",
+        schema=g.schema,
         source=source,
         brokers=brokers,
         subscribers=tuple(
@@ -560,12 +470,60 @@ def build_plan(
         ),
         publishers=tuple(publishers),
         release=release or ReleaseSpec(),
-        drain_s=float(g.get("drain_s", 2.0)) * scale,
+        drain_s=g.drain_s * scale,
     )
 
 
+def _plan_hrp(
+    hrp: HrpParams,
+    n_sub: int,
+    scale: float,
+    seed: int,
+    rng: random.Random,
+    sub_names: Sequence[str],
+    where_is: Mapping[str, str],
+    subs: dict[str, list[tuple[str, Filter]]],
+) -> PublisherPlan:
+    """The high-rate publisher ``h0`` and the interest of ``interested_fraction`` of the subscribers
+    (on other brokers than the HRP's) in its private symbol."""
+    sym = HRP_SYMBOL.format(0)
+    elsewhere = [n for n in sub_names if where_is[n] != where_is["h0"]] or list(sub_names)
+    k_int = max(1, round(hrp.interested_fraction * n_sub)) if n_sub else 0
+    for n in sorted(rng.sample(elsewhere, min(k_int, len(elsewhere)))):
+        subs[n].append((f"sub-{n}-{len(subs[n])}", Filter.parse(f'symbol = "{sym}"')))
+    return PublisherPlan(
+        name="h0",
+        broker=where_is["h0"],
+        count=hrp.notifications,
+        rate_per_s=hrp.rate_per_minute / 60.0 / scale,
+        start_s=hrp.start_s * scale,
+        seed=seed * 1000 + 999,
+        kind="hrp",
+        symbols=(sym,),
+    )
+
+
+def _plan_burst(
+    burst: UnsubBurstParams,
+    scale: float,
+    filters: Sequence[Filter],
+    sub_names: Sequence[str],
+    subs: dict[str, list[tuple[str, Filter]]],
+    actions: dict[str, list[Action]],
+) -> None:
+    """Unsubscriptions of the ``count`` broadest covering roots, ``interval_ms`` apart."""
+    nrs = new_roots(list(filters))
+    roots = sorted(nrs, key=lambda r: (-len(nrs[r]), r))
+    if burst.count > len(roots):
+        raise PlanError(f"workload.unsub_burst.count: {burst.count} > the {len(roots)} root subscriptions")
+    t0, step = burst.start_s * scale, burst.interval_ms / 1000 * scale
+    for k, r in enumerate(sorted(roots[: burst.count])):
+        n = sub_names[r]
+        actions[n].append(Action(round(t0 + k * step, 6), "unsubscribe", subs[n][0][0]))
+
+
 def _plan_churn(
-    churn: dict[str, Any],
+    churn: ChurnParams,
     scot: Scot,
     scale: float,
     rng: random.Random,
@@ -573,7 +531,6 @@ def _plan_churn(
     where_is: dict[str, str],
     subs: dict[str, list[tuple[str, Filter]]],
     actions: dict[str, list[Action]],
-    where: str,
     publishers: Sequence[PublisherPlan],
 ) -> None:
     """Unsubscribe/resubscribe cycles at ``rate_per_minute`` (all subscribers together).
@@ -584,19 +541,15 @@ def _plan_churn(
     region (``region``: B(a, j != i)) or of its cluster (``cluster``: B(a' != a, i)).
     The subscriber stays at the new broker.
     """
-    mobility = str(churn.get("mobility", "none"))
-    if mobility not in ("none", "region", "cluster"):
-        raise PlanError(f"{where}.mobility: {mobility!r} is not one of 'none', 'region', 'cluster'")
+    mobility = churn.mobility
     group = scot.regions() if mobility == "region" else None
-    if mobility == "region" and scot.m < 2:
-        raise PlanError(f"{where}.mobility: 'region' needs a SCOT with m >= 2 (a region of one broker)")
     if mobility == "cluster" and len(scot.factor.vertices) < 2:
-        raise PlanError(f"{where}.mobility: 'cluster' needs a cluster of at least 2 brokers")
-    period = 60.0 / float(churn["rate_per_minute"]) * scale
-    start = float(churn.get("start_s", 0.0)) * scale
+        raise PlanError("workload.churn.mobility: 'cluster' needs a cluster of at least 2 brokers")
+    period = 60.0 / churn.rate_per_minute * scale
+    start = churn.start_s * scale
     default_end = max((p.intended_offset_ns(p.count - 1) / 1e9 for p in publishers if p.count), default=start)
-    end = start + float(churn["duration_s"]) * scale if "duration_s" in churn else default_end
-    away = float(churn.get("away_s", 1.0)) * scale
+    end = start + churn.duration_s * scale if churn.duration_s is not None else default_end
+    away = churn.away_s * scale
     busy_until = {n: -1.0 for n in sub_names}
     current = {n: where_is[n] for n in sub_names}
     active = {n: subs[n][0] for n in sub_names}

@@ -21,7 +21,7 @@ import json
 from pathlib import Path
 from typing import Any, TextIO
 
-WORKLOAD_FILES = ("subscriptions", "publications")
+from scotbed import contract
 
 
 class JsonlWriter:
@@ -56,9 +56,9 @@ class ProcessRecords:
 
     def __init__(self, run_dir: Path, process: str) -> None:
         self.process = process
-        self.events = JsonlWriter(run_dir / "events" / f"{process}.jsonl")
-        self.subscriptions = JsonlWriter(run_dir / "workload" / f"subscriptions.{process}.jsonl")
-        self.publications = JsonlWriter(run_dir / "workload" / f"publications.{process}.jsonl")
+        self.events = JsonlWriter(run_dir / contract.events_file(process))
+        self.subscriptions = JsonlWriter(run_dir / contract.workload_part("subscriptions", process))
+        self.publications = JsonlWriter(run_dir / contract.workload_part("publications", process))
 
     def event(self, ts_ns: int, node: str, ev: str, **fields: Any) -> None:
         self.events.write({"ts_ns": ts_ns, "node": node, "ev": ev, **fields})
@@ -74,9 +74,9 @@ class ProcessRecords:
 
 def merge_workload(run_dir: str | Path) -> dict[str, int]:
     """Join ``workload/<kind>.<process>.jsonl`` parts into ``workload/<kind>.jsonl``; returns line counts."""
-    wdir = Path(run_dir) / "workload"
+    wdir = Path(run_dir) / contract.WORKLOAD_DIR
     counts: dict[str, int] = {}
-    for kind in WORKLOAD_FILES:
+    for kind in contract.WORKLOAD_KINDS:
         parts = sorted(wdir.glob(f"{kind}.*.jsonl"))
         target = wdir / f"{kind}.jsonl"
         rows: list[tuple[int, str, str]] = []

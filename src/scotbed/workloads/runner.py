@@ -37,6 +37,7 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from scotbed import contract
 from scotbed.workloads.entry import PLAN_ENV, RUN_DIR_ENV, locustfile_path
 from scotbed.workloads.plan import Plan, load
 from scotbed.workloads.records import merge_workload
@@ -87,7 +88,7 @@ class WorkloadResult:
 
 def count_events(run_dir: Path) -> dict[str, int]:
     counts: dict[str, int] = {}
-    for path in sorted((run_dir / "events").glob("locust-*.jsonl")):
+    for path in sorted((run_dir / contract.EVENTS_DIR).glob("locust-*.jsonl")):
         with path.open(encoding="utf-8") as f:
             for line in f:
                 ev = json.loads(line)["ev"]
@@ -111,7 +112,7 @@ class WorkloadSession:
         self.plan_path = Path(plan_path).resolve()
         self.plan = load(self.plan_path)
         self.run_dir = Path(run_dir).resolve()
-        self.locust_dir = self.run_dir / "locust"
+        self.locust_dir = self.run_dir / contract.LOCUST_DIR
         self.workers = workers
         self.health_timeout_s = health_timeout_s
         self.python = python
@@ -150,8 +151,8 @@ class WorkloadSession:
             "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port),
             "--expect-workers", str(self.workers), "--expect-workers-max-wait", "60",
             "-u", str(users), "-r", str(max(users, 1)), "--run-time", f"{int(self.plan.timeout_s)}s",
-            "--stop-timeout", "5", "--csv", str(self.locust_dir / "locust"),
-            "--html", str(self.locust_dir / "report.html"), "--only-summary",
+            "--stop-timeout", "5", "--csv", str(self.run_dir / contract.LOCUST_CSV_PREFIX),
+            "--html", str(self.run_dir / contract.LOCUST_HTML), "--only-summary",
             "--logfile", str(self.locust_dir / "master.log"),
         ]  # fmt: skip
         self._started = time.monotonic()

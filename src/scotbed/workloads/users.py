@@ -45,6 +45,7 @@ from locust import constant, events, task
 from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 
+from scotbed import contract
 from scotbed.filters import Filter
 from scotbed.v1 import scotbed_pb2 as pb
 from scotbed.v1 import scotbed_pb2_grpc as pbg
@@ -75,8 +76,8 @@ class Coordinator:
     def __init__(self, environment: Environment, plan: Plan, run_dir: Path) -> None:
         self.env = environment
         self.plan = plan
-        self.status_path = run_dir / "locust" / "status.json"
-        self.release_path = run_dir / "locust" / "release"
+        self.status_path = run_dir / contract.LOCUST_STATUS
+        self.release_path = run_dir / contract.LOCUST_RELEASE
         self.next = {"subscriber": 0, "publisher": 0}
         self.limit = {"subscriber": len(plan.subscribers), "publisher": len(plan.publishers)}
         self.acked = 0
@@ -393,9 +394,9 @@ class Subscriber(ScotbedUser):
         call, ack = client.subscribe(sub_id, self.client_name, flt)
         self.streams[sub_id] = (client, call, flt, broker)
         rec = ctx.records
-        rec.event(sent, self.client_name, "subscribe", sub_id=sub_id, broker=broker, ack_ns=ack.ts_ns)
+        rec.event(sent, self.client_name, contract.SUBSCRIBE, sub_id=sub_id, broker=broker, ack_ns=ack.ts_ns)
         rec.subscriptions.write(
-            {"ts_ns": sent, "op": "subscribe", "sub_id": sub_id, "subscriber": self.client_name,
+            {"ts_ns": sent, "op": contract.SUBSCRIBE, "sub_id": sub_id, "subscriber": self.client_name,
              "broker": broker, "filter": flt.to_json()}
         )  # fmt: skip
         gevent.spawn(self._receive, client, call, sub_id, broker)
@@ -405,7 +406,7 @@ class Subscriber(ScotbedUser):
         try:
             for d, now in client.deliveries(call):
                 n = d.notification
-                rec.event(now, self.client_name, "receive", pub_id=n.pub_id, sub_id=d.sub_id or sub_id,
+                rec.event(now, self.client_name, contract.RECEIVE, pub_id=n.pub_id, sub_id=d.sub_id or sub_id,
                           hops=d.hops, broker_ns=d.broker_ns, broker=broker)  # fmt: skip
         except grpc.RpcError as e:
             self.fail(f"stream of {sub_id} at {broker} broke: {_describe(e)}")
@@ -416,9 +417,9 @@ class Subscriber(ScotbedUser):
         client.unsubscribe(sub_id, self.client_name)
         call.cancel()
         rec = context().records
-        rec.event(sent, self.client_name, "unsubscribe", sub_id=sub_id, broker=broker)
+        rec.event(sent, self.client_name, contract.UNSUBSCRIBE, sub_id=sub_id, broker=broker)
         rec.subscriptions.write(
-            {"ts_ns": sent, "op": "unsubscribe", "sub_id": sub_id, "subscriber": self.client_name,
+            {"ts_ns": sent, "op": contract.UNSUBSCRIBE, "sub_id": sub_id, "subscriber": self.client_name,
              "broker": broker, "filter": flt.to_json()}
         )  # fmt: skip
 
@@ -456,7 +457,13 @@ class Publisher(ScotbedUser):
                 return
             for pid, due, q in batch:
                 rec.event(
-                    sent, pp.name, "publish", pub_id=pid, intended_ns=due, sent_ns=sent, broker=pp.broker
+                    sent,
+                    pp.name,
+                    contract.PUBLISH,
+                    pub_id=pid,
+                    intended_ns=due,
+                    sent_ns=sent,
+                    broker=pp.broker,
                 )
                 rec.publications.write(
                     {"ts_ns": sent, "intended_ns": due, "pub_id": pid, "publisher": pp.name,

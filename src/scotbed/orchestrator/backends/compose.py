@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from scotbed import contract
 from scotbed import topology as topo
 from scotbed.config import BrokerConfig, LogConfig
 from scotbed.orchestrator.backends.base import BackendError, DeployRequest
@@ -239,10 +240,12 @@ class ComposeBackend:
 
     def deploy(self, request: DeployRequest) -> ComposeDeployment:
         cli = self._tools(request.image)
-        manifests = request.run_dir / "manifests"
+        manifests = request.run_dir / contract.MANIFESTS_DIR
         manifests.mkdir(parents=True, exist_ok=True)
-        doc, configs = render_run(self.spec, self.scot, request, container_user(request.run_dir / "events"))
-        write_brokers_json(manifests / "brokers.json", configs)
+        doc, configs = render_run(
+            self.spec, self.scot, request, container_user(request.run_dir / contract.EVENTS_DIR)
+        )
+        write_brokers_json(manifests / contract.BROKERS, configs)
         file = manifests / "docker-compose.yml"
         file.write_text(to_yaml(doc))
         project = ComposeProject(self.engine, cli, file, project_name(request.run_id))

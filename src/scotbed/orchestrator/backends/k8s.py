@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol
 
+from scotbed import contract
 from scotbed import topology as topo
 from scotbed.orchestrator.backends.base import BackendError, DeployRequest
 from scotbed.orchestrator.backends.k8s_diagnose import (
@@ -326,7 +327,7 @@ class K8sBackend:
         )
         meta = objects[0]["metadata"]
         objects[0] = {**objects[0], "metadata": {**meta, "labels": {**meta["labels"], MANAGED_BY: MANAGER}}}
-        write_yaml_documents(request.run_dir / "manifests" / "k8s.yaml", objects)
+        write_yaml_documents(request.run_dir / contract.MANIFESTS_DIR / "k8s.yaml", objects)
         brokers = [o["metadata"]["name"] for o in objects if o["kind"] == "Pod"]
         dep = K8sDeployment(kube, request, ns, brokers, self, warnings)
         request.state.k8s_namespace = ns
@@ -595,7 +596,7 @@ class K8sDeployment:
                 objs.append(add_collector(obj, hold))
             except ValueError as e:
                 raise BackendError(str(e)) from None
-        write_yaml_documents(self.request.run_dir / "manifests" / "workload.yaml", objs)
+        write_yaml_documents(self.request.run_dir / contract.MANIFESTS_DIR / "workload.yaml", objs)
         for o in objs:
             apply(self.kube, o)
         templates = {o["metadata"]["name"]: o["spec"]["template"] for o in objs if o["kind"] == "Job"}

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from scotbed import contract
 from scotbed.orchestrator.commands import CommandError, add_spec_arguments, load
 from scotbed.orchestrator.plan import make_run_id
 from scotbed.orchestrator.render import compose as compose_render
@@ -53,8 +54,8 @@ def run(args: argparse.Namespace) -> int:
         path = write_standalone(spec, scot, out, args.spec, os.path.relpath(Path.cwd(), out))
         print(f"wrote {path} and {out / 'compose' / spec.name}/; start with: docker compose -f {path} up")
         return 0
-    (out / "topology.json").parent.mkdir(parents=True, exist_ok=True)
-    (out / "topology.json").write_text(json.dumps(scot.to_json(), indent=1) + "\n")
+    (out / contract.TOPOLOGY).parent.mkdir(parents=True, exist_ok=True)
+    (out / contract.TOPOLOGY).write_text(json.dumps(scot.to_json(), indent=1) + "\n")
     if args.target == "k8s":
         if args.nodes is not None:
             if args.nodes < 1:

@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from scotbed import contract
 from scotbed.config import BrokerConfig, dump_all
 
 
@@ -49,8 +50,8 @@ def write_compose(out_dir: str | Path, doc: dict[str, Any], configs: list[Broker
     """``docker-compose.yml``, ``brokers.json`` and an ``events/`` folder in ``out_dir`` (the compose
     document's relative paths point there)."""
     out = Path(out_dir)
-    (out / "events").mkdir(parents=True, exist_ok=True)
-    write_brokers_json(out / "brokers.json", configs)
+    (out / contract.EVENTS_DIR).mkdir(parents=True, exist_ok=True)
+    write_brokers_json(out / contract.BROKERS, configs)
     p = out / "docker-compose.yml"
     p.write_text(to_yaml(doc))
     return p

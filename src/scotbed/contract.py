@@ -1,0 +1,83 @@
+"""The result contract (DESIGN §5): run-directory paths and event names, in one place.
+
+Writers (the broker's event log, the workload processes, the orchestrator's
+run and render) and readers (the analysis, the test-data synthesiser) name
+files and events through these constants, so a rename happens here once.
+Paths are relative to the run directory and use ``/``; join them onto a
+``Path`` (``run_dir / contract.SUMMARY``).
+"""
+
+from __future__ import annotations
+
+# --- run directory ---------------------------------------------------------------------------
+
+EVENTS_DIR = "events"  # *.jsonl[.gz], one file per broker and per client process
+WORKLOAD_DIR = "workload"  # what was issued, with content
+LOCUST_DIR = "locust"  # Locust's own CSV/HTML output
+ANALYSIS_DIR = "analysis"  # summary.json, per-metric tables, plots
+MANIFESTS_DIR = "manifests"  # what was deployed (k8s or compose)
+#: the folders every run directory has
+RUN_DIRS = (EVENTS_DIR, WORKLOAD_DIR, LOCUST_DIR, ANALYSIS_DIR, MANIFESTS_DIR)
+
+SPEC_RESOLVED = "spec.resolved.yaml"  # the spec after defaults and --set
+TOPOLOGY = "topology.json"  # brokers with coordinates, links with kinds
+BROKERS = "brokers.json"  # the all-brokers config file (manifests/, a render folder, a launcher workdir)
+REPORT = "report.html"  # self-contained, opens offline
+
+PLAN_FILE = "plan.json"  # the workload plan's file name (in workload/, a ConfigMap, a render folder)
+PLAN = f"{WORKLOAD_DIR}/{PLAN_FILE}"
+#: the workload record kinds: ``workload/<kind>.jsonl``, written as ``<kind>.<process>.jsonl`` parts
+WORKLOAD_KINDS = ("subscriptions", "publications")
+SUBSCRIPTIONS = f"{WORKLOAD_DIR}/subscriptions.jsonl"
+PUBLICATIONS = f"{WORKLOAD_DIR}/publications.jsonl"
+
+SUMMARY = f"{ANALYSIS_DIR}/summary.json"
+PLOTS_DIR = f"{ANALYSIS_DIR}/plots"
+
+LOCUST_CSV_PREFIX = f"{LOCUST_DIR}/locust"  # Locust's --csv prefix
+LOCUST_HTML = f"{LOCUST_DIR}/{REPORT}"  # Locust's --html report
+LOCUST_STATUS = f"{LOCUST_DIR}/status.json"  # the workload's progress, read by the orchestrator
+LOCUST_RELEASE = f"{LOCUST_DIR}/release"  # the orchestrator's go signal to the publishers
+
+# --- event names (one JSON object a line: ts_ns, node, ev, ...) -----------------------------------
+
+SUB_IN = "sub_in"
+SUB_OUT = "sub_out"
+UNSUB_IN = "unsub_in"
+UNSUB_OUT = "unsub_out"
+NOTIF_IN = "notif_in"
+NOTIF_OUT = "notif_out"  # with ``dynamic`` for re-routed copies
+MATCH = "match"  # with ``us``
+DELIVER = "deliver"
+QUEUE = "queue"  # periodic, per link: ``len``, ``ce``
+TABLE = "table"  # periodic routing-table size
+DROP = "drop"  # a message the broker could not forward (overflow, dead link), with ``reason``
+BROKER_EVENTS = (
+    SUB_IN,
+    SUB_OUT,
+    UNSUB_IN,
+    UNSUB_OUT,
+    NOTIF_IN,
+    NOTIF_OUT,
+    MATCH,
+    DELIVER,
+    QUEUE,
+    TABLE,
+    DROP,
+)
+
+SUBSCRIBE = "subscribe"
+UNSUBSCRIBE = "unsubscribe"
+PUBLISH = "publish"
+RECEIVE = "receive"
+CLIENT_EVENTS = (SUBSCRIBE, UNSUBSCRIBE, PUBLISH, RECEIVE)
+
+
+def events_file(process: str, suffix: str = ".jsonl") -> str:
+    """A process's event log (a broker id or a workload process name)."""
+    return f"{EVENTS_DIR}/{process}{suffix}"
+
+
+def workload_part(kind: str, process: str) -> str:
+    """One workload process's part of ``workload/<kind>.jsonl``."""
+    return f"{WORKLOAD_DIR}/{kind}.{process}.jsonl"
