@@ -24,7 +24,7 @@ from scotbed.orchestrator.backends.docker_engine import (
     ComposeProject,
     DockerEngine,
 )
-from scotbed.orchestrator.render import compose_standalone
+from scotbed.orchestrator.render import compose_standalone, write_brokers_json
 from scotbed.orchestrator.spec import Spec, build_scot, load_spec
 from scotbed.orchestrator.state import RunState
 from scotbed.workloads import plan as wplan
@@ -53,22 +53,35 @@ def spec() -> Spec:
 
 def request_for(spec: Spec, tmp_path: Path) -> DeployRequest:
     scot = build_scot(spec)
-    configs = deploy_plan.broker_configs(spec, scot, {b.id: "127.0.0.1:0" for b in scot.brokers}, run_id="r1")
+    configs = deploy_plan.deployed_configs(spec, scot, compose.ComposeBackend().addressing("r1"), "r1")
     return DeployRequest("r1", tmp_path, configs, 30.0, RunState("r1", "compose", str(tmp_path)))
 
 
 # --- rendering a run ----------------------------------------------------------------------------
 
 
+def test_render_and_run_write_the_same_compose_configs(spec: Spec, tmp_path: Path) -> None:
+    """`scotbed render --target compose` and a compose run render the configs one way."""
+    from scotbed.orchestrator.cli import main
+
+    assert (
+        main(["render", str(QUICKSTART), "--target", "compose", "--out", str(tmp_path), "--run-id", "r1"])
+        == 0
+    )
+    run = write_brokers_json(tmp_path / "run.json", request_for(spec, tmp_path / "run").configs)
+    assert (tmp_path / "brokers.json").read_text() == run.read_text()
+    assert len(json.loads(run.read_text())["brokers"]) == 18
+
+
 def test_run_configs_dial_service_names_and_log_into_the_bind_mount(spec: Spec, tmp_path: Path) -> None:
     request = request_for(spec, tmp_path)
-    doc, configs = compose.render_run(spec, build_scot(spec), request, user="1000:1000")
-    assert [c.id for c in configs] == [c.id for c in request.configs]
-    for before, after in zip(request.configs, configs, strict=True):
+    doc = compose.render_run(request, user="1000:1000")
+    assert list(doc["services"]) == [c.id for c in request.configs]
+    for after in request.configs:
         assert after.listen == "0.0.0.0:50051"
         assert after.log.path == f"/var/log/scotbed/{after.id}.jsonl"
-        assert [n.address for n in after.neighbours] == [f"{n.id}:50051" for n in before.neighbours]
-        assert after.routing == before.routing == "snr"
+        assert [n.address for n in after.neighbours] == [f"{n.id}:50051" for n in after.neighbours]
+        assert after.routing == "snr"
         svc = doc["services"][after.id]
         # reachable from the host on loopback only, at a port the engine picks
         assert svc["ports"] == ["127.0.0.1::50051"]
@@ -191,7 +204,7 @@ def test_deploy_that_never_gets_healthy_names_the_broker_with_its_logs_and_tears
     )
     request = request_for(spec, tmp_path)
     request.ready_timeout_s = 0.0
-    backend = compose.ComposeBackend(spec, build_scot(spec), engine=DockerEngine(runner))
+    backend = compose.ComposeBackend(engine=DockerEngine(runner))
     with pytest.raises(BackendError) as failed:
         backend.deploy(request)
     message = str(failed.value)

@@ -131,8 +131,9 @@ def test_broker_container_serves_grpc_health_as_non_root_on_a_read_only_root(
 def test_three_broker_compose_project_comes_up_healthy_and_leaves_nothing(
     engine: DockerEngine, image: str, tmp_path: Path
 ) -> None:
+    from scotbed.orchestrator.plan import deployed_configs
     from scotbed.orchestrator.render import write_compose
-    from scotbed.orchestrator.render.compose import compose_broker_configs, render_compose
+    from scotbed.orchestrator.render.compose import addressing, render_compose
     from scotbed.orchestrator.spec import build_scot, parse_spec
 
     run_id = f"dockertest-{uuid.uuid4().hex[:8]}"
@@ -146,8 +147,9 @@ def test_three_broker_compose_project_comes_up_healthy_and_leaves_nothing(
     )
     scot = build_scot(spec)
     user = container_user(tmp_path / "events")
-    doc = render_compose(spec, scot, run_id, image=image, port=PORT, user=user)
-    file = write_compose(tmp_path, doc, compose_broker_configs(spec, scot, run_id, PORT))
+    configs = deployed_configs(spec, scot, addressing(PORT), run_id)
+    doc = render_compose(configs, run_id, image=image, port=PORT, user=user)
+    file = write_compose(tmp_path, doc, configs)
     project = ComposeProject(engine, engine.compose_cli(), file, project_name(run_id))
     try:
         start = time.monotonic()

@@ -27,7 +27,6 @@ from kubernetes.client.exceptions import ApiException
 
 from scotbed.orchestrator.backends.base import BackendError, DeployRequest
 from scotbed.orchestrator.backends.k8s import (
-    COLLECTOR,
     IMAGE_PULL_GRACE_S,
     MANAGED_BY,
     K8sBackend,
@@ -41,10 +40,12 @@ from scotbed.orchestrator.backends.k8s_portforward import Forwarder
 from scotbed.orchestrator.backends.k8s_transfer import (
     COLLECT_ANNOTATION,
     COLLECTED_MARKER,
+    COLLECTOR,
     add_collector,
     annotate_collect,
     extract,
 )
+from scotbed.orchestrator.plan import deployed_configs
 from scotbed.orchestrator.render.k8s import EVENTS_DIR, LABEL_RUN, broker_address
 from scotbed.orchestrator.spec import build_scot, parse_spec
 from scotbed.orchestrator.state import RunState
@@ -381,8 +382,6 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
             self.scot = build_scot(self.spec)
             self.warnings: list[str] = []
             self.backend = K8sBackend(
-                self.spec,
-                self.scot,
                 kube=self.kube,
                 clock=self.clock,
                 sleep=self.clock.sleep,
@@ -395,10 +394,11 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
             self.request = DeployRequest(
                 self.run_id,
                 tmp_path / "run",
-                [],
+                deployed_configs(self.spec, self.scot, self.backend.addressing(self.run_id), self.run_id),
                 ready_timeout_s=60,
                 state=self.state,
                 image="scotbed-broker:test",
+                nodes_needed=self.scot.chromatic_need(),
             )
 
     return Env
@@ -1023,8 +1023,12 @@ def test_three_brokers_on_a_real_cluster_become_healthy_through_port_forwards(
     run_id = f"k8se2e-{uuid.uuid4().hex[:8]}"
     state = RunState(run_id, "k8s", str(tmp_path / "run"))
     image = os.environ.get("SCOTBED_IMAGE", "scotbed-broker:0.1.0")
-    backend = K8sBackend(spec, scot, context=KUBE_CONTEXT, preferred_anti_affinity=True)
-    request = DeployRequest(run_id, tmp_path / "run", [], ready_timeout_s=180, state=state, image=image)
+    backend = K8sBackend(context=KUBE_CONTEXT, preferred_anti_affinity=True)
+    configs = deployed_configs(spec, scot, backend.addressing(run_id), run_id)
+    request = DeployRequest(
+        run_id, tmp_path / "run", configs, ready_timeout_s=180, state=state, image=image,
+        nodes_needed=scot.chromatic_need(),
+    )  # fmt: skip
     dep = backend.deploy(request)
     try:
         for broker, address in dep.admin_addresses.items():

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,8 @@ import pytest
 import yaml
 
 from scotbed.config import load
-from scotbed.orchestrator.render import compose, local, write_compose
+from scotbed.orchestrator.plan import deployed_configs
+from scotbed.orchestrator.render import compose, write_compose
 from scotbed.orchestrator.spec import build_scot, parse_spec
 
 RUN_ID = "quickstart-20250102T030405-0a1b2c3d"
@@ -32,11 +32,11 @@ def compose_command() -> list[str] | None:
     return None
 
 
+CONFIGS = deployed_configs(SPEC, SCOT, compose.addressing(), RUN_ID)
+
+
 def rendered(tmp_path: Path, **kw: Any) -> Path:
-    doc = compose.render_compose(SPEC, SCOT, RUN_ID, **kw)
-    return write_compose(
-        tmp_path, doc, compose.compose_broker_configs(SPEC, SCOT, RUN_ID, compose.DEFAULT_PORT)
-    )
+    return write_compose(tmp_path, compose.render_compose(CONFIGS, RUN_ID, **kw), CONFIGS)
 
 
 @pytest.mark.slow
@@ -108,38 +108,5 @@ def test_brokers_json_next_to_the_compose_file(tmp_path: Path) -> None:
 
 
 def test_extra_services_join_the_network() -> None:
-    doc = compose.render_compose(SPEC, SCOT, RUN_ID, extra_services={"locust": {"image": "locust"}})
+    doc = compose.render_compose(CONFIGS, RUN_ID, extra_services={"locust": {"image": "locust"}})
     assert doc["services"]["locust"] == {"networks": [compose.NETWORK], "image": "locust"}
-
-
-# --- local ------------------------------------------------------------------------------------
-
-
-def test_free_ports_are_distinct_and_bindable() -> None:
-    ports = local.free_ports(20)
-    assert len(set(ports)) == 20
-    with socket.socket() as s:
-        s.bind((local.HOST, ports[0]))
-
-
-def test_local_plan_and_configs(tmp_path: Path) -> None:
-    ports = dict(zip((b.id for b in SCOT.brokers), local.free_ports(len(SCOT.brokers)), strict=True))
-    plan = local.local_plan(SCOT, ports, tmp_path / "brokers.json", tmp_path / "events", python="py")
-    assert [p.id for p in plan] == [b.id for b in SCOT.brokers]
-    first = plan[0]
-    assert first.listen == f"127.0.0.1:{ports[first.id]}"
-    assert first.argv == (
-        "py",
-        "-m",
-        "scotbed.broker",
-        "--config",
-        str(tmp_path / "brokers.json"),
-        "--id",
-        first.id,
-    )
-    assert first.log_path == str(tmp_path / "events" / f"{first.id}.jsonl")
-    configs = local.local_broker_configs(SPEC, plan, SCOT, RUN_ID)
-    by_id = {c.id: c for c in configs}
-    for p in plan:
-        assert by_id[p.id].listen == p.listen and by_id[p.id].log.path == p.log_path
-        assert all(n.address == f"127.0.0.1:{ports[n.id]}" for n in by_id[p.id].neighbours)

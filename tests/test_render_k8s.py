@@ -11,6 +11,8 @@ import kubernetes_validate
 import pytest
 
 from scotbed.config import BrokerConfig
+from scotbed.orchestrator.images import BROKER_IMAGE
+from scotbed.orchestrator.plan import deployed_configs
 from scotbed.orchestrator.render import k8s
 from scotbed.orchestrator.spec import build_scot, parse_spec
 
@@ -21,7 +23,9 @@ DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 def render(acyclic: str = "paper-fig2", m: int = 3, **kw: Any) -> tuple[list[dict[str, Any]], Any]:
     spec = parse_spec({"name": "quickstart", "topology": {"acyclic": acyclic, "connectivity": m}})
     scot = build_scot(spec)
-    return k8s.render_k8s(spec, scot, RUN_ID, **kw), scot
+    ns = kw.get("namespace") or k8s.namespace_for(RUN_ID)
+    configs = deployed_configs(spec, scot, k8s.addressing(ns, kw.get("port", k8s.DEFAULT_PORT)), RUN_ID)
+    return k8s.render_k8s(configs, RUN_ID, **kw), scot
 
 
 def pods(objects: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -79,10 +83,10 @@ def test_preferred_anti_affinity() -> None:
 
 def test_anti_affinity_warning() -> None:
     _, scot = render("paper-fig8", 5)
-    assert k8s.anti_affinity_warning(scot, 5) is None
-    warning = k8s.anti_affinity_warning(scot, 4)
+    assert k8s.anti_affinity_warning(scot.chromatic_need(), 5) is None
+    warning = k8s.anti_affinity_warning(scot.chromatic_need(), 4)
     assert warning is not None and "4 node(s) < 5" in warning and "--preferred-anti-affinity" in warning
-    soft = k8s.anti_affinity_warning(scot, 2, preferred=True)
+    soft = k8s.anti_affinity_warning(scot.chromatic_need(), 2, preferred=True)
     assert soft is not None and "co-locate" in soft
 
 
@@ -111,7 +115,7 @@ def test_pods_labels_dns_and_security() -> None:
             "--id",
             b.id,
         ]
-        assert c["image"] == k8s.DEFAULT_IMAGE
+        assert c["image"] == BROKER_IMAGE
         sc = c["securityContext"]
         assert sc["runAsNonRoot"] and sc["readOnlyRootFilesystem"]
         assert sc["allowPrivilegeEscalation"] is False and sc["capabilities"] == {"drop": ["ALL"]}

@@ -74,6 +74,34 @@ def broker_configs(
 
 
 @dataclass(frozen=True)
+class Addressing:
+    """How one backend's brokers are reached, bind and log; ``{id}`` in a template is the broker id.
+
+    The backend (or renderer) owns its addressing; :func:`deployed_configs` renders the configs
+    with it once, and the backend deploys exactly those.
+    """
+
+    dial: str  # what neighbours dial, e.g. "{id}:50051"; "127.0.0.1:0": the launcher picks ports
+    listen: str  # what the broker binds, e.g. "0.0.0.0:50051"
+    log_path: str | None = None  # the broker's event log; None: the launcher's (the run's events/)
+
+    def of(self, template: str, scot: topo.Scot) -> dict[str, str]:
+        return {b.id: template.format(id=b.id) for b in scot.brokers}
+
+
+def deployed_configs(spec: Spec, scot: topo.Scot, addressing: Addressing, run_id: str) -> list[BrokerConfig]:
+    """The broker configs a backend deploys: the spec's settings with the backend's addressing."""
+    return broker_configs(
+        spec,
+        scot,
+        addressing.of(addressing.dial, scot),
+        listen=addressing.of(addressing.listen, scot),
+        log_paths=addressing.of(addressing.log_path, scot) if addressing.log_path else None,
+        run_id=run_id,
+    )
+
+
+@dataclass(frozen=True)
 class ClientPlan:
     """Host broker of every client: ``s<k>``, ``p<k>`` and, with an HRP, ``h0`` (see client_ids)."""
 

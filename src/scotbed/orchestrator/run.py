@@ -41,6 +41,7 @@ import yaml
 from scotbed import contract
 from scotbed.orchestrator import plan as deploy_plan
 from scotbed.orchestrator.backends.base import Backend, BackendError, Deployment, DeployRequest
+from scotbed.orchestrator.images import BROKER_IMAGE, WORKLOAD_IMAGE
 from scotbed.orchestrator.progress import Phase, Progress, make_progress
 from scotbed.orchestrator.spec import Spec, build_scot, dump_spec, load_spec
 from scotbed.orchestrator.state import RunState
@@ -68,7 +69,7 @@ class RunOptions:
     quiet: bool = False
     log_json: bool = False
     image: str | None = None
-    workload_image: str = "scotbed-workloads:0.1.0"  # k8s: the Locust Jobs' image (broker image + workloads)
+    workload_image: str = WORKLOAD_IMAGE  # k8s: the Locust Jobs' image (broker image + workloads)
     kube_context: str | None = None
     namespace_prefix: str = "scotbed"
     preferred_anti_affinity: bool = False
@@ -86,7 +87,7 @@ class RunResult:
     verdict: str = ""
 
 
-def make_backend(name: str, options: RunOptions, spec: Spec, scot: Any, progress: Progress) -> Backend:
+def make_backend(name: str, options: RunOptions, progress: Progress) -> Backend:
     if name == "local":
         from scotbed.orchestrator.backends.local import LocalBackend
 
@@ -94,13 +95,11 @@ def make_backend(name: str, options: RunOptions, spec: Spec, scot: Any, progress
     if name == "compose":
         from scotbed.orchestrator.backends.compose import ComposeBackend
 
-        return ComposeBackend(spec, scot, keep_on_failure=options.keep, notify=progress.info)
+        return ComposeBackend(keep_on_failure=options.keep, notify=progress.info)
     if name == "k8s":
         from scotbed.orchestrator.backends.k8s import K8sBackend
 
         return K8sBackend(
-            spec,
-            scot,
             context=options.kube_context,
             namespace_prefix=options.namespace_prefix,
             preferred_anti_affinity=options.preferred_anti_affinity,
@@ -213,16 +212,15 @@ class Lifecycle:
                 f"{s['acols']} aCOLs, {s['icols']} iCOLs"
             )
 
+        backend = make_backend(backend_name, self.options, self.progress)
         with self.progress.phase("render") as ph:
-            placeholder = {b.id: "127.0.0.1:0" for b in scot.brokers}
-            configs = deploy_plan.broker_configs(spec, scot, placeholder, run_id=run_id)
-            plan = deploy_plan.workload_plan(spec, scot, placeholder, run_id=run_id)
+            configs = deploy_plan.deployed_configs(spec, scot, backend.addressing(run_id), run_id)
+            plan = deploy_plan.workload_plan(spec, scot, {c.id: c.listen for c in configs}, run_id=run_id)
             ph.update(
                 f"{len(configs)} broker configs, {plan.subscription_count()} subscriptions, "
                 f"{len(plan.publishers)} publishers"
             )
 
-        backend = make_backend(backend_name, self.options, spec, scot, self.progress)
         with self.progress.phase("deploy") as ph:
             ph.update(f"starting {len(configs)} brokers ({backend_name})")
             request = DeployRequest(
@@ -231,7 +229,8 @@ class Lifecycle:
                 configs=configs,
                 ready_timeout_s=spec.timeouts.ready_s,
                 state=self.state,
-                image=self.options.image or "scotbed-broker:0.1.0",
+                image=self.options.image or BROKER_IMAGE,
+                nodes_needed=scot.chromatic_need(),
             )
             try:
                 self.deployment = backend.deploy(request)
@@ -241,7 +240,7 @@ class Lifecycle:
         with self.progress.phase("ready") as ph:
             self._wait_healthy(spec.timeouts.ready_s, ph)
 
-        if hasattr(self.deployment, "run_workload_jobs"):
+        if self.deployment.in_cluster_workload:
             self._workload_in_cluster(spec, scot, run_id)
         else:
             self._workload_on_host(spec, scot, run_id)
@@ -338,7 +337,7 @@ class Lifecycle:
             )
             ph.update(f"{len(plan.subscribers)} subscribers, {len(plan.publishers)} publishers")
             try:
-                self.deployment.run_workload_jobs(objects, spec.timeouts.run_s)  # type: ignore[attr-defined]
+                self.deployment.run_workload_jobs(objects, spec.timeouts.run_s)
             except BackendError as e:
                 raise RunFailed(f"workload: {e}", self.run_dir) from None
             counts = merge_workload(self.run_dir)
@@ -550,7 +549,7 @@ def options_from_args(args: Any, **overrides: Any) -> RunOptions:
         "quiet": getattr(args, "quiet", False),
         "log_json": getattr(args, "log_json", False),
         "image": getattr(args, "image", None),
-        "workload_image": getattr(args, "workload_image", None) or "scotbed-workloads:0.1.0",
+        "workload_image": getattr(args, "workload_image", None) or WORKLOAD_IMAGE,
         "kube_context": getattr(args, "kube_context", None),
         "namespace_prefix": getattr(args, "namespace_prefix", "scotbed"),
         "preferred_anti_affinity": getattr(args, "preferred_anti_affinity", False),

@@ -9,11 +9,14 @@ how to remove everything it started. Backends never import the lifecycle.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from scotbed.config import BrokerConfig
+from scotbed.orchestrator.images import BROKER_IMAGE
+from scotbed.orchestrator.plan import Addressing
 from scotbed.orchestrator.state import RunState
 
 
@@ -23,13 +26,16 @@ class BackendError(RuntimeError):
 
 @dataclass
 class DeployRequest:
+    """Everything a backend deploys: it never sees the spec or the overlay."""
+
     run_id: str
     run_dir: Path
-    configs: list[BrokerConfig]  # addresses are placeholders the backend fills in
+    configs: list[BrokerConfig]  # rendered with the backend's addressing (Backend.addressing)
     ready_timeout_s: float
     state: RunState
-    image: str = "scotbed-broker:0.1.0"
+    image: str = BROKER_IMAGE
     options: dict[str, str] = field(default_factory=dict)
+    nodes_needed: int = 1  # nodes that keep every broker off its neighbours' nodes (Scot.chromatic_need)
 
 
 class Deployment(Protocol):
@@ -55,8 +61,33 @@ class Deployment(Protocol):
         """Remove everything the deployment started; safe to call twice."""
         ...
 
+    @property
+    def in_cluster_workload(self) -> bool:
+        """The workload runs next to the brokers (:meth:`run_workload_jobs`), not on the host."""
+        ...
+
+    def run_workload_jobs(self, objects: Sequence[dict[str, Any]], timeout_s: float) -> None:
+        """Run the workload's rendered objects (Kubernetes Jobs) to their end and copy their results
+        into the run directory; only where :attr:`in_cluster_workload`."""
+        ...
+
+
+class HostWorkload:
+    """The workload side of a deployment whose clients run on the host (local processes, compose)."""
+
+    @property
+    def in_cluster_workload(self) -> bool:
+        return False
+
+    def run_workload_jobs(self, objects: Sequence[dict[str, Any]], timeout_s: float) -> None:
+        raise BackendError("this backend runs the workload on the host, not as in-cluster Jobs")
+
 
 class Backend(Protocol):
     name: str
+
+    def addressing(self, run_id: str) -> Addressing:
+        """How this backend's brokers dial, bind and log; the run renders the configs with it."""
+        ...
 
     def deploy(self, request: DeployRequest) -> Deployment: ...

@@ -16,16 +16,13 @@ projects labelled ``scotbed.io/run-id`` that no state file knows about.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from scotbed import contract
-from scotbed import topology as topo
-from scotbed.config import BrokerConfig, LogConfig
-from scotbed.orchestrator.backends.base import BackendError, DeployRequest
+from scotbed.orchestrator.backends.base import BackendError, DeployRequest, HostWorkload
 from scotbed.orchestrator.backends.docker_engine import (
     SERVICE_LABEL,
     ComposeCLI,
@@ -38,9 +35,9 @@ from scotbed.orchestrator.backends.docker_engine import (
     container_user,
     project_name,
 )
+from scotbed.orchestrator.plan import Addressing
 from scotbed.orchestrator.render import compose as render
 from scotbed.orchestrator.render import to_yaml, write_brokers_json
-from scotbed.orchestrator.spec import Spec
 from scotbed.orchestrator.state import RunState, load_all
 
 RUN_LABEL = "scotbed.io/run-id"
@@ -55,43 +52,21 @@ def _quiet(message: str) -> None:
     """The default notifier: a backend used outside `scotbed run` stays silent."""
 
 
-def container_configs(configs: list[BrokerConfig], port: int = render.DEFAULT_PORT) -> list[BrokerConfig]:
-    """The run's configs as the containers need them: listen on every interface, dial neighbours
-    by service name, write the event log into the bind-mounted folder."""
-    out = []
-    for cfg in configs:
-        neighbours = tuple(dataclasses.replace(n, address=f"{n.id}:{port}") for n in cfg.neighbours)
-        log = LogConfig(**{**dataclasses.asdict(cfg.log), "path": f"{render.EVENTS_DIR}/{cfg.id}.jsonl"})
-        out.append(dataclasses.replace(cfg, listen=f"0.0.0.0:{port}", neighbours=neighbours, log=log))
-    return out
-
-
-def render_run(
-    spec: Spec,
-    scot: topo.Scot,
-    request: DeployRequest,
-    user: str | None,
-    port: int = render.DEFAULT_PORT,
-) -> tuple[dict[str, Any], list[BrokerConfig]]:
-    """The compose document and the broker configs of one run. Paths are relative to
-    ``run_dir/manifests``; every broker publishes its gRPC port on 127.0.0.1 only."""
-    configs = container_configs(request.configs, port)
+def render_run(request: DeployRequest, user: str | None, port: int = render.DEFAULT_PORT) -> dict[str, Any]:
+    """The compose document of one run's configs (rendered with :func:`render.addressing`). Paths are
+    relative to ``run_dir/manifests``; every broker publishes its gRPC port on 127.0.0.1 only."""
     doc = render.render_compose(
-        spec,
-        scot,
+        request.configs,
         request.run_id,
         image=request.image,
         port=port,
-        config_file="./brokers.json",
-        events_dir="../events",
+        config_file=f"./{contract.BROKERS}",
+        events_dir=f"../{contract.EVENTS_DIR}",
         user=user,
     )
-    wanted, rendered = {c.id for c in configs}, set(doc["services"])
-    if wanted != rendered:
-        raise BackendError(f"the run's brokers {sorted(wanted ^ rendered)} do not match the compose services")
     for svc in doc["services"].values():
         svc["ports"] = [f"127.0.0.1::{port}"]
-    return doc, configs
+    return doc
 
 
 def published_ports(docs: list[dict[str, Any]], port: int = render.DEFAULT_PORT) -> dict[str, int]:
@@ -130,7 +105,7 @@ def ensure_image(engine: DockerEngine, tag: str, notify: Notify = _quiet, root: 
         raise BackendError(f"image {tag} is not present and building it failed; run {by_hand}\n{e}") from None
 
 
-class ComposeDeployment:
+class ComposeDeployment(HostWorkload):
     """One run's compose project, up and healthy."""
 
     def __init__(self, project: ComposeProject, run_id: str, brokers: list[str]) -> None:
@@ -216,15 +191,11 @@ class ComposeBackend:
 
     def __init__(
         self,
-        spec: Spec,
-        scot: topo.Scot,
         *,
         engine: DockerEngine | None = None,
         keep_on_failure: bool = False,
         notify: Notify = _quiet,
     ) -> None:
-        self.spec = spec
-        self.scot = scot
         self.engine = engine or DockerEngine()
         self.keep_on_failure = keep_on_failure
         self.notify = notify
@@ -238,21 +209,22 @@ class ComposeBackend:
         ensure_image(self.engine, image, self.notify)
         return cli
 
+    def addressing(self, run_id: str) -> Addressing:
+        return render.addressing()
+
     def deploy(self, request: DeployRequest) -> ComposeDeployment:
         cli = self._tools(request.image)
         manifests = request.run_dir / contract.MANIFESTS_DIR
         manifests.mkdir(parents=True, exist_ok=True)
-        doc, configs = render_run(
-            self.spec, self.scot, request, container_user(request.run_dir / contract.EVENTS_DIR)
-        )
-        write_brokers_json(manifests / contract.BROKERS, configs)
+        doc = render_run(request, container_user(request.run_dir / contract.EVENTS_DIR))
+        write_brokers_json(manifests / contract.BROKERS, request.configs)
         file = manifests / "docker-compose.yml"
         file.write_text(to_yaml(doc))
         project = ComposeProject(self.engine, cli, file, project_name(request.run_id))
         request.state.compose_project = project.project
         request.state.compose_file = str(file)
         request.state.save()
-        deployment = ComposeDeployment(project, request.run_id, [c.id for c in configs])
+        deployment = ComposeDeployment(project, request.run_id, [c.id for c in request.configs])
         try:
             project.up()
             try:

@@ -22,20 +22,24 @@ Every API object the client library takes or returns crosses the small
 
 from __future__ import annotations
 
-import contextlib
-import json
 import logging
-import os
 import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import Any
 
 from scotbed import contract
-from scotbed import topology as topo
 from scotbed.orchestrator.backends.base import BackendError, DeployRequest
+from scotbed.orchestrator.backends.k8s_api import (
+    Kube,
+    api_message,
+    apply,
+    connect,
+    is_status,
+    schedulable_nodes,
+)
 from scotbed.orchestrator.backends.k8s_diagnose import (
     PodProblem,
     dead_reason,
@@ -45,14 +49,10 @@ from scotbed.orchestrator.backends.k8s_diagnose import (
 )
 from scotbed.orchestrator.backends.k8s_portforward import Forwarder
 from scotbed.orchestrator.backends.k8s_transfer import (
-    COLLECTOR,
-    add_collector,
-    annotate_collect,
-    collect_dir,
     extract,
-    marker_command,
     tar_command,
 )
+from scotbed.orchestrator.plan import Addressing
 from scotbed.orchestrator.render import write_yaml_documents
 from scotbed.orchestrator.render.k8s import (
     DEFAULT_PORT,
@@ -60,12 +60,12 @@ from scotbed.orchestrator.render.k8s import (
     LABEL_COMPONENT,
     LABEL_RUN,
     Resources,
+    addressing,
     anti_affinity_warning,
     broker_address,
     namespace_for,
     render_k8s,
 )
-from scotbed.orchestrator.spec import Spec
 from scotbed.workloads.k8s import RESULTS_DIR
 
 log = logging.getLogger(__name__)
@@ -81,171 +81,6 @@ COLLECT_GRACE_S = 300.0
 EXEC_TIMEOUT_S = 300.0
 
 
-class Streams(Protocol):
-    """The two websocket calls, behind an interface so tests need no API server."""
-
-    def exec_to(
-        self, namespace: str, pod: str, container: str, command: list[str], out: IO[bytes], timeout_s: float
-    ) -> tuple[int | None, str]:
-        """Run ``command`` in the container, stdout into ``out``; returns (exit code, stderr)."""
-        ...
-
-    def connect(self, namespace: str, pod: str, port: int) -> Any:
-        """A socket connected to the pod's port."""
-        ...
-
-
-@dataclass
-class Kube:
-    """The API objects one cluster is reached through (CoreV1Api, BatchV1Api, NetworkingV1Api)."""
-
-    core: Any
-    batch: Any
-    networking: Any
-    streams: Streams
-    context: str | None  # the kubeconfig context name; None in-cluster
-    in_cluster: bool = False
-
-
-class ClientStreams:
-    """:class:`Streams` over ``kubernetes.stream`` (exec with a binary stdout, port-forward)."""
-
-    def __init__(self, core: Any) -> None:
-        self.core = core
-
-    def exec_to(
-        self, namespace: str, pod: str, container: str, command: list[str], out: IO[bytes], timeout_s: float
-    ) -> tuple[int | None, str]:
-        from kubernetes.stream import stream
-
-        resp = stream(
-            self.core.connect_get_namespaced_pod_exec,
-            pod,
-            namespace,
-            container=container,
-            command=command,
-            stderr=True,
-            stdin=False,
-            stdout=True,
-            tty=False,
-            binary=True,
-            _preload_content=False,
-        )
-        err = bytearray()
-        deadline = time.monotonic() + timeout_s
-        try:
-            while resp.is_open():
-                if time.monotonic() > deadline:
-                    return None, f"timed out after {timeout_s:.0f} s"
-                resp.update(timeout=1)
-                out.write(resp.read_stdout(timeout=0))
-                err += resp.read_stderr(timeout=0)
-            out.write(resp.read_stdout(timeout=0))
-            err += resp.read_stderr(timeout=0)
-            return resp.returncode, err.decode("utf-8", "replace")
-        finally:
-            resp.close()
-
-    def connect(self, namespace: str, pod: str, port: int) -> Any:
-        from kubernetes.stream import portforward
-
-        pf = portforward(self.core.connect_get_namespaced_pod_portforward, pod, namespace, ports=str(port))
-        return pf.socket(port)
-
-
-def connect(context: str | None = None) -> Kube:
-    """Clients for ``context`` (default: the kubeconfig's current one, or the pod's service account)."""
-    from kubernetes import client, config
-
-    try:
-        api_client = config.new_client_from_config(context=context)
-        if context is None:
-            _, active = config.list_kube_config_contexts()
-            context = active["name"] if active else None
-        in_cluster = False
-    except (config.ConfigException, OSError) as e:
-        if context is not None or not os.environ.get("KUBERNETES_SERVICE_HOST"):
-            which = f"context {context!r}" if context else "the current context"
-            raise BackendError(f"cannot load kubeconfig for {which}: {e}") from None
-        cfg = client.Configuration()
-        config.load_incluster_config(client_configuration=cfg)
-        api_client, in_cluster = client.ApiClient(cfg), True
-    core = client.CoreV1Api(api_client)
-    return Kube(
-        core=core,
-        batch=client.BatchV1Api(api_client),
-        networking=client.NetworkingV1Api(api_client),
-        streams=ClientStreams(core),
-        context=context,
-        in_cluster=in_cluster,
-    )
-
-
-def api_message(e: Exception) -> str:
-    """The API server's own message from an ApiException (its JSON body), else the exception text."""
-    status = getattr(e, "status", None)
-    body = getattr(e, "body", None)
-    if body:
-        with contextlib.suppress(ValueError, TypeError):
-            msg = json.loads(body).get("message")
-            if msg:
-                return f"{status} {msg}"
-    reason = getattr(e, "reason", None)
-    return f"{status} {reason}" if status is not None else str(e) or type(e).__name__
-
-
-def _is_status(e: Exception, *codes: int) -> bool:
-    return getattr(e, "status", None) in codes
-
-
-#: kind -> (API attribute of Kube, create method, namespaced)
-_CREATE = {
-    "Namespace": ("core", "create_namespace", False),
-    "ConfigMap": ("core", "create_namespaced_config_map", True),
-    "Secret": ("core", "create_namespaced_secret", True),
-    "Service": ("core", "create_namespaced_service", True),
-    "ServiceAccount": ("core", "create_namespaced_service_account", True),
-    "Pod": ("core", "create_namespaced_pod", True),
-    "NetworkPolicy": ("networking", "create_namespaced_network_policy", True),
-    "Job": ("batch", "create_namespaced_job", True),
-}
-
-
-def apply(kube: Kube, obj: dict[str, Any]) -> None:
-    """Create one rendered object (a run's namespace is new, so create is apply)."""
-    kind = obj.get("kind", "?")
-    name = obj.get("metadata", {}).get("name", "?")
-    if kind not in _CREATE:
-        raise BackendError(f"{kind} {name}: kind not supported by the k8s backend ({', '.join(_CREATE)})")
-    api_name, method, namespaced = _CREATE[kind]
-    fn = getattr(getattr(kube, api_name), method)
-    try:
-        if namespaced:
-            fn(obj["metadata"]["namespace"], obj)
-        else:
-            fn(obj)
-    except Exception as e:
-        if not hasattr(e, "status"):
-            raise BackendError(f"creating {kind} {name}: cannot reach the API server: {e}") from None
-        raise BackendError(f"creating {kind} {name}: {api_message(e)}") from None
-
-
-def schedulable_nodes(nodes: Sequence[Any]) -> int:
-    """Nodes a broker pod can land on: Ready, not cordoned, without NoSchedule/NoExecute taints."""
-    count = 0
-    for n in nodes:
-        if n.spec is not None and n.spec.unschedulable:
-            continue
-        taints = (n.spec.taints if n.spec else None) or []
-        if any(t.effect in ("NoSchedule", "NoExecute") for t in taints):
-            continue
-        conds = (n.status.conditions if n.status else None) or []
-        if not any(c.type == "Ready" and c.status == "True" for c in conds):
-            continue
-        count += 1
-    return count
-
-
 def run_namespace(run_id: str, prefix: str | None = None) -> str:
     """The renderer's namespace, or ``prefix`` + run id cut to a DNS label keeping the random suffix."""
     if prefix is None:
@@ -257,16 +92,13 @@ def run_namespace(run_id: str, prefix: str | None = None) -> str:
 
 
 class K8sBackend:
-    """``deploy`` for :class:`~scotbed.orchestrator.backends.base.Backend`; the spec and overlay are given
-    here because the pods' configs (DNS addresses, log paths) are rendered from them, not from the
-    request's placeholder configs."""
+    """``deploy`` for :class:`~scotbed.orchestrator.backends.base.Backend`: the request's configs were
+    rendered with :meth:`addressing` (DNS names in the run's namespace, logs in the events emptyDir)."""
 
     name = "k8s"
 
     def __init__(
         self,
-        spec: Spec,
-        scot: topo.Scot,
         *,
         context: str | None = None,
         namespace_prefix: str | None = None,
@@ -281,8 +113,6 @@ class K8sBackend:
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        self.spec = spec
-        self.scot = scot
         self.context = context
         self.namespace_prefix = namespace_prefix
         self.preferred_anti_affinity = preferred_anti_affinity
@@ -301,23 +131,25 @@ class K8sBackend:
             self._kube = connect(self.context)
         return self._kube
 
+    def addressing(self, run_id: str) -> Addressing:
+        return addressing(run_namespace(run_id, self.namespace_prefix), self.port)
+
     def deploy(self, request: DeployRequest) -> K8sDeployment:
         kube = self.kube()
         try:
             nodes = schedulable_nodes(kube.core.list_node().items)
         except Exception as e:
             raise BackendError(f"listing nodes of context {kube.context!r}: {api_message(e)}") from None
-        need = self.scot.chromatic_need()
+        need = request.nodes_needed
         preferred = self.preferred_anti_affinity and nodes < need
         warnings = []
-        warning = anti_affinity_warning(self.scot, nodes, self.preferred_anti_affinity)
+        warning = anti_affinity_warning(need, nodes, self.preferred_anti_affinity)
         if warning:
             warnings.append(warning)
             self.warn(warning)
         ns = run_namespace(request.run_id, self.namespace_prefix)
         objects = render_k8s(
-            self.spec,
-            self.scot,
+            request.configs,
             request.run_id,
             image=request.image,
             namespace=ns,
@@ -571,130 +403,17 @@ class K8sDeployment:
 
     # -- workload ----------------------------------------------------------------------------------
 
+    @property
+    def in_cluster_workload(self) -> bool:
+        return True
+
     def run_workload_jobs(
         self, objects: Sequence[dict[str, Any]], timeout_s: float, collect: str | None = RESULTS_DIR
     ) -> None:
-        """Apply the workload's objects, wait for its Jobs, copy their collect dirs into the run directory.
+        """Run the workload's Jobs next to the brokers (:mod:`scotbed.orchestrator.backends.k8s_jobs`)."""
+        from scotbed.orchestrator.backends.k8s_jobs import WorkloadJobs
 
-        ``collect`` is the directory (laid out like the run directory) a Job's containers write their
-        results to, as :mod:`scotbed.workloads.k8s` renders it; Jobs that mount it get the collect
-        annotation, Jobs that carry the annotation keep theirs. The pods' container logs go to ``logs/``.
-
-        Pods of a Job whose template carries the collect annotation are copied as soon as their workload
-        containers have finished (the collector keeps the pod up meanwhile); a failed container is
-        reported with its last log lines. On a timeout the files of still-running pods are copied as
-        they are, then the error names every unfinished Job with its pods' problems.
-        """
-        hold = timeout_s + COLLECT_GRACE_S
-        objs = []
-        for o in objects:
-            meta = {**o.get("metadata", {}), "namespace": self.namespace}
-            obj = {**o, "metadata": meta}
-            if collect is not None:
-                obj = annotate_collect(obj, collect)
-            try:
-                objs.append(add_collector(obj, hold))
-            except ValueError as e:
-                raise BackendError(str(e)) from None
-        write_yaml_documents(self.request.run_dir / contract.MANIFESTS_DIR / "workload.yaml", objs)
-        for o in objs:
-            apply(self.kube, o)
-        templates = {o["metadata"]["name"]: o["spec"]["template"] for o in objs if o["kind"] == "Job"}
-        if not templates:
-            raise BackendError("the workload has no Job to run")
-        self.backend.notify(f"started Jobs {', '.join(templates)}")
-        selector = f"job-name in ({','.join(sorted(templates))})"
-        clock = self.backend.clock
-        deadline = clock() + timeout_s
-        collected: set[str] = set()
-        failures: dict[str, str] = {}
-        result = _Collect()
-        while True:
-            try:
-                pods = self._pods(selector)
-                jobs = {
-                    j.metadata.name: j
-                    for j in self.kube.batch.list_namespaced_job(self.namespace).items
-                    if j.metadata.name in templates
-                }
-            except Exception as e:
-                raise BackendError(
-                    f"watching the workload Jobs in {self.namespace}: {api_message(e)}"
-                ) from None
-            for name, pod in sorted(pods.items()):
-                job = (pod.metadata.labels or {}).get("job-name", "")
-                directory = collect_dir(templates.get(job, {}))
-                self._check_workload_pod(pod, failures)
-                if directory and name not in collected and _ready_to_collect(pod):
-                    self._collect_workload_pod(pod, directory, result)
-                    collected.add(name)
-            states = {n: _job_state(jobs.get(n)) for n in templates}
-            self.backend.notify(
-                "Jobs: " + ", ".join(f"{n} {s or 'running'}" for n, s in sorted(states.items()))
-            )
-            stuck = [
-                p
-                for p in self._problems(sorted(pods), pods, ())
-                if p.fatal and p.kind in ("image", "config", "unschedulable")
-            ]
-            if all(states.values()) or stuck or clock() >= deadline:
-                break
-            self.backend.sleep(self.backend.poll_s)
-        for p in result.problems:
-            self.backend.warn(p)
-        self.collect_problems += result.problems
-        unfinished = sorted(n for n, s in states.items() if not s)
-        failed = sorted(n for n, s in states.items() if s and s.startswith("Failed"))
-        if not unfinished and not failed:
-            return
-        for name, pod in sorted(pods.items()):  # partial files beat none when the run is failing
-            job = (pod.metadata.labels or {}).get("job-name", "")
-            directory = collect_dir(templates.get(job, {}))
-            if directory and name not in collected and _collector_running(pod):
-                self._collect_workload_pod(pod, directory, result)
-        parts = []
-        if failed:
-            parts.append("workload Jobs failed: " + "; ".join(f"{n}: {states[n]}" for n in failed))
-        if unfinished:
-            why = "stopped waiting" if stuck else f"not finished after {timeout_s:.0f} s"
-            parts.append(f"workload Jobs {why}: {', '.join(unfinished)}")
-        problems = [p for p in self._problems(sorted(pods), pods, self._events()) if p.pod not in failures]
-        detail = "\n".join(f"  {pod}: {msg}" for pod, msg in sorted(failures.items()))
-        if problems:
-            detail += ("\n" if detail else "") + self._report(problems)
-        raise BackendError("; ".join(parts) + (f"\n{detail}" if detail else ""))
-
-    def _check_workload_pod(self, pod: Any, failures: dict[str, str]) -> None:
-        """Record (once) a workload container that exited non-zero, with its last log lines."""
-        name = pod.metadata.name
-        if name in failures:
-            return
-        for cs in (pod.status.container_statuses if pod.status else None) or []:
-            term = cs.state.terminated if cs.state else None
-            if cs.name == COLLECTOR or term is None or term.exit_code == 0:
-                continue
-            tail = self._log_tail(name, cs.name, lines=15).rstrip()
-            failures[name] = (
-                f"container {cs.name} exited with code {term.exit_code}"
-                + (f" ({term.reason})" if term.reason else "")
-                + ("\n    " + tail.replace("\n", "\n    ") if tail else "")
-            )
-            return
-
-    def _collect_workload_pod(self, pod: Any, directory: str, into: _Collect) -> None:
-        name = pod.metadata.name
-        for c in pod.spec.containers:
-            if c.name != COLLECTOR:
-                self._save_log(name, c.name, self.request.run_dir / "logs" / f"{name}-{c.name}.log")
-        if self._copy_dir(name, COLLECTOR, directory, self.request.run_dir, into):
-            self.backend.notify(f"copied the files of {name}")
-        with tempfile.TemporaryFile() as sink:
-            try:
-                self.kube.streams.exec_to(
-                    self.namespace, name, COLLECTOR, marker_command(directory), sink, 30
-                )
-            except Exception as e:
-                log.warning("releasing the collector of %s: %s", name, api_message(e))
+        WorkloadJobs(self).run(objects, timeout_s, collect)
 
     # -- teardown ----------------------------------------------------------------------------------
 
@@ -715,41 +434,6 @@ class K8sDeployment:
         self._torn_down = True
 
 
-def _job_state(job: Any) -> str | None:
-    """'Complete', 'Failed: <reason>' or None while the Job runs."""
-    if job is None or job.status is None:
-        return None
-    for c in job.status.conditions or []:
-        if c.status != "True":
-            continue
-        if c.type == "Complete":
-            return "Complete"
-        if c.type == "Failed":
-            return "Failed: " + " ".join(x for x in (c.reason, c.message) if x)
-    return None
-
-
-def _collector_running(pod: Any) -> bool:
-    for cs in (pod.status.container_statuses if pod.status else None) or []:
-        if cs.name == COLLECTOR:
-            return bool(cs.state and cs.state.running)
-    return False
-
-
-def _ready_to_collect(pod: Any) -> bool:
-    """Every workload container has finished for good while the collector still runs."""
-    statuses = (pod.status.container_statuses if pod.status else None) or []
-    work = [cs for cs in statuses if cs.name != COLLECTOR]
-    if not work or not _collector_running(pod):
-        return False
-    never = (pod.spec.restart_policy if pod.spec else None) == "Never"
-    for cs in work:
-        term = cs.state.terminated if cs.state else None
-        if term is None or (term.exit_code != 0 and not never):  # OnFailure: the kubelet restarts it
-            return False
-    return True
-
-
 def delete_namespaces(
     kube: Kube,
     names: Sequence[str],
@@ -762,7 +446,7 @@ def delete_namespaces(
         try:
             kube.core.delete_namespace(n)
         except Exception as e:
-            if not _is_status(e, 404, 409):
+            if not is_status(e, 404, 409):
                 raise BackendError(f"deleting namespace {n}: {api_message(e)}") from None
     deadline = clock() + timeout_s
     left = list(names)
@@ -773,7 +457,7 @@ def delete_namespaces(
                 kube.core.read_namespace(n)
                 still.append(n)
             except Exception as e:
-                if not _is_status(e, 404):
+                if not is_status(e, 404):
                     raise BackendError(f"reading namespace {n}: {api_message(e)}") from None
         left = still
         if not left or clock() >= deadline:

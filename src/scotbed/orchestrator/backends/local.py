@@ -11,10 +11,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from scotbed.broker.launcher import LaunchError, LocalCluster
-from scotbed.orchestrator.backends.base import BackendError, DeployRequest
+from scotbed.orchestrator.backends.base import BackendError, DeployRequest, HostWorkload
+from scotbed.orchestrator.plan import Addressing
+
+#: the launcher picks each broker's port and writes its log into the run's events/
+LOCAL_ADDRESSING = Addressing(dial="127.0.0.1:0", listen="127.0.0.1:0")
 
 
-class LocalDeployment:
+class LocalDeployment(HostWorkload):
     def __init__(self, cluster: LocalCluster, request: DeployRequest) -> None:
         self.cluster = cluster
         self.request = request
@@ -44,6 +48,9 @@ class LocalDeployment:
 
 class LocalBackend:
     name = "local"
+
+    def addressing(self, run_id: str) -> Addressing:
+        return LOCAL_ADDRESSING
 
     def deploy(self, request: DeployRequest) -> LocalDeployment:
         cluster = LocalCluster(

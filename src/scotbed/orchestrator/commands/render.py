@@ -11,7 +11,8 @@ from typing import Any
 
 from scotbed import contract
 from scotbed.orchestrator.commands import CommandError, add_spec_arguments, load
-from scotbed.orchestrator.plan import make_run_id
+from scotbed.orchestrator.images import BROKER_IMAGE
+from scotbed.orchestrator.plan import deployed_configs, make_run_id
 from scotbed.orchestrator.render import compose as compose_render
 from scotbed.orchestrator.render import k8s as k8s_render
 from scotbed.orchestrator.render import write_compose, write_yaml_documents
@@ -23,7 +24,7 @@ def add_parser(sub: Any) -> None:
     add_spec_arguments(p)
     p.add_argument("--target", required=True, choices=("k8s", "compose"))
     p.add_argument("--out", required=True, metavar="DIR", help="output folder (created)")
-    p.add_argument("--image", default=k8s_render.DEFAULT_IMAGE, help="broker image (default: %(default)s)")
+    p.add_argument("--image", default=BROKER_IMAGE, help="broker image (default: %(default)s)")
     p.add_argument("--run-id", help="run id for names and labels (default: a new <name>-<UTC time>-<hex>)")
     p.add_argument(
         "--preferred-anti-affinity",
@@ -60,11 +61,18 @@ def run(args: argparse.Namespace) -> int:
         if args.nodes is not None:
             if args.nodes < 1:
                 raise CommandError(f"--nodes: {args.nodes} is not allowed; give the number of nodes (>= 1)")
-            warning = k8s_render.anti_affinity_warning(scot, args.nodes, args.preferred_anti_affinity)
+            need = scot.chromatic_need()
+            warning = k8s_render.anti_affinity_warning(need, args.nodes, args.preferred_anti_affinity)
             if warning:
                 print(f"warning: {warning}", file=sys.stderr)
+        ns = k8s_render.namespace_for(run_id)
+        configs = deployed_configs(spec, scot, k8s_render.addressing(ns), run_id)
         objects = k8s_render.render_k8s(
-            spec, scot, run_id, image=args.image, preferred_anti_affinity=args.preferred_anti_affinity
+            configs,
+            run_id,
+            image=args.image,
+            namespace=ns,
+            preferred_anti_affinity=args.preferred_anti_affinity,
         )
         path = write_yaml_documents(out / "k8s.yaml", objects)
         print(f"wrote {len(objects)} objects ({len(scot.brokers)} broker pods) to {path}")
@@ -73,8 +81,8 @@ def run(args: argparse.Namespace) -> int:
     user = args.user
     if user is None and hasattr(os, "getuid"):
         user = f"{os.getuid()}:{os.getgid()}"
-    doc = compose_render.render_compose(spec, scot, run_id, image=args.image, user=user)
-    configs = compose_render.compose_broker_configs(spec, scot, run_id, compose_render.DEFAULT_PORT)
+    configs = deployed_configs(spec, scot, compose_render.addressing(), run_id)
+    doc = compose_render.render_compose(configs, run_id, image=args.image, user=user)
     path = write_compose(out, doc, configs)
     print(f"wrote {len(doc['services'])} services to {path} (with brokers.json and events/)")
     print(f"start with: docker compose -f {path} -p {run_id.lower()} up -d")

@@ -7,6 +7,7 @@ import argparse
 from typing import Any
 
 from scotbed.orchestrator.commands import add_spec_arguments, call_lazy
+from scotbed.orchestrator.images import BROKER_IMAGE
 
 
 def add_run_options(p: argparse.ArgumentParser) -> None:
@@ -16,9 +17,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--log-json", action="store_true", help="progress as JSON lines on stderr (for CI)")
     p.add_argument("--workers", type=int, default=2, metavar="N", help="Locust worker processes (default 2)")
     p.add_argument("--spark-master", metavar="URL", help="Spark master for the analysis (default local[*])")
-    p.add_argument(
-        "--image", metavar="IMAGE", help="broker image (compose, k8s; default scotbed-broker:0.1.0)"
-    )
+    p.add_argument("--image", metavar="IMAGE", help=f"broker image (compose, k8s; default {BROKER_IMAGE})")
     p.add_argument(
         "--workload-image",
         metavar="IMAGE",

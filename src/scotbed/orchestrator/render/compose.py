@@ -15,12 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from scotbed import topology as topo
 from scotbed.config import BrokerConfig
-from scotbed.orchestrator.plan import broker_configs
-from scotbed.orchestrator.spec import Spec
+from scotbed.orchestrator.images import BROKER_IMAGE
+from scotbed.orchestrator.plan import Addressing
 
-DEFAULT_IMAGE = "scotbed-broker:0.1.0"
 DEFAULT_PORT = 50051
 CONFIG_PATH = "/etc/scotbed/brokers.json"
 EVENTS_DIR = "/var/log/scotbed"
@@ -33,12 +31,9 @@ class Limits:
     memory: str = "512M"  # same string in mem_limit and deploy.resources.limits.memory
 
 
-def compose_broker_configs(spec: Spec, scot: topo.Scot, run_id: str, port: int) -> list[BrokerConfig]:
-    """Broker configs as the containers see them: service-name addresses, logs in the events folder."""
-    addresses = {b.id: f"{b.id}:{port}" for b in scot.brokers}
-    listen = {b.id: f"0.0.0.0:{port}" for b in scot.brokers}
-    logs = {b.id: f"{EVENTS_DIR}/{b.id}.jsonl" for b in scot.brokers}
-    return broker_configs(spec, scot, addresses, listen=listen, log_paths=logs, run_id=run_id)
+def addressing(port: int = DEFAULT_PORT) -> Addressing:
+    """Brokers as the containers see them: service-name addresses, logs in the events folder."""
+    return Addressing(dial=f"{{id}}:{port}", listen=f"0.0.0.0:{port}", log_path=f"{EVENTS_DIR}/{{id}}.jsonl")
 
 
 def _service(
@@ -87,11 +82,10 @@ def _service(
 
 
 def render_compose(
-    spec: Spec,
-    scot: topo.Scot,
+    configs: list[BrokerConfig],
     run_id: str,
     *,
-    image: str = DEFAULT_IMAGE,
+    image: str = BROKER_IMAGE,
     port: int = DEFAULT_PORT,
     limits: Limits = Limits(),
     config_file: str = "./brokers.json",
@@ -99,10 +93,10 @@ def render_compose(
     user: str | None = None,
     extra_services: Mapping[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The compose document. ``config_file`` and ``events_dir`` are host paths, relative to the compose
-    file's folder; ``user`` ("uid:gid") makes the event logs belong to the caller on Linux;
-    ``extra_services`` (e.g. Locust) join the same network when they name none."""
-    configs = compose_broker_configs(spec, scot, run_id, port)
+    """The compose document of ``configs`` (rendered with :func:`addressing`). ``config_file`` and
+    ``events_dir`` are host paths, relative to the compose file's folder; ``user`` ("uid:gid") makes
+    the event logs belong to the caller on Linux; ``extra_services`` (e.g. Locust) join the same
+    network when they name none."""
     services = {
         c.id: _service(c, run_id, image, port, limits, config_file, events_dir, user) for c in configs
     }

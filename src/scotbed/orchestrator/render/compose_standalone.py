@@ -24,8 +24,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from scotbed import contract
 from scotbed import topology as topo
-from scotbed.config import BrokerConfig, LogConfig
+from scotbed.config import BrokerConfig
 from scotbed.orchestrator import plan as deploy_plan
 from scotbed.orchestrator.render import compose as render
 from scotbed.orchestrator.render import to_yaml, write_brokers_json
@@ -65,17 +66,15 @@ def _build(context: str) -> dict[str, Any]:
 def standalone_configs(spec: Spec, scot: topo.Scot, run_id: str) -> list[BrokerConfig]:
     """The brokers' configs with their event logs in ``events/`` of the results volume, where the
     Locust processes write theirs, so the volume holds one run directory."""
-    configs = render.compose_broker_configs(spec, scot, run_id, render.DEFAULT_PORT)
-
-    def log(c: BrokerConfig) -> LogConfig:
-        return LogConfig(**{**dataclasses.asdict(c.log), "path": f"{render.EVENTS_DIR}/events/{c.id}.jsonl"})
-
-    return [dataclasses.replace(c, log=log(c)) for c in configs]
+    logs = f"{render.EVENTS_DIR}/{contract.events_file('{id}')}"
+    addressing = dataclasses.replace(render.addressing(), log_path=logs)
+    return deploy_plan.deployed_configs(spec, scot, addressing, run_id)
 
 
 def standalone_plan(spec: Spec, scot: topo.Scot, run_id: str) -> wplan.Plan:
     """The workload plan with service-name broker addresses; the master releases the publishers."""
-    addresses = {b.id: f"{b.id}:{render.DEFAULT_PORT}" for b in scot.brokers}
+    addressing = render.addressing()
+    addresses = addressing.of(addressing.dial, scot)
     plan: wplan.Plan = deploy_plan.workload_plan(spec, scot, addresses, run_id=run_id, release_mode="auto")
     return plan
 
@@ -120,8 +119,7 @@ def render_standalone(spec: Spec, scot: topo.Scot, context: str = ".") -> dict[s
     worker = _locust(worker_args, data_dir, context)
     worker["depends_on"] = {"locust-master": {"condition": "service_started"}}
     doc = render.render_compose(
-        spec,
-        scot,
+        standalone_configs(spec, scot, run_id),
         run_id,
         image=IMAGE,
         config_file=f"./{data_dir}/brokers.json",

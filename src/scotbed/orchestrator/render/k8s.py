@@ -22,10 +22,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scotbed import topology as topo
 from scotbed.config import BrokerConfig, dump_all
-from scotbed.orchestrator.plan import broker_configs
-from scotbed.orchestrator.spec import Spec
+from scotbed.orchestrator.images import BROKER_IMAGE
+from scotbed.orchestrator.plan import Addressing
 
 LABEL_RUN = "scotbed.io/run-id"
 LABEL_BROKER = "scotbed.io/broker"
@@ -36,7 +35,6 @@ SERVICE = "brokers"
 CONFIG_DIR = "/etc/scotbed"
 CONFIG_FILE = f"{CONFIG_DIR}/brokers.json"
 EVENTS_DIR = "/var/log/scotbed"
-DEFAULT_IMAGE = "scotbed-broker:0.1.0"
 DEFAULT_PORT = 50051
 #: the broker image's unprivileged user (broker-image/Dockerfile)
 BROKER_UID = 10001
@@ -72,9 +70,9 @@ def broker_address(broker: str, namespace: str, port: int = DEFAULT_PORT) -> str
     return f"{broker}.{SERVICE}.{namespace}.svc:{port}"
 
 
-def anti_affinity_warning(scot: topo.Scot, nodes: int, preferred: bool = False) -> str | None:
-    """A warning when ``nodes`` cannot keep every broker apart from its neighbours."""
-    need = scot.chromatic_need()
+def anti_affinity_warning(need: int, nodes: int, preferred: bool = False) -> str | None:
+    """A warning when ``nodes`` cannot keep every broker apart from its neighbours (``need`` nodes,
+    ``Scot.chromatic_need()``)."""
     if nodes >= need:
         return None
     if preferred:
@@ -185,32 +183,30 @@ def _pod(
     }
 
 
-def k8s_broker_configs(
-    spec: Spec, scot: topo.Scot, run_id: str, namespace: str, port: int
-) -> list[BrokerConfig]:
-    """Broker configs as the pods see them: DNS addresses, event logs in the events emptyDir."""
-    addresses = {b.id: broker_address(b.id, namespace, port) for b in scot.brokers}
-    listen = {b.id: f"0.0.0.0:{port}" for b in scot.brokers}
-    logs = {b.id: f"{EVENTS_DIR}/{b.id}.jsonl" for b in scot.brokers}
-    return broker_configs(spec, scot, addresses, listen=listen, log_paths=logs, run_id=run_id)
+def addressing(namespace: str, port: int = DEFAULT_PORT) -> Addressing:
+    """Brokers as the pods see them: DNS addresses, event logs in the events emptyDir."""
+    return Addressing(
+        dial=broker_address("{id}", namespace, port),
+        listen=f"0.0.0.0:{port}",
+        log_path=f"{EVENTS_DIR}/{{id}}.jsonl",
+    )
 
 
 def render_k8s(
-    spec: Spec,
-    scot: topo.Scot,
+    configs: list[BrokerConfig],
     run_id: str,
     *,
-    image: str = DEFAULT_IMAGE,
+    image: str = BROKER_IMAGE,
     namespace: str | None = None,
     port: int = DEFAULT_PORT,
     preferred_anti_affinity: bool = False,
     resources: Resources = Resources(),
     extra_objects: Sequence[dict[str, Any]] = (),
 ) -> list[dict[str, Any]]:
-    """Every object of the run in apply order; ``extra_objects`` (e.g. Locust Jobs) come last and
-    get the run's namespace when they have none."""
+    """Every object of the run in apply order, for ``configs`` rendered with :func:`addressing` in
+    the same namespace; ``extra_objects`` (e.g. Locust Jobs) come last and get the run's namespace
+    when they have none."""
     ns = namespace or namespace_for(run_id)
-    configs = k8s_broker_configs(spec, scot, run_id, ns, port)
     base = run_labels(run_id)
     broker_selector = {LABEL_RUN: run_id, LABEL_COMPONENT: "broker"}
     objects: list[dict[str, Any]] = [
