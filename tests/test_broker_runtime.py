@@ -17,7 +17,7 @@ from scotbed.filters import Filter
 from scotbed.messages import Publication, Subscription
 from scotbed.v1 import scotbed_pb2 as pb
 
-NB = NeighbourConfig("b-v1-0", "primary", "edge", 0, "v1", "127.0.0.1:1")
+NB = NeighbourConfig("b-v1-0", "aCOL", "edge", 0, "v1", "127.0.0.1:1")
 
 
 def test_ce_is_in_over_out_and_in_when_nothing_went_out() -> None:

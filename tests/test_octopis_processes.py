@@ -147,7 +147,7 @@ def only_n(n: str, **more: Counter[str]) -> dict[str, Counter[str]]:
     return {**out, **more}
 
 
-ICOL, ACOL = "secondary", "primary"
+ICOL, ACOL = "iCOL", "aCOL"
 
 
 class Fig7:

@@ -285,7 +285,7 @@ def test_broker_configs_carry_spec_and_scaled_capacities() -> None:
     for cfg in configs:
         for n in cfg.neighbours:
             assert n.address == addrs[n.id]
-            assert n.capacity_msgs_per_s == (20.0 if n.kind == "secondary" else None)
+            assert n.capacity_msgs_per_s == (20.0 if n.kind == "iCOL" else None)
 
 
 def test_client_plan_is_seeded_and_groups_are_independent() -> None:

@@ -33,7 +33,7 @@ def test_paper_fig8_shape() -> None:
 
 def test_paper_fig2_is_the_path_a_to_f() -> None:
     s = topo.Scot(topo.paper_fig2(), 3)
-    assert {n.id for n in s.neighbours("b-b-0") if n.kind == "primary"} == {"b-a-0", "b-c-0"}
+    assert {n.id for n in s.neighbours("b-b-0") if n.kind == topo.ACOL} == {"b-a-0", "b-c-0"}
     assert [b.type for b in s.brokers[:6]] == ["edge", "inner", "inner", "inner", "inner", "edge"]
     assert s.diameter() == 6
 
@@ -71,10 +71,10 @@ def test_product_properties(n: int, seed: int, m: int) -> None:
         sub = g.subgraph(members)
         assert sub.number_of_edges() == m * (m - 1) // 2, f"region {a}"
         assert all(link.kind == topo.ICOL for link in scot.links if {link.a, link.b} <= set(members))
-    # edge brokers have at most one primary neighbour, inner brokers at least two
+    # edge brokers have at most one aCOL neighbour, inner brokers at least two
     for b in scot.brokers:
-        primaries = [x for x in scot.neighbours(b.id) if x.kind == "primary"]
-        secondaries = [x for x in scot.neighbours(b.id) if x.kind == "secondary"]
+        primaries = [x for x in scot.neighbours(b.id) if x.kind == topo.ACOL]
+        secondaries = [x for x in scot.neighbours(b.id) if x.kind == topo.ICOL]
         assert (b.type == "edge") == (len(primaries) <= 1)
         assert len(secondaries) == m - 1
         assert all(x.cluster == b.cluster for x in primaries)

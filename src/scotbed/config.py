@@ -27,7 +27,7 @@ class ConfigError(ValueError):
 @dataclass(frozen=True)
 class NeighbourConfig:
     id: str
-    kind: Literal["primary", "secondary"]  # primary: aCOL, secondary: iCOL
+    kind: Literal["aCOL", "iCOL"]  # the link to this neighbour: aCOL (same cluster), iCOL (same region)
     type: Literal["edge", "inner"]
     cluster: int
     region: str

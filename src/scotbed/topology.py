@@ -4,9 +4,9 @@ A SCOT is the Cartesian product G_A □ K_m of an acyclic factor G_A (a tree)
 and the complete graph K_m. Broker B(a, i) has a ∈ V(G_A) and i ∈ {0..m-1}
 (index property: the K_m labels are 0..m-1; label order property: the G_A
 label comes first). Cluster C_i is the G_A-fibre of index i, region R_a the
-K_m-fibre of vertex a. Links inside a cluster are aCOLs (between primary
-neighbours), links inside a region are iCOLs (between secondary neighbours).
-A broker is an *edge* broker when it has at most one primary neighbour and an
+K_m-fibre of vertex a. Links inside a cluster are aCOLs, links inside a
+region are iCOLs.
+A broker is an *edge* broker when it has at most one aCOL neighbour and an
 *inner* broker otherwise. m = 1 is the plain tree.
 
 Nothing here does I/O except the two file readers, which take text.
@@ -307,7 +307,7 @@ class Link:
 @dataclass(frozen=True)
 class Neighbour:
     id: str
-    kind: Literal["primary", "secondary"]  # primary = over an aCOL, secondary = over an iCOL
+    kind: LinkKind  # the link to this neighbour: an aCOL (same cluster) or an iCOL (same region)
     type: BrokerType
     cluster: int
     region: str
@@ -360,10 +360,9 @@ class Scot:
     def _neighbours(self) -> dict[str, tuple[Neighbour, ...]]:
         out: dict[str, list[Neighbour]] = {b.id: [] for b in self.brokers}
         for link in self.links:
-            kind: Literal["primary", "secondary"] = "primary" if link.kind == ACOL else "secondary"
             for x, y in ((link.a, link.b), (link.b, link.a)):
                 nb = self.by_id[y]
-                out[x].append(Neighbour(y, kind, nb.type, nb.cluster, nb.region))
+                out[x].append(Neighbour(y, link.kind, nb.type, nb.cluster, nb.region))
         return {k: tuple(v) for k, v in out.items()}
 
     def neighbours(self, broker: str) -> tuple[Neighbour, ...]:

@@ -116,8 +116,8 @@ def draw(scot: topo.Scot, path: str | Path, title: str | None = None) -> Path:
         fontsize=9,
     )
     handles = [
-        Line2D([], [], color=styles[topo.ACOL][0], linewidth=1.8, linestyle="-", label="aCOL (primary)"),
-        Line2D([], [], color=styles[topo.ICOL][0], linewidth=1.2, linestyle="--", label="iCOL (secondary)"),
+        Line2D([], [], color=styles[topo.ACOL][0], linewidth=1.8, linestyle="-", label="aCOL"),
+        Line2D([], [], color=styles[topo.ICOL][0], linewidth=1.2, linestyle="--", label="iCOL"),
     ]
     for mark, face, label in (("s", "white", "edge broker"), ("o", "tab:gray", "inner broker")):
         handles.append(

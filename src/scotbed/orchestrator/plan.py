@@ -58,7 +58,7 @@ def broker_configs(
         run_id=run_id,
         prometheus_port=prometheus_port,
     )
-    per_kind = {"primary": links.acol_capacity_msgs_per_s, "secondary": links.icol_capacity_msgs_per_s}
+    per_kind = {topo.ACOL: links.acol_capacity_msgs_per_s, topo.ICOL: links.icol_capacity_msgs_per_s}
     if all(v is None for v in per_kind.values()):
         return configs
     out = []

@@ -59,6 +59,7 @@ from scotbed.broker.routing.base import (
     RoutingTable,
 )
 from scotbed.messages import Publication, Subscription, SubState, Unsubscription
+from scotbed.topology import ACOL, ICOL
 
 
 def cbv_clusters(cbv: int | None) -> set[int]:
@@ -93,9 +94,9 @@ class StaticNotificationRouting(RoutingAlgorithm):
         super().__init__(view)
         self.secondary = RoutingTable(view.make_matcher())
         nbrs = view.neighbours
-        self._primary = sorted(n for n, c in nbrs.items() if c.kind == "primary")
-        self._secondary = sorted(n for n, c in nbrs.items() if c.kind == "secondary")
-        self._icol_to = {nbrs[n].cluster: n for n in self._secondary}
+        self._acols = sorted(n for n, c in nbrs.items() if c.kind == ACOL)
+        self._icols = sorted(n for n, c in nbrs.items() if c.kind == ICOL)
+        self._icol_to = {nbrs[n].cluster: n for n in self._icols}
         self._bit = 1 << view.cluster
 
     # --- subscription broadcast (Algorithm 1) -----------------------------------------------
@@ -126,8 +127,8 @@ class StaticNotificationRouting(RoutingAlgorithm):
         """Primary step over the other aCOLs of the host cluster, secondary step over every iCOL."""
         primary = replace(msg, state=SubState.PRIMARY)
         secondary = replace(msg, state=SubState.SECONDARY)
-        return [Forward(n, primary) for n in self._primary if n != from_hop] + [
-            Forward(n, secondary) for n in self._secondary
+        return [Forward(n, primary) for n in self._acols if n != from_hop] + [
+            Forward(n, secondary) for n in self._icols
         ]
 
     # --- notification routing ----------------------------------------------------------------

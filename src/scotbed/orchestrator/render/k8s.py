@@ -10,8 +10,8 @@ Broker ``b-a-0`` is reachable at ``b-a-0.<service>.<namespace>.svc:<port>``
 not-ready addresses so neighbours resolve each other while starting).
 Pods never restart (``restartPolicy: Never``): a broker that lost its routing
 state would silently corrupt the measurements, so a crash fails the run.
-Required pod anti-affinity keeps each broker off the node of every primary and
-secondary neighbour, so no link is a loopback; that needs
+Required pod anti-affinity keeps each broker off the node of every aCOL and
+iCOL neighbour, so no link is a loopback; that needs
 ``Scot.chromatic_need()`` nodes, see :func:`anti_affinity_warning`.
 """
 
