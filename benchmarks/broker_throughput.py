@@ -24,7 +24,8 @@ from typing import Any
 from scotbed import topology
 from scotbed.broker.client import BrokerClient
 from scotbed.broker.eventlog import read_events
-from scotbed.broker.launcher import LocalCluster, flush_all, status_all, wait_quiescent
+from scotbed.broker.fleet import flush_all, status_all, wait_quiescent
+from scotbed.broker.launcher import LocalCluster
 
 
 async def drive(cluster: LocalCluster, n: int, batch: int, subs: int) -> dict[str, Any]:

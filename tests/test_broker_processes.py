@@ -17,7 +17,8 @@ from broker_workload import Workload, make_workload
 from scotbed import topology
 from scotbed.broker.client import BrokerClient, SubscriptionStream
 from scotbed.broker.eventlog import read_events
-from scotbed.broker.launcher import LocalCluster, tables_all, wait_quiescent
+from scotbed.broker.fleet import tables_all, wait_quiescent
+from scotbed.broker.launcher import LocalCluster
 from scotbed.v1 import scotbed_pb2 as pb
 from scotbed.v1 import scotbed_pb2_grpc as pbg
 

@@ -39,6 +39,9 @@ SMALL = [
     "timeouts.quiescent_s=60",
 ]
 TREE = ["topology.kind=tree", "topology.acyclic={kind: kary, fanout: 2, depth: 2}", "topology.connectivity=1"]
+# slow iCOLs (80 notifications/s from the publishers against 10 messages/s per iCOL), so DNR's
+# congestion detection fires and re-routes: with unlimited links it never would
+SLOW_ICOLS = ["links.icol_capacity_msgs_per_s=10", "congestion.queue_threshold=5"]
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +67,7 @@ def _state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         ("bid", []),
         ("bid", TREE),
         ("snr", []),
-        ("dnr", []),
+        ("dnr", SLOW_ICOLS),
     ],
     ids=["flooding-fig2xK3", "rpf-tree7", "bid-fig2xK3", "bid-tree7", "snr-fig2xK3", "dnr-fig2xK3"],
 )
@@ -80,6 +83,8 @@ def test_run_delivers_exactly_once(routing: str, topology: list[str], tmp_path: 
     assert n["delivered"] == n["expected_deliveries"]
     assert n["missing"] == n["duplicates"] == n["false_positives"] == 0
     assert n["published"] == 2 * 40
+    if routing == "dnr":
+        assert n["dynamic_copies"] > 0  # congestion was detected and notifications were re-routed
     run_dir = result.run_dir
     for name in ("spec.resolved.yaml", "topology.json", "report.html", "analysis/summary.json"):
         assert (run_dir / name).is_file(), name

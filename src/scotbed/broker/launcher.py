@@ -27,11 +27,10 @@ What :meth:`LocalCluster.start` does, in order:
    naming the brokers not ready (and the exit code and stderr tail of any
    that died).
 
-The async helpers (:func:`status_all`, :func:`tables_all`,
-:func:`wait_quiescent`, :func:`flush_all`) take an ``{id: address}`` map and
-work with any set of brokers (compose, Kubernetes port-forwards); the
-``LocalCluster`` methods of the same names are their sync wrappers (do not call
-them from inside a running event loop — use the async helpers there).
+The fleet's admin RPCs live in :mod:`scotbed.broker.fleet` (``status_all``,
+``tables_all``, ``wait_quiescent``, ``flush_all``: an ``{id: address}`` map, any
+set of brokers); the ``LocalCluster`` methods of the same names are their sync
+wrappers (do not call them from inside a running event loop).
 """
 
 from __future__ import annotations
@@ -52,12 +51,11 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from scotbed import contract
+from scotbed.broker import fleet
 from scotbed.config import BrokerConfig, LogConfig, build_configs, dump_all
 from scotbed.v1 import scotbed_pb2 as pb
-from scotbed.v1 import scotbed_pb2_grpc as pbg
 
 HOST = "127.0.0.1"
 
@@ -250,7 +248,7 @@ class LocalCluster:
                         )
                     )
                 order = [i for i in sorted(pending) if self.brokers[i].printed_ready()]
-                results = await asyncio.gather(*(_health(channels[i]) for i in order))
+                results = await asyncio.gather(*(fleet.health(channels[i]) for i in order))
                 for i, (ok, text) in zip(order, results, strict=True):
                     last[i] = text
                     if ok:
@@ -323,125 +321,13 @@ class LocalCluster:
     # --- admin (sync wrappers) -------------------------------------------------------------
 
     def status_all(self) -> dict[str, pb.StatusReply]:
-        return asyncio.run(status_all(self.addresses()))
+        return asyncio.run(fleet.status_all(self.addresses()))
 
     def tables_all(self) -> dict[str, pb.TableReply]:
-        return asyncio.run(tables_all(self.addresses()))
+        return asyncio.run(fleet.tables_all(self.addresses()))
 
     def flush_all(self) -> dict[str, int]:
-        return asyncio.run(flush_all(self.addresses()))
+        return asyncio.run(fleet.flush_all(self.addresses()))
 
     def wait_quiescent(self, timeout_s: float = 30.0, stable_s: float = 0.2) -> dict[str, pb.StatusReply]:
-        return asyncio.run(wait_quiescent(self.addresses(), timeout_s, stable_s))
-
-
-# --- async admin helpers -------------------------------------------------------------------
-
-
-async def _health(channel: grpc.aio.Channel) -> tuple[bool, str]:
-    try:
-        reply = await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=1.0)
-    except grpc.aio.AioRpcError as e:
-        return False, f"{e.code().name}: {e.details()}"
-    return (
-        reply.status == health_pb2.HealthCheckResponse.SERVING,
-        health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status),
-    )
-
-
-class _Admins:
-    """One channel per broker for a series of admin calls (cheaper than a channel per call)."""
-
-    def __init__(self, addresses: Mapping[str, str]) -> None:
-        self._channels = {i: grpc.aio.insecure_channel(a) for i, a in addresses.items()}
-        self.stubs = {i: pbg.AdminStub(c) for i, c in self._channels.items()}
-
-    async def each(self, method: str, request: Any, timeout_s: float) -> dict[str, Any]:
-        ids = list(self.stubs)
-        replies = await asyncio.gather(
-            *(getattr(self.stubs[i], method)(request, timeout=timeout_s) for i in ids)
-        )
-        return dict(zip(ids, replies, strict=True))
-
-    async def close(self) -> None:
-        await asyncio.gather(*(c.close() for c in self._channels.values()), return_exceptions=True)
-
-
-async def _each(addresses: Mapping[str, str], method: str, request: Any, timeout_s: float) -> dict[str, Any]:
-    admins = _Admins(addresses)
-    try:
-        return await admins.each(method, request, timeout_s)
-    finally:
-        await admins.close()
-
-
-async def status_all(addresses: Mapping[str, str], timeout_s: float = 5.0) -> dict[str, pb.StatusReply]:
-    return await _each(addresses, "Status", pb.StatusRequest(), timeout_s)
-
-
-async def tables_all(addresses: Mapping[str, str], timeout_s: float = 10.0) -> dict[str, pb.TableReply]:
-    return await _each(addresses, "RoutingTable", pb.TableRequest(), timeout_s)
-
-
-async def flush_all(addresses: Mapping[str, str], timeout_s: float = 10.0) -> dict[str, int]:
-    replies = await _each(addresses, "Flush", pb.FlushRequest(), timeout_s)
-    return {i: int(r.events_written) for i, r in replies.items()}
-
-
-def _fingerprint(replies: Mapping[str, pb.StatusReply]) -> dict[str, dict[str, int]]:
-    return {i: dict(r.counters) for i, r in replies.items()}
-
-
-OnPoll = Callable[[Mapping[str, pb.StatusReply]], None]
-
-
-async def wait_quiescent(
-    addresses: Mapping[str, str],
-    timeout_s: float = 30.0,
-    stable_s: float = 0.2,
-    poll_s: float = 0.05,
-    on_poll: OnPoll | None = None,
-) -> dict[str, pb.StatusReply]:
-    """Wait until every broker is quiescent and no counter changed for ``stable_s``; returns the last status.
-
-    ``on_poll`` sees every round of replies (progress, or a check that raises to stop waiting).
-    Raises :class:`TimeoutError` naming the brokers that are still busy.
-    """
-    admins = _Admins(addresses)
-    try:
-        return await _wait_quiescent(admins, timeout_s, stable_s, poll_s, on_poll)
-    finally:
-        await admins.close()
-
-
-async def _wait_quiescent(
-    admins: _Admins, timeout_s: float, stable_s: float, poll_s: float, on_poll: OnPoll | None = None
-) -> dict[str, pb.StatusReply]:
-    deadline = time.monotonic() + timeout_s
-    stable_since: float | None = None
-    previous: dict[str, dict[str, int]] | None = None
-    while True:
-        replies = await admins.each("Status", pb.StatusRequest(), 5.0)
-        if on_poll is not None:
-            on_poll(replies)
-        now = time.monotonic()
-        fp = _fingerprint(replies)
-        if all(r.quiescent for r in replies.values()) and fp == previous:
-            if stable_since is None:
-                stable_since = now
-            if now - stable_since >= stable_s:
-                return replies
-        else:
-            stable_since = None
-        previous = fp
-        if now >= deadline:
-            busy = [
-                f"{i} (input {r.input_len}, out {sum(x.output_len for x in r.links)}, "
-                f"unacked {sum(x.unacked for x in r.links)})"
-                for i, r in replies.items()
-                if not r.quiescent
-            ]
-            raise TimeoutError(
-                f"not quiescent after {timeout_s:.0f} s: {', '.join(busy) or 'counters still changing'}"
-            )
-        await asyncio.sleep(poll_s)
+        return asyncio.run(fleet.wait_quiescent(self.addresses(), timeout_s, stable_s))

@@ -387,7 +387,7 @@ class Lifecycle:
         """Every broker's queues empty, every batch acknowledged, counters stable (Admin.Status)."""
         import asyncio
 
-        from scotbed.broker.launcher import wait_quiescent
+        from scotbed.broker.fleet import wait_quiescent
 
         assert self.deployment is not None
 
@@ -426,7 +426,7 @@ class Lifecycle:
             return
         import asyncio
 
-        from scotbed.broker.launcher import flush_all
+        from scotbed.broker.fleet import flush_all
 
         alive = {b: a for b, a in self.deployment.admin_addresses.items() if b not in self.deployment.dead()}
         try:
