@@ -8,19 +8,20 @@ Unknown fields are errors, so a typo never silently changes an experiment.
 
 from __future__ import annotations
 
-import json
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 from scotbed.broker import routing as routing_registry
+from scotbed.errors import UserError
+from scotbed.loader import read_document
 
 SCHEMA_VERSION = 1
 
 MATCHING_ENGINES = ("naive", "counting", "pst")
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError):
     """A broker configuration that cannot be used; the message names the field path."""
 
 
@@ -204,12 +205,7 @@ def dump_all(configs: list[BrokerConfig]) -> dict[str, Any]:
 def load(path: str | Path, broker_id: str | None = None) -> BrokerConfig:
     """Read one broker's config from a single-broker or an all-brokers file."""
     p = Path(path)
-    try:
-        doc = json.loads(p.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"{p}: no such file") from None
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"{p}:{e.lineno}:{e.colno}: not valid JSON: {e.msg}") from None
+    doc = read_document(p, "broker config", ConfigError)
     if isinstance(doc, dict) and "brokers" in doc:
         docs = doc["brokers"]
         if not isinstance(docs, list):

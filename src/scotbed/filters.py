@@ -23,6 +23,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from scotbed.errors import UserError
+
 Scalar = str | int | float
 Attributes = Mapping[str, Scalar]
 
@@ -30,7 +32,7 @@ OPS: tuple[str, ...] = ("=", "!=", "<", "<=", ">", ">=", "between", "prefix", "e
 ORDER_OPS = frozenset({"<", "<=", ">", ">="})
 
 
-class FilterError(ValueError):
+class FilterError(UserError):
     """A filter that is malformed; the message names the predicate and what is wrong."""
 
 

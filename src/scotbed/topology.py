@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
+from scotbed.errors import UserError
+
 ACOL: Literal["aCOL"] = "aCOL"
 ICOL: Literal["iCOL"] = "iCOL"
 LinkKind = Literal["aCOL", "iCOL"]
@@ -32,7 +34,7 @@ BrokerType = Literal["edge", "inner"]
 _VERTEX_NAME = re.compile(r"^[a-z0-9]([a-z0-9]{0,30})?$")
 
 
-class TopologyError(ValueError):
+class TopologyError(UserError):
     """An overlay that cannot be built; the message names the vertex, edge or cycle at fault."""
 
 

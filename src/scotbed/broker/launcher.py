@@ -55,6 +55,7 @@ import grpc
 from scotbed import contract
 from scotbed.broker import fleet
 from scotbed.config import BrokerConfig, LogConfig, build_configs, dump_all
+from scotbed.errors import ScotbedError
 from scotbed.v1 import scotbed_pb2 as pb
 
 HOST = "127.0.0.1"
@@ -74,7 +75,7 @@ def _signals_deferred() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
-class LaunchError(RuntimeError):
+class LaunchError(ScotbedError, RuntimeError):
     """Brokers that did not come up; the message names them and why."""
 
 

@@ -31,10 +31,12 @@ from typing import Any
 import yaml
 
 from scotbed import contract
+from scotbed.errors import UserError
+from scotbed.loader import read_document
 from scotbed.orchestrator.spec import SpecError, load_spec
 
 
-class CampaignError(ValueError):
+class CampaignError(UserError):
     """A campaign file that cannot be run; the message names the key."""
 
 
@@ -82,12 +84,7 @@ class Campaign:
 
 def load_campaign(path: str | Path) -> Campaign:
     p = Path(path)
-    try:
-        doc = yaml.safe_load(p.read_text())
-    except FileNotFoundError:
-        raise CampaignError(f"{p}: no such file") from None
-    except yaml.YAMLError as e:
-        raise CampaignError(f"{p}: not valid YAML: {e}") from None
+    doc = read_document(p, "campaign", CampaignError, "yaml")
     if not isinstance(doc, dict):
         raise CampaignError(f"{p}: a campaign is a mapping with name, base, matrix")
     allowed = {"name", "base", "matrix", "repetitions", "set", "backend"}

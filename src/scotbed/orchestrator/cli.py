@@ -14,24 +14,16 @@ import importlib
 import sys
 from collections.abc import Callable, Sequence
 
-from scotbed.config import ConfigError
-from scotbed.filters import FilterError
-from scotbed.orchestrator.commands import CommandError
+from scotbed.errors import UserError
 from scotbed.orchestrator.run import Terminated
 from scotbed.orchestrator.spec import SpecError
-from scotbed.topology import TopologyError
 
 #: subcommand modules under scotbed.orchestrator.commands, in help order
 COMMANDS: list[str] = ["validate", "topology", "render", "run", "analyze", "campaign", "down"]
 
-#: exceptions that are the user's to fix: message only, exit 2
-USER_ERRORS: tuple[type[BaseException], ...] = (
-    SpecError,
-    TopologyError,
-    ConfigError,
-    FilterError,
-    CommandError,
-)
+#: exceptions that are the user's to fix (spec, topology, broker config, filter, command): message only,
+#: exit 2 (:mod:`scotbed.errors`)
+USER_ERRORS: tuple[type[BaseException], ...] = (UserError,)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -42,6 +42,7 @@ from scotbed import contract
 from scotbed.orchestrator import plan as deploy_plan
 from scotbed.orchestrator.backends.base import Backend, BackendError, Deployment, DeployRequest
 from scotbed.orchestrator.images import BROKER_IMAGE, WORKLOAD_IMAGE
+from scotbed.orchestrator.locust_driver import HostLocust, WorkloadFailed
 from scotbed.orchestrator.progress import Phase, Progress, make_progress
 from scotbed.orchestrator.spec import Spec, build_scot, dump_spec, load_spec
 from scotbed.orchestrator.state import RunState
@@ -179,7 +180,7 @@ class Lifecycle:
         self.options = options
         self.progress = progress
         self.deployment: Deployment | None = None
-        self.session: Any = None  # scotbed.workloads.runner.WorkloadSession
+        self.locust: HostLocust | None = None
         self.run_dir: Path | None = None
         self.state: RunState | None = None
         self.collected = False
@@ -302,21 +303,32 @@ class Lifecycle:
         return plan
 
     def _workload_on_host(self, spec: Spec, scot: Any, run_id: str) -> None:
-        """Locust master and workers as local processes; the orchestrator releases the publishers
-        once every subscription is acknowledged and every broker is quiescent."""
+        """Locust master and workers as local processes (:mod:`.locust_driver`); the orchestrator
+        releases the publishers once every subscription is acknowledged and every broker is quiescent."""
+        try:
+            self._drive_locust(spec, scot, run_id)
+        except WorkloadFailed as e:
+            raise RunFailed(str(e), self.run_dir) from None
+
+    def _drive_locust(self, spec: Spec, scot: Any, run_id: str) -> None:
+        assert self.run_dir is not None and self.state is not None
+        locust = self.locust = HostLocust(self.run_dir, self.state, self.options.workers, self._check_brokers)
         with self.progress.phase("subscribe") as ph:
-            n = self._start_workload(spec, scot, run_id, ph)
+            plan = self._plan(spec, scot, run_id, "file")
+            n = locust.start(
+                self.run_dir / contract.PLAN, plan.subscription_count(), spec.timeouts.quiescent_s, ph
+            )
             ph.update(f"{n} subscriptions acknowledged")
 
         with self.progress.phase("quiescent") as ph:
             self._wait_quiescent(spec.timeouts.quiescent_s, ph)
 
         with self.progress.phase("publish") as ph:
-            self.session.release()
-            self._watch_workload(spec.timeouts.run_s, ph)
+            locust.release()
+            locust.watch(spec.timeouts.run_s, ph)
 
         with self.progress.phase("drain") as ph:
-            result = self.session.wait(timeout_s=spec.timeouts.drain_s + 60)
+            result = locust.wait(spec.timeouts.drain_s + 60)
             self._wait_quiescent(spec.timeouts.drain_s, ph)
             ph.update(
                 f"{result.events.get('publish', 0)} published, {result.events.get('receive', 0)} received"
@@ -345,44 +357,6 @@ class Lifecycle:
         with self.progress.phase("drain") as ph:
             self._wait_quiescent(spec.timeouts.drain_s, ph)
 
-    def _start_workload(self, spec: Spec, scot: Any, run_id: str, ph: Phase) -> int:
-        from scotbed.workloads.runner import WorkloadError, WorkloadSession
-
-        assert self.deployment is not None and self.run_dir is not None and self.state is not None
-        plan = self._plan(spec, scot, run_id, "file")
-        plan_path = self.run_dir / contract.PLAN
-        self.session = WorkloadSession(plan_path, self.run_dir, workers=self.options.workers)
-        try:
-            self.session.start()
-        except WorkloadError as e:
-            raise RunFailed(f"subscribe: {e}", self.run_dir) from None
-        for name, proc in [("locust-master", self.session.master)] + [
-            (f"locust-worker-{k}", p) for k, p in enumerate(self.session.worker_procs)
-        ]:
-            if proc is not None:
-                self.state.add_process(proc.pid, name)
-        total = plan.subscription_count()
-        deadline = time.monotonic() + spec.timeouts.quiescent_s
-        while True:
-            self._check_brokers()
-            st = self.session.status()
-            if st.get("phase") == "failed":
-                raise RunFailed(f"subscribe: workload failed: {st.get('error')}", self.run_dir)
-            if st.get("phase") not in ("starting", "subscribing"):
-                return int(st.get("acked", total))
-            if self.session.master is not None and self.session.master.poll() is not None:
-                raise RunFailed(
-                    "subscribe: the Locust master exited early; see locust/master.out", self.run_dir
-                )
-            ph.update(f"{st.get('acked', 0)}/{total} subscriptions acknowledged")
-            if time.monotonic() > deadline:
-                raise RunFailed(
-                    f"subscribe: {st.get('acked', 0)}/{total} subscriptions acknowledged within "
-                    f"{spec.timeouts.quiescent_s:g} s",
-                    self.run_dir,
-                )
-            time.sleep(0.1)
-
     def _wait_quiescent(self, timeout_s: float, ph: Phase) -> None:
         """Every broker's queues empty, every batch acknowledged, counters stable (Admin.Status)."""
         import asyncio
@@ -402,23 +376,6 @@ class Lifecycle:
             )
         except TimeoutError as e:
             raise RunFailed(f"quiescence: {e}", self.run_dir) from None
-
-    def _watch_workload(self, timeout_s: float, ph: Phase) -> None:
-        deadline = time.monotonic() + timeout_s
-        master = self.session.master
-        while master is not None and master.poll() is None:
-            self._check_brokers()
-            st = self.session.status()
-            if st.get("phase") == "failed":
-                raise RunFailed(f"publish: workload failed: {st.get('error')}", self.run_dir)
-            ph.update(
-                f"{st.get('phase', 'starting')}: publishers done {st.get('publishers_done', 0)}"
-                f"/{st.get('publishers', '?')}, subscribers done {st.get('subscribers_done', 0)}"
-                f"/{st.get('subscribers', '?')}"
-            )
-            if time.monotonic() > deadline:
-                raise RunFailed(f"publish: the workload did not end within {timeout_s:g} s", self.run_dir)
-            time.sleep(0.25)
 
     def _collect(self, ph: Phase | None = None) -> None:
         """Flush every broker's log and copy it into events/; safe after a partial run."""
@@ -472,12 +429,12 @@ class Lifecycle:
                     self.progress.warn(f"{what}: {e}")
 
     def _stop_workload(self) -> None:
-        if self.session is not None:
-            self.session.stop()
+        if self.locust is not None:
+            self.locust.stop()
 
     def _collect_after_failure(self) -> None:
         self._collect()
-        if self.run_dir is not None and self.session is not None:
+        if self.run_dir is not None and self.locust is not None and self.locust.started:
             from scotbed.workloads.records import merge_workload
 
             merge_workload(self.run_dir)

@@ -35,6 +35,8 @@ from pydantic import (
 
 from scotbed import topology as topo
 from scotbed.broker import routing as routing_registry
+from scotbed.errors import UserError
+from scotbed.loader import read_document
 from scotbed.matching import implemented as matching_implemented
 from scotbed.orchestrator.spec_errors import describe
 from scotbed.workloads import params as wp
@@ -43,7 +45,7 @@ from scotbed.workloads import params as wp
 MAX_BROKERS = 5000
 
 
-class SpecError(ValueError):
+class SpecError(UserError):
     """A spec that cannot be run. ``problems`` holds one ``key.path: message`` line per problem."""
 
     def __init__(self, problems: str | Sequence[str]) -> None:
@@ -404,18 +406,7 @@ def parse_spec(
 
 def load_spec(path: str | Path, sets: Iterable[str] = ()) -> Spec:
     p = Path(path)
-    try:
-        text = p.read_text()
-    except FileNotFoundError:
-        raise SpecError(f"{p}: no such spec file") from None
-    except IsADirectoryError:
-        raise SpecError(f"{p}: is a directory, not a spec file") from None
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"{p}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(p)
-        raise SpecError(f"{where}: not valid YAML: {getattr(e, 'problem', None) or e}") from None
+    doc = read_document(p, "spec", SpecError, "yaml")
     return parse_spec(doc, sets, base_dir=p.resolve().parent, source=str(p))
 
 

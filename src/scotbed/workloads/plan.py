@@ -22,7 +22,6 @@ Output goes under the run directory (``events/``, ``workload/``, ``locust/``, DE
 
 from __future__ import annotations
 
-import gzip
 import json
 import random
 from collections.abc import Mapping, Sequence
@@ -30,7 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from scotbed.errors import UserError
 from scotbed.filters import Filter, FilterError
+from scotbed.loader import read_document
 from scotbed.topology import Scot
 from scotbed.workloads.covering import new_roots
 from scotbed.workloads.params import ChurnParams, HrpParams, UnsubBurstParams, WorkloadParams
@@ -43,7 +44,7 @@ HRP_SYMBOL = "_HRP{}"  # outside every market's tickers, so only interested subs
 HRP_EXCHANGE = "HRP"
 
 
-class PlanError(ValueError):
+class PlanError(UserError):
     """A plan or workload section that cannot run; the message names the field."""
 
 
@@ -200,14 +201,7 @@ class Plan:
 def load(path: str | Path) -> Plan:
     """Read a plan file; a ``.gz`` suffix means gzipped JSON (how a large plan fits a ConfigMap)."""
     p = Path(path)
-    try:
-        raw = p.read_bytes()
-        doc = json.loads(gzip.decompress(raw) if p.suffix == ".gz" else raw)
-    except FileNotFoundError:
-        raise PlanError(f"{p}: no such plan file") from None
-    except json.JSONDecodeError as e:
-        raise PlanError(f"{p}:{e.lineno}:{e.colno}: not valid JSON: {e.msg}") from None
-    return Plan.from_json(doc, str(p))
+    return Plan.from_json(read_document(p, "plan", PlanError), str(p))
 
 
 def write(plan: Plan, path: str | Path) -> Path:
@@ -238,6 +232,9 @@ def _check_keys(doc: Any, allowed: set[str], where: str) -> None:
         raise PlanError(f"{where}: unknown field(s) {', '.join(unknown)}")
 
 
+NUM = (int, float)
+
+
 def _plan_from_json(doc: Any, where: str) -> Plan:
     _check_keys(
         doc,
@@ -251,20 +248,52 @@ def _plan_from_json(doc: Any, where: str) -> Plan:
     if version != PLAN_VERSION:
         raise PlanError(f"{where}.schema_version: {version} is not supported (expected {PLAN_VERSION})")
     schema = get_schema(_get(doc, "schema", where, str, "stock"))
-    num = (int, float)
-    src = _get(doc, "source", where, dict, {})
-    _check_keys(src, {"kind", "symbols", "zipf_s", "seed", "csv"}, f"{where}.source")
+    brokers = _brokers_from_json(_get(doc, "brokers", where, list), where)
+    reader = _ClientReader(schema, {b.id for b in brokers})
+    subscribers = [
+        reader.subscriber(s, f"{where}.subscribers[{k}]")
+        for k, s in enumerate(_get(doc, "subscribers", where, list))
+    ]
+    publishers = [
+        reader.publisher(p, f"{where}.publishers[{k}]")
+        for k, p in enumerate(_get(doc, "publishers", where, list))
+    ]
+    names = [s.name for s in subscribers] + [p.name for p in publishers]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise PlanError(f"{where}: client name(s) {dup} used twice")
+    return Plan(
+        run_id=_get(doc, "run_id", where, str, ""),
+        seed=_get(doc, "seed", where, int, 0),
+        schema=schema.name,
+        source=_source_from_json(_get(doc, "source", where, dict, {}), f"{where}.source"),
+        brokers=tuple(brokers),
+        subscribers=tuple(subscribers),
+        publishers=tuple(publishers),
+        release=_release_from_json(_get(doc, "release", where, dict, {}), f"{where}.release"),
+        drain_s=float(_get(doc, "drain_s", where, NUM, 2.0)),
+        subscribe_timeout_s=float(_get(doc, "subscribe_timeout_s", where, NUM, 60.0)),
+        timeout_s=float(_get(doc, "timeout_s", where, NUM, 3600.0)),
+    )
+
+
+def _source_from_json(src: Mapping[str, Any], w: str) -> SourceSpec:
+    _check_keys(src, {"kind", "symbols", "zipf_s", "seed", "csv"}, w)
     source = SourceSpec(
-        kind=_get(src, "kind", f"{where}.source", str, "gbm"),
-        symbols=_get(src, "symbols", f"{where}.source", int, 500),
-        zipf_s=float(_get(src, "zipf_s", f"{where}.source", num, 1.0)),
-        seed=_get(src, "seed", f"{where}.source", int, 0),
-        csv=tuple(_get(src, "csv", f"{where}.source", list, [])),
+        kind=_get(src, "kind", w, str, "gbm"),
+        symbols=_get(src, "symbols", w, int, 500),
+        zipf_s=float(_get(src, "zipf_s", w, NUM, 1.0)),
+        seed=_get(src, "seed", w, int, 0),
+        csv=tuple(_get(src, "csv", w, list, [])),
     )
     if source.kind not in ("gbm", "csv"):
-        raise PlanError(f"{where}.source.kind: {source.kind!r} is not one of 'gbm', 'csv'")
+        raise PlanError(f"{w}.kind: {source.kind!r} is not one of 'gbm', 'csv'")
+    return source
+
+
+def _brokers_from_json(docs: list[Any], where: str) -> list[BrokerEndpoint]:
     brokers = []
-    for k, b in enumerate(_get(doc, "brokers", where, list)):
+    for k, b in enumerate(docs):
         w = f"{where}.brokers[{k}]"
         _check_keys(b, {"id", "address", "region", "cluster"}, w)
         addr = _get(b, "address", w, str)
@@ -275,74 +304,93 @@ def _plan_from_json(doc: Any, where: str) -> Plan:
                 _get(b, "id", w, str), addr, _get(b, "region", w, str, ""), _get(b, "cluster", w, int, 0)
             )
         )
-    known = {b.id for b in brokers}
+    return brokers
 
-    def broker_ref(d: Mapping[str, Any], w: str) -> str:
+
+def _release_from_json(rel: Mapping[str, Any], w: str) -> ReleaseSpec:
+    _check_keys(rel, {"mode", "at_ns", "settle_s", "quiescence_timeout_s"}, w)
+    release = ReleaseSpec(
+        mode=_get(rel, "mode", w, str, "auto"),
+        at_ns=_get(rel, "at_ns", w, int, 0),
+        settle_s=float(_get(rel, "settle_s", w, NUM, 1.0)),
+        quiescence_timeout_s=float(_get(rel, "quiescence_timeout_s", w, NUM, 60.0)),
+    )
+    if release.mode not in ("auto", "file", "at"):
+        raise PlanError(f"{w}.mode: {release.mode!r} is not one of 'auto', 'file', 'at'")
+    return release
+
+
+class _ClientReader:
+    """Subscribers and publishers of a plan document: broker references, filters against the schema,
+    and sub_ids unique across the plan."""
+
+    def __init__(self, schema: Any, known: set[str]) -> None:
+        self.schema = schema
+        self.known = known
+        self.ids: set[str] = set()
+
+    def broker_ref(self, d: Mapping[str, Any], w: str) -> str:
         bid = _get(d, "broker", w, str)
-        if bid not in known:
-            raise PlanError(f"{w}.broker: unknown broker {bid!r}; the plan has {sorted(known)}")
+        if bid not in self.known:
+            raise PlanError(f"{w}.broker: unknown broker {bid!r}; the plan has {sorted(self.known)}")
         return bid
 
-    def flt(d: Any, w: str) -> Filter:
+    def filter(self, d: Any, w: str) -> Filter:
         try:
             f = Filter.from_json(d, w)
-            schema.check_filter(f, w)
+            self.schema.check_filter(f, w)
         except FilterError as e:
             raise PlanError(str(e)) from None
         return f
 
-    subscribers = []
-    ids: set[str] = set()
-
-    def new_id(sid: str, w: str) -> str:
-        if sid in ids:
+    def new_id(self, sid: str, w: str) -> str:
+        if sid in self.ids:
             raise PlanError(f"{w}: sub_id {sid!r} is used twice")
-        ids.add(sid)
+        self.ids.add(sid)
         return sid
 
-    for k, s in enumerate(_get(doc, "subscribers", where, list)):
-        w = f"{where}.subscribers[{k}]"
+    def subscriber(self, s: Any, w: str) -> SubscriberPlan:
         _check_keys(s, {"name", "broker", "subscriptions", "actions"}, w)
         subs = []
         for j, d in enumerate(_get(s, "subscriptions", w, list)):
             wj = f"{w}.subscriptions[{j}]"
             _check_keys(d, {"sub_id", "filter"}, wj)
             subs.append(
-                (new_id(_get(d, "sub_id", wj, str), wj), flt(_get(d, "filter", wj, list), f"{wj}.filter"))
-            )
-        actions = []
-        for j, a in enumerate(_get(s, "actions", w, list, [])):
-            wj = f"{w}.actions[{j}]"
-            _check_keys(a, {"at_s", "op", "sub_id", "broker", "filter"}, wj)
-            op = _get(a, "op", wj, str)
-            if op == "subscribe":
-                act = Action(
-                    float(_get(a, "at_s", wj, num)),
-                    "subscribe",
-                    new_id(_get(a, "sub_id", wj, str), wj),
-                    broker_ref(a, wj),
-                    flt(_get(a, "filter", wj, list), f"{wj}.filter"),
+                (
+                    self.new_id(_get(d, "sub_id", wj, str), wj),
+                    self.filter(_get(d, "filter", wj, list), f"{wj}.filter"),
                 )
-            elif op == "unsubscribe":
-                act = Action(float(_get(a, "at_s", wj, num)), "unsubscribe", _get(a, "sub_id", wj, str))
-            else:
-                raise PlanError(f"{wj}.op: {op!r} is not one of 'subscribe', 'unsubscribe'")
-            actions.append(act)
-        subscribers.append(
-            SubscriberPlan(_get(s, "name", w, str), broker_ref(s, w), tuple(subs), tuple(actions))
-        )
-    publishers = []
-    for k, p in enumerate(_get(doc, "publishers", where, list)):
-        w = f"{where}.publishers[{k}]"
+            )
+        actions = [self.action(a, f"{w}.actions[{j}]") for j, a in enumerate(_get(s, "actions", w, list, []))]
+        return SubscriberPlan(_get(s, "name", w, str), self.broker_ref(s, w), tuple(subs), tuple(actions))
+
+    def action(self, a: Any, wj: str) -> Action:
+        _check_keys(a, {"at_s", "op", "sub_id", "broker", "filter"}, wj)
+        op = _get(a, "op", wj, str)
+        at_s = float(_get(a, "at_s", wj, NUM))
+        if op == "subscribe":
+            sub_id = self.new_id(_get(a, "sub_id", wj, str), wj)
+            return Action(
+                at_s,
+                "subscribe",
+                sub_id,
+                self.broker_ref(a, wj),
+                self.filter(_get(a, "filter", wj, list), f"{wj}.filter"),
+            )
+        if op == "unsubscribe":
+            return Action(at_s, "unsubscribe", _get(a, "sub_id", wj, str))
+        raise PlanError(f"{wj}.op: {op!r} is not one of 'subscribe', 'unsubscribe'")
+
+    def publisher(self, p: Any, w: str) -> PublisherPlan:
         _check_keys(
             p, {"name", "broker", "count", "rate_per_s", "start_s", "seed", "kind", "symbols", "batch_max"}, w
         )
         pub = PublisherPlan(
             name=_get(p, "name", w, str),
-            broker=broker_ref(p, w),
+            broker=self.broker_ref(p, w),
             count=_get(p, "count", w, int),
-            rate_per_s=float(_get(p, "rate_per_s", w, num)),
-            start_s=float(_get(p, "start_s", w, num, 0.0)),
+            rate_per_s=float(_get(p, "rate_per_s", w, NUM)),
+            start_s=float(_get(p, "start_s", w, NUM, 0.0)),
             seed=_get(p, "seed", w, int, 0),
             kind=_get(p, "kind", w, str, "regular"),
             symbols=tuple(_get(p, "symbols", w, list, [])),
@@ -354,34 +402,7 @@ def _plan_from_json(doc: Any, where: str) -> Plan:
             raise PlanError(f"{w}: needs rate_per_s > 0, count >= 0 and batch_max >= 1")
         if pub.kind == "hrp" and not pub.symbols:
             raise PlanError(f"{w}.symbols: an HRP needs its symbols")
-        publishers.append(pub)
-    names = [s.name for s in subscribers] + [p.name for p in publishers]
-    dup = sorted({n for n in names if names.count(n) > 1})
-    if dup:
-        raise PlanError(f"{where}: client name(s) {dup} used twice")
-    rel = _get(doc, "release", where, dict, {})
-    _check_keys(rel, {"mode", "at_ns", "settle_s", "quiescence_timeout_s"}, f"{where}.release")
-    release = ReleaseSpec(
-        mode=_get(rel, "mode", f"{where}.release", str, "auto"),
-        at_ns=_get(rel, "at_ns", f"{where}.release", int, 0),
-        settle_s=float(_get(rel, "settle_s", f"{where}.release", num, 1.0)),
-        quiescence_timeout_s=float(_get(rel, "quiescence_timeout_s", f"{where}.release", num, 60.0)),
-    )
-    if release.mode not in ("auto", "file", "at"):
-        raise PlanError(f"{where}.release.mode: {release.mode!r} is not one of 'auto', 'file', 'at'")
-    return Plan(
-        run_id=_get(doc, "run_id", where, str, ""),
-        seed=_get(doc, "seed", where, int, 0),
-        schema=schema.name,
-        source=source,
-        brokers=tuple(brokers),
-        subscribers=tuple(subscribers),
-        publishers=tuple(publishers),
-        release=release,
-        drain_s=float(_get(doc, "drain_s", where, num, 2.0)),
-        subscribe_timeout_s=float(_get(doc, "subscribe_timeout_s", where, num, 60.0)),
-        timeout_s=float(_get(doc, "timeout_s", where, num, 3600.0)),
-    )
+        return pub
 
 
 # ---- building a plan from typed workload parameters -------------------------------------------

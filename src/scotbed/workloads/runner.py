@@ -38,12 +38,13 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from scotbed import contract
+from scotbed.errors import ScotbedError
 from scotbed.workloads.entry import PLAN_ENV, RUN_DIR_ENV, locustfile_path
 from scotbed.workloads.plan import Plan, load
 from scotbed.workloads.records import merge_workload
 
 
-class WorkloadError(RuntimeError):
+class WorkloadError(ScotbedError, RuntimeError):
     """A workload that could not start or did not finish; the message says which broker or phase."""
 
 

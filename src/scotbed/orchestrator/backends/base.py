@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from scotbed.config import BrokerConfig
+from scotbed.errors import ScotbedError
 from scotbed.orchestrator.images import BROKER_IMAGE
 from scotbed.orchestrator.plan import Addressing
 from scotbed.orchestrator.state import RunState
 
 
-class BackendError(RuntimeError):
+class BackendError(ScotbedError, RuntimeError):
     """A backend could not do what the run asked; the message names the broker or resource."""
 
 

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from scotbed.errors import ScotbedError
+
 # The uid:gid the broker image runs as (broker-image/Dockerfile, ARG UID).
 IMAGE_UID = 10001
 IMAGE_TITLE_LABEL = "org.opencontainers.image.title=scotbed-broker"
@@ -34,7 +36,7 @@ SERVICE_LABEL = "com.docker.compose.service"
 START_DOCKERD_HINT = "start one with scripts/start-dockerd.sh (or your system's docker service)"
 
 
-class DockerError(RuntimeError):
+class DockerError(ScotbedError, RuntimeError):
     """A docker or compose command failed; the message has the command and its output's tail."""
 
 

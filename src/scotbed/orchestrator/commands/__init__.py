@@ -13,10 +13,11 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
+from scotbed.errors import UserError
 from scotbed.orchestrator.spec import Spec, load_spec
 
 
-class CommandError(Exception):
+class CommandError(UserError):
     """A user-facing failure of a command: printed without a traceback, exit code 2."""
 
 

@@ -1,0 +1,99 @@
+"""Host-side Locust driving: the workload as a Locust master and workers on this host, phase by phase.
+
+The run lifecycle (:mod:`scotbed.orchestrator.run`) decides when; this module does the Locust
+part: start the processes (recorded in the run state, so ``scotbed down`` finds them), wait until
+every initial subscription is acknowledged, release the publishers, watch the master until the
+workload ends, and stop everything on failure. Failures are :class:`WorkloadFailed` with the phase
+first (``subscribe: ...``, ``publish: ...``); the lifecycle adds the run directory.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from scotbed.orchestrator.progress import Phase
+from scotbed.orchestrator.state import RunState
+
+
+class WorkloadFailed(RuntimeError):
+    """The host-side workload could not go on; the message starts with the phase."""
+
+
+class HostLocust:
+    """One run's Locust master and workers (:class:`scotbed.workloads.runner.WorkloadSession`)."""
+
+    def __init__(
+        self, run_dir: Path, state: RunState, workers: int, check_brokers: Callable[[], None]
+    ) -> None:
+        self.run_dir = run_dir
+        self.state = state
+        self.workers = workers
+        self.check_brokers = check_brokers  # raises when a broker died; called on every poll
+        self.session: Any = None
+
+    def start(self, plan_path: Path, total: int, timeout_s: float, ph: Phase) -> int:
+        """Start Locust and wait until the ``total`` initial subscriptions are acknowledged."""
+        from scotbed.workloads.runner import WorkloadError, WorkloadSession
+
+        self.session = WorkloadSession(plan_path, self.run_dir, workers=self.workers)
+        try:
+            self.session.start()
+        except WorkloadError as e:
+            raise WorkloadFailed(f"subscribe: {e}") from None
+        for name, proc in [("locust-master", self.session.master)] + [
+            (f"locust-worker-{k}", p) for k, p in enumerate(self.session.worker_procs)
+        ]:
+            if proc is not None:
+                self.state.add_process(proc.pid, name)
+        deadline = time.monotonic() + timeout_s
+        while True:
+            self.check_brokers()
+            st = self.session.status()
+            if st.get("phase") == "failed":
+                raise WorkloadFailed(f"subscribe: workload failed: {st.get('error')}")
+            if st.get("phase") not in ("starting", "subscribing"):
+                return int(st.get("acked", total))
+            if self.session.master is not None and self.session.master.poll() is not None:
+                raise WorkloadFailed("subscribe: the Locust master exited early; see locust/master.out")
+            ph.update(f"{st.get('acked', 0)}/{total} subscriptions acknowledged")
+            if time.monotonic() > deadline:
+                acked = f"{st.get('acked', 0)}/{total} subscriptions acknowledged"
+                raise WorkloadFailed(f"subscribe: {acked} within {timeout_s:g} s")
+            time.sleep(0.1)
+
+    def release(self) -> None:
+        """Let the publishers start (the workload's ``file`` release)."""
+        self.session.release()
+
+    def watch(self, timeout_s: float, ph: Phase) -> None:
+        """Follow the master until the workload ends, failing on a workload error or the timeout."""
+        deadline = time.monotonic() + timeout_s
+        master = self.session.master
+        while master is not None and master.poll() is None:
+            self.check_brokers()
+            st = self.session.status()
+            if st.get("phase") == "failed":
+                raise WorkloadFailed(f"publish: workload failed: {st.get('error')}")
+            ph.update(
+                f"{st.get('phase', 'starting')}: publishers done {st.get('publishers_done', 0)}"
+                f"/{st.get('publishers', '?')}, subscribers done {st.get('subscribers_done', 0)}"
+                f"/{st.get('subscribers', '?')}"
+            )
+            if time.monotonic() > deadline:
+                raise WorkloadFailed(f"publish: the workload did not end within {timeout_s:g} s")
+            time.sleep(0.25)
+
+    def wait(self, timeout_s: float) -> Any:
+        """The processes' end and what they wrote (:class:`scotbed.workloads.runner.WorkloadResult`)."""
+        return self.session.wait(timeout_s=timeout_s)
+
+    @property
+    def started(self) -> bool:
+        return self.session is not None
+
+    def stop(self) -> None:
+        if self.session is not None:
+            self.session.stop()
