@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+from pathlib import Path
 
 import kubernetes_validate
 import pytest
@@ -12,7 +13,7 @@ from workload_plans import plan_for
 
 from scotbed import topology as T
 from scotbed.workloads import plan as P
-from scotbed.workloads.entry import LOCUSTFILE, REPO_LOCUSTFILE
+from scotbed.workloads.entry import LOCUSTFILE
 from scotbed.workloads.k8s import CONFIGMAP_LIMIT_BYTES, render_locust
 
 
@@ -63,4 +64,6 @@ def test_results_on_a_claim_when_given(plan: P.Plan) -> None:
 
 
 def test_packaged_locustfile_equals_the_repository_entry() -> None:
-    assert REPO_LOCUSTFILE.read_text() == LOCUSTFILE
+    repo = Path(__file__).resolve().parents[1]
+    assert (repo / "workloads" / "locustfile.py").read_text() == LOCUSTFILE
+    assert (repo / "src" / "scotbed" / "workloads" / "locustfile.py").read_text() == LOCUSTFILE

@@ -138,7 +138,7 @@ class WorkloadSession:
         self.locust_dir.mkdir(parents=True, exist_ok=True)
         for stale in (self.status_path, self.locust_dir / "release"):
             stale.unlink(missing_ok=True)
-        locustfile = str(locustfile_path(self.locust_dir))
+        locustfile = str(locustfile_path())
         env = {
             **os.environ,
             PLAN_ENV: str(self.plan_path),
