@@ -39,9 +39,9 @@ SMALL = [
     "timeouts.quiescent_s=60",
 ]
 TREE = ["topology.kind=tree", "topology.acyclic={kind: kary, fanout: 2, depth: 2}", "topology.connectivity=1"]
-# slow iCOLs (80 notifications/s from the publishers against 10 messages/s per iCOL), so DNR's
+# slow iCOLs (80 notifications/s from the publishers against 5 messages/s per iCOL), so DNR's
 # congestion detection fires and re-routes: with unlimited links it never would
-SLOW_ICOLS = ["links.icol_capacity_msgs_per_s=10", "congestion.queue_threshold=5"]
+SLOW_ICOLS = ["links.icol_capacity_msgs_per_s=5", "congestion.queue_threshold=3"]
 
 
 @pytest.fixture(scope="module")
