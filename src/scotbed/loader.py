@@ -9,8 +9,6 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
 from scotbed.errors import UserError
 
 
@@ -37,6 +35,8 @@ def read_document(
             raise error(f"{p}:{e.lineno}:{e.colno}: not valid JSON: {e.msg}") from None
         except UnicodeDecodeError as e:
             raise error(f"{p}: not UTF-8 text: {e.reason}") from None
+    import yaml  # only specs and campaigns are YAML; the broker reads JSON and never loads it
+
     try:
         return yaml.safe_load(raw)
     except yaml.YAMLError as e:
