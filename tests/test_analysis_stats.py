@@ -105,3 +105,12 @@ def test_episodes_from_workload_with_settle_bound() -> None:
 def test_pick_engine_falls_back_to_an_installed_engine() -> None:
     assert pick_engine("naive") == "naive"
     assert pick_engine("no-such-engine") in ("counting", "naive")
+
+
+def test_delay_axis_follows_the_data() -> None:
+    from scotbed.analysis.plots import delay_axis_is_log
+
+    assert not delay_axis_is_log([10.0, 18.0, 25.0])  # the quickstart's range: linear over its own span
+    assert delay_axis_is_log([0.4, 12.0, 900.0])  # three decades: log
+    assert not delay_axis_is_log([-0.5, 3.0, 900.0])  # a negative delay (clock skew) cannot go on a log axis
+    assert not delay_axis_is_log([])
