@@ -7,6 +7,7 @@ them, and :func:`verdict` reads the typed correctness and notification counts.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
@@ -174,3 +175,16 @@ def verdict(summary: Summary) -> tuple[bool, str]:
         f"{n.missing} missing, {n.duplicates} duplicates, {n.false_positives} false positives"
     )
     return ok, ("correct: " if ok else "INCORRECT: ") + text
+
+
+def verdict_of_json(doc: Mapping[str, Any]) -> tuple[bool, str]:
+    """:func:`verdict` of a summary read back as JSON (``analysis/summary.json``, :func:`analyze`'s dict)."""
+    try:
+        n = Notifications(**doc["notifications"])
+        c = doc["correctness"]
+        correctness = Correctness(c.get("ok"), str(c.get("engine", "")), float(c.get("settle_ms", 0.0)))
+    except (KeyError, TypeError) as e:
+        return False, f"INCORRECT: the summary has no complete notification counts ({e})"
+    return verdict(
+        Summary(str(doc.get("run_id", "")), "", {}, {"notifications": n, "correctness": correctness})
+    )
