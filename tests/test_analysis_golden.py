@@ -79,8 +79,15 @@ def spark() -> Iterator[Any]:
     s.stop()
 
 
-def test_summary_is_identical_to_the_golden_file(spark: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("store", ["memory", "parquet"])
+def test_summary_is_identical_to_the_golden_file(
+    spark: Any, tmp_path: Path, store: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from scotbed.analysis import context
     from scotbed.analysis.api import analyze
+
+    # a run this small is cached in memory; the Parquet store of large runs must give the same summary
+    monkeypatch.setattr(context, "IN_MEMORY_BYTES", 1 << 40 if store == "memory" else 0)
 
     got = comparable(analyze(make_run(tmp_path), spark=spark))
     want = json.loads(GOLDEN.read_text())

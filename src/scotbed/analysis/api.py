@@ -33,7 +33,6 @@ from scotbed.analysis.summary import SCHEMA_VERSION, Summary
 __all__ = ["SCHEMA_VERSION", "analyze", "analyze_run"]
 FIRST_N = 10
 BYTES_PER_SHUFFLE_PARTITION = 64 << 20
-GZ_RATIO = 8  # a gzipped event log is about this many times smaller than its text
 
 
 def analyze(
@@ -82,7 +81,7 @@ def analyze_run(
 
 def _partitions_for(spark: SparkSession, run: RunDir) -> int:
     """Shuffle partitions scaled to the input: the cores for a small run, one per 64 MB of text beyond."""
-    size = sum(Path(f).stat().st_size * (GZ_RATIO if f.endswith(".gz") else 1) for f in run.event_files())
+    size = run.event_text_bytes()
     return max(spark.sparkContext.defaultParallelism, min(400, math.ceil(size / BYTES_PER_SHUFFLE_PARTITION)))
 
 

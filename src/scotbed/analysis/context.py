@@ -23,6 +23,8 @@ from scotbed.analysis import oracle
 from scotbed.analysis.events import read_publications, store_events, valid
 from scotbed.analysis.rundir import RunDir
 
+IN_MEMORY_BYTES = 64 << 20  # runs with less event text than this are cached in memory, not in Parquet
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -71,7 +73,11 @@ class RunData:
     @cached_property
     def stored(self) -> DataFrame:
         """Every line of the logs (malformed ones too), read back from the Parquet store."""
-        return store_events(self.spark, self.run.event_files(), self.store_dir)
+        small = self.run.event_text_bytes() < IN_MEMORY_BYTES
+        stored = store_events(self.spark, self.run.event_files(), self.store_dir, in_memory=small)
+        if small:
+            self._kept.append(stored)
+        return stored
 
     @cached_property
     def events(self) -> DataFrame:

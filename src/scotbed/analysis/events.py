@@ -66,11 +66,19 @@ def read_events(spark: SparkSession, paths: list[str]) -> tuple[DataFrame, DataF
     return raw.where(valid()), raw.where(~valid())
 
 
-def store_events(spark: SparkSession, paths: list[str], dest: Path) -> DataFrame:
-    """Parse the logs once into Parquet at ``dest`` (partitioned by ``ev``); every line, malformed too.
+def store_events(spark: SparkSession, paths: list[str], dest: Path, in_memory: bool = False) -> DataFrame:
+    """Parse the logs once; every line, malformed too.
 
-    Reading the result with a filter on ``ev`` touches only that event's files.
+    Into Parquet at ``dest``, partitioned by ``ev`` (reading the result with a filter on ``ev``
+    touches only that event's files), or for a small run into Spark's memory cache, which skips
+    writing many tiny files.
     """
+    if in_memory:
+        from pyspark import StorageLevel
+
+        cached = read_raw(spark, paths).persist(StorageLevel.MEMORY_AND_DISK)
+        cached.count()
+        return cached
     read_raw(spark, paths).write.mode("overwrite").partitionBy("ev").parquet(str(dest))
     return spark.read.schema(EVENT_DDL).parquet(str(dest))
 
