@@ -21,6 +21,7 @@ from scotbed.analysis.events import read_events, read_publications
 from scotbed.analysis.rundir import RunDir
 from scotbed.analysis.stats import time_to_stabilise
 from scotbed.analysis.synth import SynthSpec, synthesise
+from scotbed.analysis.traffic import traffic_per_broker
 
 pytestmark = pytest.mark.spark
 
@@ -71,13 +72,13 @@ def test_subscription_delay_and_ims(spark: Any, tmp_path: Path) -> None:
         E(11, "b2", "unsub_out", sub_id="s2", link="b1"),
     ]
     ev = events_of(spark, tmp_path, rows)
-    df = M.subscription_delays(ev)
-    got = {r.sub_id: (r.delay_ms, r.ims, r.sub_in) for r in df.collect()}
+    df = M.subscription_facts(ev)
+    got = {r.sub_id: (r.delay_ms, r.ims, r.sub_in) for r in df.where("in_table").collect()}
     assert got == {"s1": (6.0, 2, 3), "s2": (2.0, 1, 2)}
-    d = M.distribution(df, "delay_ms")
+    d = M.distribution(df.where("in_table"), "delay_ms")
     assert (d["count"], d["mean"], d["max"]) == (2, 4.0, 6.0)
-    assert M.unsubscription_ims(ev) == 1
-    assert M.last_arrivals(ev, "sub_in") == {"s1": T0 + 6 * MS, "s2": T0 + 12 * MS}
+    assert M.unsubscription_ims(M.node_facts(ev)) == 1
+    assert M.times_of(df.toPandas(), "stored_ns") == {"s1": T0 + 6 * MS, "s2": T0 + 12 * MS}
 
 
 def test_notification_delay_percentiles_and_hops(spark: Any, tmp_path: Path) -> None:
@@ -96,7 +97,7 @@ def test_notification_delay_percentiles_and_hops(spark: Any, tmp_path: Path) -> 
         rows.append(E(k * 2000 + 10 * k, "sc", "receive", pub_id=f"p{k}", sub_id="s1", hops=k % 3))
     ev = events_of(spark, tmp_path, rows)
     deliv = M.deliveries(ev, M.publication_times(ev, None))
-    nd = M.notification_delay(deliv)
+    nd, curves = M.delivery_delays(deliv)
     d = nd["delay_ms"]
     assert (d["count"], d["mean"], d["p50"], d["p90"], d["p99"], d["max"]) == (
         100,
@@ -109,6 +110,11 @@ def test_notification_delay_percentiles_and_hops(spark: Any, tmp_path: Path) -> 
     assert d["under_1s"] == pytest.approx(0.99)
     s = nd["send_delay_ms"]
     assert (s["p50"], s["max"]) == (495, 995)
+    assert (curves["delay_ms"][0], curves["delay_ms"][50], curves["delay_ms"][-1]) == (
+        (0.0, 10.0),
+        (0.5, 500.0),
+        (0.999, 1000.0),
+    )
     hops = M.hops_distribution(deliv)
     assert dict(zip(hops["hops"], hops["count"], strict=True)) == {0: 33, 1: 34, 2: 33}
 
@@ -127,20 +133,21 @@ def test_matching_ims_dynamic_load_drops(spark: Any, tmp_path: Path) -> None:
         E(6, "b2", "drop", link="b3", reason="overflow"),
     ]
     ev = events_of(spark, tmp_path, rows)
-    m = M.matching_per_broker(ev).set_index("node")
+    facts = M.node_facts(ev)
+    m = M.matching_per_broker(facts).set_index("node")
     assert (
         m.loc["b1", "matches"] == 2 and m.loc["b1", "mean_us"] == 20.0 and m.loc["b1", "mean_matched"] == 2.0
     )
     assert m.loc["b2", "mean_us"] == 5.0
-    nims = M.notification_ims(ev).set_index("node")
+    nims = M.notification_ims(facts).set_index("node")
     assert nims["ims"].to_dict() == {"b1": 1, "b2": 1}
     assert nims["dynamic"].to_dict() == {"b1": 0, "b2": 1}
-    load = M.load_per_broker(ev, ["b1", "b2", "b3"]).set_index("node")
+    load = M.load_per_broker(facts, ["b1", "b2", "b3"]).set_index("node")
     assert load["messages"].to_dict() == {"b1": 2, "b2": 3, "b3": 0}
     assert load.loc["b1", "match"] == 2
     bal = M.load_balance(load.reset_index())
     assert bal["max_over_mean"] == pytest.approx(3 / (5 / 3))
-    assert M.drops(ev) == {"overflow": 2}
+    assert M.drops(facts) == {"overflow": 2}
 
 
 def test_stability_curve_with_burst_and_recovery(spark: Any, tmp_path: Path) -> None:
@@ -172,12 +179,13 @@ def test_queues_and_tables(spark: Any, tmp_path: Path) -> None:
         E(1000, "b1", "table", size=6),
     ]
     ev = events_of(spark, tmp_path, rows)
-    assert M.queue_maxima(ev) == {"max_output_len": 9, "max_input_len": 7}
-    q = M.queue_series(ev)
+    facts = M.node_facts(ev)
+    assert M.queue_maxima(facts) == {"max_output_len": 9, "max_input_len": 7}
+    q = M.queue_series(ev, M.bins(facts, "queue"))
     out = q[q["direction"] == "output"]
     assert out["max_len"].tolist() == [4, 9] and out["t_s"].tolist() == [0.0, 1.0]
     assert q[q["direction"] == "input"]["max_len"].tolist() == [3, 7]
-    t = M.table_sizes(ev)
+    t = M.table_sizes(facts)
     assert (t.loc[0, "max_size"], t.loc[0, "final_size"]) == (8, 6)
 
 
@@ -192,11 +200,30 @@ def test_relay_overhead_and_false_positive_traffic(spark: Any, tmp_path: Path) -
     ]
     ev = events_of(spark, tmp_path, rows)
     interested = spark.createDataFrame([("p1", "b3")], "pub_id STRING, broker STRING")
-    relay = M.relay_overhead(ev, interested).set_index("node")
-    assert relay["relay_only"].to_dict() == {"b2": 1, "b3": 0, "b4": 1}
-    fp = M.false_positive_traffic(ev, interested).set_index("node")
+    relay, fp = traffic_per_broker(ev, interested)
+    assert relay.set_index("node")["relay_only"].to_dict() == {"b2": 1, "b3": 0, "b4": 1}
+    fp = fp.set_index("node")
     assert fp["ims"].to_dict() == {"b1": 1, "b2": 2}
     assert fp["fp_ims"].to_dict() == {"b1": 0, "b2": 1}
+
+
+def test_false_positive_fixpoint_agrees_with_the_python_rule_on_a_skewed_cycle(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Timestamps against the causal order (clock skew) and a cycle need several passes of the fixpoint."""
+    from scotbed.analysis.forwarding import false_positive_edges
+
+    edges = [("b2", "b4", 0.0), ("b2", "b3", 1.0), ("b3", "b1", 2.0), ("b1", "b2", 3.0), ("b4", "b5", 4.0)]
+    rows = [E(t, s, "notif_out", pub_id="p1", link=d, hops=1) for s, d, t in edges]
+    ev = events_of(spark, tmp_path, rows)
+    interested = spark.createDataFrame([("p1", "b3")], "pub_id STRING, broker STRING")
+    _, fp = traffic_per_broker(ev, interested)
+    want: dict[str, int] = {}
+    for s, _ in false_positive_edges([(s, d) for s, d, _ in edges], ["b3"]):
+        want[s] = want.get(s, 0) + 1
+    got = fp.set_index("node")["fp_ims"].to_dict()
+    assert {k: v for k, v in got.items() if v} == want == {"b2": 1, "b4": 1}
+    assert fp.set_index("node")["ims"].to_dict() == {"b1": 1, "b2": 2, "b3": 1, "b4": 1}
 
 
 def _faulty(run: Path) -> dict[str, tuple[str, str]]:
@@ -225,11 +252,14 @@ def _faulty(run: Path) -> dict[str, tuple[str, str]]:
 
 def _check(spark: Any, run: RunDir) -> dict[str, Any]:
     ev, _ = read_events(spark, run.event_files())
-    deliv = M.deliveries(ev, M.publication_times(ev, read_publications(spark, run)))
+    pubs = read_publications(spark, run)
+    assert pubs is not None
+    deliv = M.deliveries(ev, M.publication_times(ev, pubs))
+    facts = M.subscription_facts(ev).toPandas()
     eps = oracle.episodes(
-        run.subscription_ops(), M.last_arrivals(ev, "sub_in"), M.last_arrivals(ev, "unsub_in")
+        run.subscription_ops(), M.times_of(facts, "stored_ns"), M.times_of(facts, "unsub_settled_ns")
     )
-    exp = oracle.expected_deliveries(spark, str(run.publications_file), eps, "naive")
+    exp = oracle.expected_deliveries(spark, pubs, eps, "naive")
     result, _ = oracle.check(exp, deliv)
     return result
 

@@ -105,3 +105,33 @@ def test_episodes_from_workload_with_settle_bound() -> None:
 def test_pick_engine_falls_back_to_an_installed_engine() -> None:
     assert pick_engine("naive") == "naive"
     assert pick_engine("no-such-engine") in ("counting", "naive")
+
+
+def test_delay_axis_follows_the_data() -> None:
+    from scotbed.analysis.plots import delay_axis_is_log
+
+    assert not delay_axis_is_log([10.0, 18.0, 25.0])  # the quickstart's range: linear over its own span
+    assert delay_axis_is_log([0.4, 12.0, 900.0])  # three decades: log
+    assert not delay_axis_is_log([-0.5, 3.0, 900.0])  # a negative delay (clock skew) cannot go on a log axis
+    assert not delay_axis_is_log([])
+
+
+def test_verdict_reads_the_typed_counts() -> None:
+    import json
+    from pathlib import Path
+
+    from scotbed.analysis.summary import verdict_of_json
+
+    doc = json.loads((Path(__file__).parent / "fixtures" / "analysis_summary_golden.json").read_text())
+    assert verdict_of_json(doc) == (
+        False,
+        "INCORRECT: 2188 delivered of 2187 expected (+0 in transition), "
+        "1 missing, 1 duplicates, 1 false positives",
+    )
+    doc["notifications"].update(missing=0, duplicates=0, false_positives=0, delivered=2187)
+    assert verdict_of_json(doc)[0] is False  # the oracle's own verdict still says incorrect
+    doc["correctness"]["ok"] = True
+    assert verdict_of_json(doc)[0] is True
+    doc["notifications"]["expected_deliveries"] = 0
+    assert verdict_of_json(doc)[0] is False  # nothing expected is no evidence
+    assert verdict_of_json({})[0] is False

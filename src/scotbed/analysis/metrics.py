@@ -1,11 +1,13 @@
-"""The run metrics, each a small function over Spark DataFrames of events (DESIGN §5).
+"""The run metrics as Spark DataFrame expressions over the events (DESIGN §5), few actions each.
 
 Functions return a Spark DataFrame when the result grows with the run (one row
 per delivery) and a pandas DataFrame or dict when it is bounded by the number
 of brokers, subscriptions or curve points, so nothing big is collected on the
-driver. Times are ``ts_ns`` wall clock; delays are reported in ms, matching in µs.
-IMs count inter-broker messages only: ``*_out`` events whose ``link`` is a
-broker id (``""`` is a local client).
+driver. Aggregations that read the same events share one action: per-broker
+facts are one group-by, per-subscription facts another, every delivery
+statistic a third. Times are ``ts_ns`` wall clock; delays are reported in ms,
+matching in µs. IMs count inter-broker messages only: ``*_out`` events whose
+``link`` is a broker id (``""`` is a local client).
 """
 
 from __future__ import annotations
@@ -17,13 +19,14 @@ import pandas as pd
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from scotbed.analysis.forwarding import false_positive_edges
 from scotbed.analysis.stats import dist_from_quantiles
 
 ACCURACY = 100_000  # percentile_approx: relative rank error 1e-5
 SUMMARY_QUANTILES = (0.5, 0.9, 0.99)
 CDF_QUANTILES = tuple(i / 100 for i in range(101)) + tuple(0.99 + i / 1000 for i in range(1, 10))
 LOAD_EVENTS = ("sub_in", "sub_out", "unsub_in", "unsub_out", "notif_in", "notif_out", "match", "deliver")
+NODE_EVENTS = (*LOAD_EVENTS, "queue", "table", "drop")
+SUB_EVENTS = ("subscribe", "unsubscribe", "sub_in", "sub_out", "unsub_in")
 MIN_BIN_NS = 250_000_000
 MAX_BINS = 400
 
@@ -36,81 +39,243 @@ def _to_broker() -> Column:
     return F.col("link").isNotNull() & (F.col("link") != "")
 
 
+def of(events: DataFrame, *names: str) -> DataFrame:
+    """The events named ``names`` (on the Parquet store this reads only their partitions)."""
+    return events.where(F.col("ev").isin(list(names)))
+
+
 def distribution(df: DataFrame, col: str) -> dict[str, Any]:
     """count, mean, p50, p90, p99, max of one numeric column (nulls ignored)."""
-    row = df.agg(
-        F.count(col).alias("n"),
-        F.mean(col).alias("mean"),
-        F.percentile_approx(col, list(SUMMARY_QUANTILES), ACCURACY).alias("q"),
-        F.max(col).alias("max"),
-    ).first()
+    row = df.agg(*_dist_aggs(col, SUMMARY_QUANTILES)).first()
     assert row is not None
-    qs = row["q"] or [None] * len(SUMMARY_QUANTILES)
-    return dist_from_quantiles(row["n"], row["mean"], qs, row["max"])
+    return _dist(row, col, SUMMARY_QUANTILES)
 
 
-def quantile_curve(df: DataFrame, col: str) -> list[tuple[float, float]]:
-    """(quantile, value) points of a column's CDF, computed in Spark (for the CDF plot)."""
-    row = df.agg(F.percentile_approx(col, list(CDF_QUANTILES), ACCURACY).alias("q")).first()
-    values = (row["q"] if row else None) or []
-    return [(q, float(v)) for q, v in zip(CDF_QUANTILES, values, strict=False) if v is not None]
+def _dist_aggs(col: str, quantiles: Sequence[float]) -> list[Column]:
+    return [
+        F.count(col).alias(f"{col}_n"),
+        F.mean(col).alias(f"{col}_mean"),
+        F.percentile_approx(col, list(quantiles), ACCURACY).alias(f"{col}_q"),
+        F.max(col).alias(f"{col}_max"),
+    ]
 
 
-# --- subscriptions ---------------------------------------------------------------------------
+def _dist(row: Any, col: str, quantiles: Sequence[float]) -> dict[str, Any]:
+    qs = dict(zip(quantiles, row[f"{col}_q"] or [], strict=False))
+    return dist_from_quantiles(
+        row[f"{col}_n"], row[f"{col}_mean"], [qs.get(q) for q in SUMMARY_QUANTILES], row[f"{col}_max"]
+    )
 
 
-def subscription_delays(events: DataFrame) -> DataFrame:
-    """Per subscription: issue time, time the last broker stored it (last ``sub_in``), delay, IMs.
+# --- per subscription ------------------------------------------------------------------------
 
-    The issue time is the client's ``subscribe`` event, or the first ``sub_in`` when the
-    client log is missing. IMs are the ``sub_out`` events towards another broker.
+
+def subscription_facts(events: DataFrame) -> DataFrame:
+    """Per sub_id, one group-by over the subscription events: the subscription table and the oracle's times.
+
+    ``issued_ns`` is the client's ``subscribe`` event, or the first ``sub_in`` when the client log is
+    missing; ``stored_ns`` is the last ``sub_in`` (propagation ended); ``ims`` the ``sub_out`` events
+    towards another broker. ``in_table`` marks the rows of the subscription table (a ``subscribe``
+    or ``sub_in`` was logged).
     """
-    issued = events.where(_ev("subscribe")).groupBy("sub_id").agg(F.min("ts_ns").alias("issued_ns"))
-    stored = (
-        events.where(_ev("sub_in"))
+    ts = F.col("ts_ns")
+    subscribe_ns = F.min(F.when(_ev("subscribe"), ts))
+    first_in_ns = F.min(F.when(_ev("sub_in"), ts))
+    facts = (
+        of(events, *SUB_EVENTS)
         .groupBy("sub_id")
         .agg(
-            F.min("ts_ns").alias("first_in_ns"),
-            F.max("ts_ns").alias("stored_ns"),
-            F.count("*").alias("sub_in"),
+            subscribe_ns.alias("subscribe_ns"),
+            first_in_ns.alias("first_in_ns"),
+            F.max(F.when(_ev("sub_in"), ts)).alias("stored_ns"),
+            F.count(F.when(_ev("sub_in"), 1)).alias("sub_in"),
+            F.count(F.when(_ev("sub_out") & _to_broker(), 1)).alias("ims"),
+            F.max(F.when(_ev("unsub_in"), ts)).alias("unsub_settled_ns"),
+            F.min(F.when(_ev("unsubscribe"), ts)).alias("unsubscribe_ns"),
         )
     )
-    ims = events.where(_ev("sub_out") & _to_broker()).groupBy("sub_id").agg(F.count("*").alias("ims"))
-    df = stored.join(issued, "sub_id", "full").join(ims, "sub_id", "left")
-    issued_ns = F.coalesce(F.col("issued_ns"), F.col("first_in_ns"))
-    return df.select(
+    issued_ns = F.coalesce(F.col("subscribe_ns"), F.col("first_in_ns"))
+    return facts.select(
         "sub_id",
         issued_ns.alias("issued_ns"),
         "stored_ns",
-        F.coalesce(F.col("sub_in"), F.lit(0)).alias("sub_in"),
-        F.coalesce(F.col("ims"), F.lit(0)).alias("ims"),
+        "sub_in",
+        "ims",
         ((F.col("stored_ns") - issued_ns) / 1e6).alias("delay_ms"),
+        (F.col("subscribe_ns").isNotNull() | (F.col("sub_in") > 0)).alias("in_table"),
+        "subscribe_ns",
+        "unsub_settled_ns",
+        "unsubscribe_ns",
     )
 
 
-def unsubscription_ims(events: DataFrame) -> int:
-    return events.where(_ev("unsub_out") & _to_broker()).count()
+SUBSCRIPTION_COLUMNS = ["sub_id", "issued_ns", "stored_ns", "sub_in", "ims", "delay_ms"]
 
 
-def last_arrivals(events: DataFrame, ev: str) -> dict[str, int]:
-    """sub_id -> time of the last ``ev`` (``sub_in``/``unsub_in``) at any broker: end of propagation."""
-    rows = events.where(_ev(ev)).groupBy("sub_id").agg(F.max("ts_ns").alias("t")).collect()
-    return {r["sub_id"]: int(r["t"]) for r in rows}
+def times_of(facts: pd.DataFrame, col: str) -> dict[str, int]:
+    """sub_id -> a time column of :func:`subscription_facts` (rows where it is known)."""
+    known = facts[facts[col].notna() & facts["sub_id"].notna()]
+    return {str(s): int(t) for s, t in zip(known["sub_id"], known[col], strict=True)}
 
 
-def first_client_times(events: DataFrame, ev: str) -> dict[str, int]:
-    """sub_id -> time of the client's ``subscribe``/``unsubscribe`` event."""
-    rows = events.where(_ev(ev)).groupBy("sub_id").agg(F.min("ts_ns").alias("t")).collect()
-    return {r["sub_id"]: int(r["t"]) for r in rows}
+# --- per broker ------------------------------------------------------------------------------
 
 
-# --- notifications ---------------------------------------------------------------------------
+def node_facts(events: DataFrame) -> pd.DataFrame:
+    """One group-by (node, ev, drop reason) over the broker events; every per-broker metric reads it."""
+    is_in = F.coalesce(F.col("link"), F.lit("")) == ""
+    return cast(
+        pd.DataFrame,
+        of(events, *NODE_EVENTS)
+        .groupBy("node", "ev", F.when(_ev("drop"), F.col("reason")).alias("reason"))
+        .agg(
+            F.count("*").alias("n"),
+            F.count(F.when(_to_broker(), 1)).alias("to_broker"),
+            F.count(F.when(_to_broker() & F.coalesce(F.col("dynamic"), F.lit(False)), 1)).alias("dynamic"),
+            F.mean("us").alias("mean_us"),
+            F.percentile_approx("us", 0.99, ACCURACY).alias("p99_us"),
+            F.max("us").alias("max_us"),
+            F.mean("n").alias("mean_matched"),
+            F.max(F.when(~is_in, F.col("len"))).alias("max_out_len"),
+            F.max(F.when(is_in, F.col("len"))).alias("max_in_len"),
+            F.max("size").alias("max_size"),
+            F.max_by("size", "ts_ns").alias("final_size"),
+            F.min("ts_ns").alias("t_min"),
+            F.max("ts_ns").alias("t_max"),
+        )
+        .toPandas(),
+    )
+
+
+def _rows(facts: pd.DataFrame, ev: str) -> pd.DataFrame:
+    return facts[facts["ev"] == ev].sort_values("node", kind="stable").reset_index(drop=True)
+
+
+def matching_per_broker(facts: pd.DataFrame) -> pd.DataFrame:
+    """Per broker: matchings, mean/p99/max matching delay (µs), mean match-set size."""
+    m = _rows(facts, "match")
+    return m[["node", "n", "mean_us", "p99_us", "max_us", "mean_matched"]].rename(columns={"n": "matches"})
+
+
+def notification_ims(facts: pd.DataFrame) -> pd.DataFrame:
+    """Per broker: notification copies sent to other brokers, and how many were dynamic (re-routed)."""
+    m = _rows(facts, "notif_out")
+    m = m[m["to_broker"] > 0].reset_index(drop=True)
+    return m[["node", "to_broker", "dynamic"]].rename(columns={"to_broker": "ims"})
+
+
+def unsubscription_ims(facts: pd.DataFrame) -> int:
+    return int(facts.loc[facts["ev"] == "unsub_out", "to_broker"].sum())
+
+
+def queue_maxima(facts: pd.DataFrame) -> dict[str, int]:
+    q = facts[facts["ev"] == "queue"]
+    out, inp = q["max_out_len"].max(), q["max_in_len"].max()
+    return {
+        "max_output_len": int(out) if pd.notna(out) else 0,
+        "max_input_len": int(inp) if pd.notna(inp) else 0,
+    }
+
+
+def table_sizes(facts: pd.DataFrame) -> pd.DataFrame:
+    """Per broker: the largest and the last sampled routing-table size."""
+    return _rows(facts, "table")[["node", "max_size", "final_size"]]
+
+
+def drops(facts: pd.DataFrame) -> dict[str, int]:
+    d = facts[facts["ev"] == "drop"]
+    out: dict[str, int] = {}
+    for reason, n in zip(d["reason"], d["n"], strict=True):
+        key = str(None if pd.isna(reason) else reason)
+        out[key] = out.get(key, 0) + int(n)
+    return out
+
+
+def load_per_broker(facts: pd.DataFrame, brokers: Sequence[str]) -> pd.DataFrame:
+    """Per broker: count of each broker event, and ``messages`` = all messages in and out.
+
+    Brokers from the topology that logged nothing appear with zeros, so the distribution
+    is over the whole overlay.
+    """
+    counts = facts[facts["ev"].isin(LOAD_EVENTS)].groupby(["node", "ev"])["n"].sum().unstack("ev")
+    pivot = counts.reindex(columns=list(LOAD_EVENTS))
+    pivot = pivot.reindex(sorted(set(brokers) | set(pivot.index))).fillna(0).astype("int64")
+    pivot.index.name = "node"
+    pivot.columns.name = None
+    pivot["messages"] = pivot[[c for c in LOAD_EVENTS if c.endswith(("_in", "_out"))]].sum(axis=1)
+    return pivot.reset_index()
+
+
+def load_balance(load: pd.DataFrame) -> dict[str, float]:
+    """Spread of per-broker messages: coefficient of variation and max/mean (1.0 = perfectly even)."""
+    m = load["messages"].astype(float)
+    mean = float(m.mean()) if len(m) else 0.0
+    if mean == 0:
+        return {"mean_messages": 0.0, "cv": 0.0, "max_over_mean": 0.0}
+    return {"mean_messages": mean, "cv": float(m.std(ddof=0) / mean), "max_over_mean": float(m.max() / mean)}
+
+
+def bins(facts: pd.DataFrame, ev: str) -> tuple[int, int] | None:
+    """(first sample ns, bin width ns) of a sampled event: at least 250 ms, at most 400 bins."""
+    rows = facts[facts["ev"] == ev]
+    if not len(rows) or rows["t_min"].isna().all():
+        return None
+    t0, t1 = int(rows["t_min"].min()), int(rows["t_max"].max())
+    return t0, max(MIN_BIN_NS, (t1 - t0) // MAX_BINS + 1)
+
+
+def queue_series(events: DataFrame, b: tuple[int, int] | None) -> pd.DataFrame:
+    """Queue length over time per broker and link (``link == ""`` is the input queue).
+
+    Samples are binned (:func:`bins`) keeping each bin's maximum length and mean congestion
+    element; ``t_s`` is the bin start relative to the first sample.
+    """
+    if b is None:
+        return pd.DataFrame(columns=["node", "link", "t_s", "max_len", "mean_ce", "direction"])
+    t0, width = b
+    return cast(
+        pd.DataFrame,
+        of(events, "queue")
+        .withColumn("bin", F.floor((F.col("ts_ns") - t0) / width))
+        .groupBy("node", F.coalesce(F.col("link"), F.lit("")).alias("link"), "bin")
+        .agg(F.max("len").alias("max_len"), F.mean("ce").alias("mean_ce"))
+        .select(
+            "node",
+            "link",
+            (F.col("bin") * (width / 1e9)).alias("t_s"),
+            "max_len",
+            "mean_ce",
+            F.when(F.col("link") == "", "input").otherwise("output").alias("direction"),
+        )
+        .orderBy("node", "link", "t_s")
+        .toPandas(),
+    )
+
+
+def table_series(events: DataFrame, b: tuple[int, int] | None) -> pd.DataFrame:
+    """Routing-table size over time per broker (binned like :func:`queue_series`)."""
+    if b is None:
+        return pd.DataFrame(columns=["node", "t_s", "size"])
+    t0, width = b
+    return cast(
+        pd.DataFrame,
+        of(events, "table")
+        .withColumn("bin", F.floor((F.col("ts_ns") - t0) / width))
+        .groupBy("node", "bin")
+        .agg(F.max("size").alias("size"))
+        .select("node", (F.col("bin") * (width / 1e9)).alias("t_s"), "size")
+        .orderBy("node", "t_s")
+        .toPandas(),
+    )
+
+
+# --- publications and deliveries -------------------------------------------------------------
 
 
 def publication_times(events: DataFrame, publications: DataFrame | None) -> DataFrame:
     """pub_id -> intended_ns, sent_ns: from the client ``publish`` events, else the workload file."""
     ev = (
-        events.where(_ev("publish"))
+        of(events, "publish")
         .groupBy("pub_id")
         .agg(
             F.min("intended_ns").alias("i_ev"),
@@ -129,7 +294,7 @@ def publication_times(events: DataFrame, publications: DataFrame | None) -> Data
 
 def deliveries(events: DataFrame, pub_times: DataFrame) -> DataFrame:
     """One row per client ``receive``: delay from intended publish time and from actual send."""
-    recv = events.where(_ev("receive")).select(
+    recv = of(events, "receive").select(
         "pub_id", "sub_id", F.col("node").alias("client"), F.col("ts_ns").alias("recv_ns"), "hops"
     )
     d = recv.join(pub_times, "pub_id", "left")
@@ -146,100 +311,36 @@ def deliveries(events: DataFrame, pub_times: DataFrame) -> DataFrame:
     )
 
 
-def notification_delay(deliv: DataFrame) -> dict[str, Any]:
-    """delay_ms (intended→receive) and send_delay_ms (sent→receive) with the fraction under 1 s."""
-    out: dict[str, Any] = {}
-    for col in ("delay_ms", "send_delay_ms"):
-        d = distribution(deliv, col)
-        row = deliv.agg(F.avg((F.col(col) < 1000).cast("double")).alias("f")).first()
-        d["under_1s"] = float(row["f"]) if row and row["f"] is not None else 0.0
-        out[col] = d
-    return out
+DELAY_COLUMNS = ("delay_ms", "send_delay_ms")
+
+
+def delivery_delays(deliv: DataFrame) -> tuple[dict[str, Any], dict[str, list[tuple[float, float]]]]:
+    """Both delays in one action: their distributions with the fraction under 1 s, and CDF points.
+
+    Returns ({column: distribution}, {column: [(quantile, value), ...]}).
+    """
+    qs = tuple(sorted(set(SUMMARY_QUANTILES) | set(CDF_QUANTILES)))
+    aggs = [a for c in DELAY_COLUMNS for a in _dist_aggs(c, qs)]
+    aggs += [F.avg((F.col(c) < 1000).cast("double")).alias(f"{c}_u1") for c in DELAY_COLUMNS]
+    row = deliv.agg(*aggs).first()
+    assert row is not None
+    dists: dict[str, Any] = {}
+    curves: dict[str, list[tuple[float, float]]] = {}
+    for c in DELAY_COLUMNS:
+        d = _dist(row, c, qs)
+        d["under_1s"] = float(row[f"{c}_u1"]) if row[f"{c}_u1"] is not None else 0.0
+        dists[c] = d
+        values = dict(zip(qs, row[f"{c}_q"] or [], strict=False))
+        curves[c] = [(q, float(values[q])) for q in CDF_QUANTILES if values.get(q) is not None]
+    return dists, curves
 
 
 def hops_distribution(deliv: DataFrame) -> pd.DataFrame:
     """hops -> deliveries (broker-to-broker hops the delivered copy took)."""
-    return deliv.where(F.col("hops").isNotNull()).groupBy("hops").count().orderBy("hops").toPandas()
-
-
-def matching_per_broker(events: DataFrame) -> pd.DataFrame:
-    """Per broker: matchings, mean/p99/max matching delay (µs), mean match-set size."""
-    return (
-        events.where(_ev("match"))
-        .groupBy("node")
-        .agg(
-            F.count("*").alias("matches"),
-            F.mean("us").alias("mean_us"),
-            F.percentile_approx("us", 0.99, ACCURACY).alias("p99_us"),
-            F.max("us").alias("max_us"),
-            F.mean("n").alias("mean_matched"),
-        )
-        .orderBy("node")
-        .toPandas()
+    return cast(
+        pd.DataFrame,
+        deliv.where(F.col("hops").isNotNull()).groupBy("hops").count().orderBy("hops").toPandas(),
     )
-
-
-def notification_ims(events: DataFrame) -> pd.DataFrame:
-    """Per broker: notification copies sent to other brokers, and how many were dynamic (re-routed)."""
-    out = events.where(_ev("notif_out") & _to_broker())
-    return (
-        out.groupBy("node")
-        .agg(
-            F.count("*").alias("ims"),
-            F.sum(F.coalesce(F.col("dynamic"), F.lit(False)).cast("long")).alias("dynamic"),
-        )
-        .orderBy("node")
-        .toPandas()
-    )
-
-
-def stability_curve(deliv: DataFrame, window: int) -> pd.DataFrame:
-    """Max delay of each consecutive window of ``window`` receives, in receive order (OctopiS Fig. 11).
-
-    The global receive index is built without a single-partition window: after a range
-    sort, each row's index is its partition's offset plus its position inside the partition.
-    """
-    if window < 1:
-        raise ValueError(f"stability window must be >= 1, got {window}")
-    rows = deliv.where(F.col("delay_ms").isNotNull()).select("recv_ns", "delay_ms", "pub_id", "sub_id")
-    ordered = (
-        rows.orderBy("recv_ns", "pub_id", "sub_id")
-        .withColumn("pid", F.spark_partition_id())
-        .withColumn("mid", F.monotonically_increasing_id())
-        .persist()
-    )
-    try:
-        counts = ordered.groupBy("pid").agg(F.count("*").alias("n")).orderBy("pid").collect()
-        offsets: list[tuple[int, int]] = []
-        acc = 0
-        for r in counts:
-            offsets.append((int(r["pid"]), acc))
-            acc += int(r["n"])
-        if not offsets:
-            return pd.DataFrame(
-                columns=["window", "start_ns", "end_ns", "count", "max_delay_ms", "mean_delay_ms"]
-            )
-        offset = F.lit(0)
-        for pid, off in offsets:
-            offset = F.when(F.col("pid") == pid, F.lit(off)).otherwise(offset)
-        local = F.col("mid") - F.shiftleft(F.col("pid").cast("long"), 33)
-        idx = offset + local
-        curve = (
-            ordered.withColumn("window", F.floor(idx / window))
-            .groupBy("window")
-            .agg(
-                F.min("recv_ns").alias("start_ns"),
-                F.max("recv_ns").alias("end_ns"),
-                F.count("*").alias("count"),
-                F.max("delay_ms").alias("max_delay_ms"),
-                F.mean("delay_ms").alias("mean_delay_ms"),
-            )
-            .orderBy("window")
-            .toPandas()
-        )
-    finally:
-        ordered.unpersist()
-    return curve
 
 
 def burst_from_publications(publications: DataFrame | None) -> tuple[int, int] | None:
@@ -267,171 +368,47 @@ def burst_from_spec(spec: dict[str, Any], first_intended_ns: int) -> tuple[int, 
     return start, start + int(float(hrp["notifications"]) / rate * 60e9)
 
 
-# --- queues, tables, load --------------------------------------------------------------------
+STABILITY_COLUMNS = ["window", "start_ns", "end_ns", "count", "max_delay_ms", "mean_delay_ms"]
 
 
-def _bins(df: DataFrame) -> tuple[int, int] | None:
-    row = df.agg(F.min("ts_ns").alias("a"), F.max("ts_ns").alias("b")).first()
-    if row is None or row["a"] is None:
-        return None
-    t0, t1 = int(row["a"]), int(row["b"])
-    return t0, max(MIN_BIN_NS, (t1 - t0) // MAX_BINS + 1)
+def stability_curve(deliv: DataFrame, window: int) -> pd.DataFrame:
+    """Max delay of each consecutive window of ``window`` receives, in receive order (OctopiS Fig. 11).
 
-
-def queue_series(events: DataFrame) -> pd.DataFrame:
-    """Queue length over time per broker and link (``link == ""`` is the input queue).
-
-    Samples are binned (at least 250 ms, at most 400 bins) keeping each bin's maximum length
-    and mean congestion element; ``t_s`` is the bin start relative to the first sample.
+    The global receive index is built without a single-partition window: after a range
+    sort, each row's index is its partition's offset plus its position inside the partition.
     """
-    q = events.where(_ev("queue"))
-    b = _bins(q)
-    if b is None:
-        return pd.DataFrame(columns=["node", "link", "t_s", "max_len", "mean_ce", "direction"])
-    t0, width = b
-    return (
-        q.withColumn("bin", F.floor((F.col("ts_ns") - t0) / width))
-        .groupBy("node", F.coalesce(F.col("link"), F.lit("")).alias("link"), "bin")
-        .agg(F.max("len").alias("max_len"), F.mean("ce").alias("mean_ce"))
-        .select(
-            "node",
-            "link",
-            (F.col("bin") * (width / 1e9)).alias("t_s"),
-            "max_len",
-            "mean_ce",
-            F.when(F.col("link") == "", "input").otherwise("output").alias("direction"),
+    if window < 1:
+        raise ValueError(f"stability window must be >= 1, got {window}")
+    rows = deliv.where(F.col("delay_ms").isNotNull()).select("recv_ns", "delay_ms", "pub_id", "sub_id")
+    ordered = (
+        rows.orderBy("recv_ns", "pub_id", "sub_id")
+        .withColumn("pid", F.spark_partition_id())
+        .withColumn("mid", F.monotonically_increasing_id())
+        .persist()
+    )
+    try:
+        counts = ordered.groupBy("pid").agg(F.count("*").alias("n")).orderBy("pid").collect()
+        if not counts:
+            return pd.DataFrame(columns=STABILITY_COLUMNS)
+        offset = F.lit(0)
+        acc = 0
+        for r in counts:
+            offset = F.when(F.col("pid") == int(r["pid"]), F.lit(acc)).otherwise(offset)
+            acc += int(r["n"])
+        idx = offset + F.col("mid") - F.shiftleft(F.col("pid").cast("long"), 33)
+        return cast(
+            pd.DataFrame,
+            ordered.withColumn("window", F.floor(idx / window))
+            .groupBy("window")
+            .agg(
+                F.min("recv_ns").alias("start_ns"),
+                F.max("recv_ns").alias("end_ns"),
+                F.count("*").alias("count"),
+                F.max("delay_ms").alias("max_delay_ms"),
+                F.mean("delay_ms").alias("mean_delay_ms"),
+            )
+            .orderBy("window")
+            .toPandas(),
         )
-        .orderBy("node", "link", "t_s")
-        .toPandas()
-    )
-
-
-def queue_maxima(events: DataFrame) -> dict[str, int]:
-    q = events.where(_ev("queue"))
-    is_in = F.coalesce(F.col("link"), F.lit("")) == ""
-    row = q.agg(
-        F.max(F.when(~is_in, F.col("len"))).alias("out"), F.max(F.when(is_in, F.col("len"))).alias("inp")
-    ).first()
-    return {
-        "max_output_len": int(row["out"] or 0) if row else 0,
-        "max_input_len": int(row["inp"] or 0) if row else 0,
-    }
-
-
-def table_series(events: DataFrame) -> pd.DataFrame:
-    """Routing-table size over time per broker (binned like :func:`queue_series`)."""
-    t = events.where(_ev("table"))
-    b = _bins(t)
-    if b is None:
-        return pd.DataFrame(columns=["node", "t_s", "size"])
-    t0, width = b
-    return (
-        t.withColumn("bin", F.floor((F.col("ts_ns") - t0) / width))
-        .groupBy("node", "bin")
-        .agg(F.max("size").alias("size"))
-        .select("node", (F.col("bin") * (width / 1e9)).alias("t_s"), "size")
-        .orderBy("node", "t_s")
-        .toPandas()
-    )
-
-
-def table_sizes(events: DataFrame) -> pd.DataFrame:
-    """Per broker: the largest and the last sampled routing-table size."""
-    t = events.where(_ev("table"))
-    return (
-        t.groupBy("node")
-        .agg(F.max("size").alias("max_size"), F.max_by("size", "ts_ns").alias("final_size"))
-        .orderBy("node")
-        .toPandas()
-    )
-
-
-def load_per_broker(events: DataFrame, brokers: Sequence[str]) -> pd.DataFrame:
-    """Per broker: count of each broker event, and ``messages`` = all messages in and out.
-
-    Brokers from the topology that logged nothing appear with zeros, so the distribution
-    is over the whole overlay.
-    """
-    pivot = cast(
-        pd.DataFrame,
-        events.where(F.col("ev").isin(list(LOAD_EVENTS)))
-        .groupBy("node")
-        .pivot("ev", list(LOAD_EVENTS))
-        .count()
-        .toPandas(),
-    )
-    pivot = (
-        pivot.set_index("node").reindex(sorted(set(brokers) | set(pivot["node"]))).fillna(0).astype("int64")
-    )
-    pivot["messages"] = pivot[[c for c in LOAD_EVENTS if c.endswith(("_in", "_out"))]].sum(axis=1)
-    return pivot.reset_index().rename(columns={"index": "node"})
-
-
-def load_balance(load: pd.DataFrame) -> dict[str, float]:
-    """Spread of per-broker messages: coefficient of variation and max/mean (1.0 = perfectly even)."""
-    m = load["messages"].astype(float)
-    mean = float(m.mean()) if len(m) else 0.0
-    if mean == 0:
-        return {"mean_messages": 0.0, "cv": 0.0, "max_over_mean": 0.0}
-    return {"mean_messages": mean, "cv": float(m.std(ddof=0) / mean), "max_over_mean": float(m.max() / mean)}
-
-
-def drops(events: DataFrame) -> dict[str, int]:
-    rows = events.where(_ev("drop")).groupBy("reason").count().collect()
-    return {str(r["reason"]): int(r["count"]) for r in rows}
-
-
-# --- traffic quality (needs the oracle's interested brokers) ----------------------------------
-
-
-def relay_overhead(events: DataFrame, interested: DataFrame) -> pd.DataFrame:
-    """Per broker: notifications received from another broker, and those it only relayed.
-
-    ``interested`` has (pub_id, broker) for every broker hosting a subscriber the publication
-    matches; a visit is relay-only when the receiving broker is not among them.
-    """
-    visits = events.where(_ev("notif_in") & _to_broker()).select("pub_id", "node")
-    mine = interested.select("pub_id", F.col("broker").alias("node"), F.lit(1).alias("hit")).distinct()
-    return (
-        visits.join(mine, ["pub_id", "node"], "left")
-        .groupBy("node")
-        .agg(
-            F.count("*").alias("visits"),
-            F.sum(F.when(F.col("hit").isNull(), 1).otherwise(0)).alias("relay_only"),
-        )
-        .orderBy("node")
-        .toPandas()
-    )
-
-
-def _fp_rows(row: Any) -> list[tuple[str, int, int]]:
-    edges = [(e["node"], e["link"]) for e in row["edges"]]
-    fps = false_positive_edges(edges, row["brokers"] or [])
-    per: dict[str, list[int]] = {}
-    for s, _ in edges:
-        per.setdefault(s, [0, 0])[0] += 1
-    for s, _ in fps:
-        per[s][1] += 1
-    return [(node, c[0], c[1]) for node, c in per.items()]
-
-
-def false_positive_traffic(events: DataFrame, interested: DataFrame) -> pd.DataFrame:
-    """Per broker: notification copies forwarded to brokers, and those with nothing matching downstream.
-
-    Grouped per publication (a few dozen edges each) and resolved by :mod:`forwarding`.
-    """
-    edges = (
-        events.where(_ev("notif_out") & _to_broker())
-        .groupBy("pub_id")
-        .agg(F.collect_list(F.struct("node", "link")).alias("edges"))
-    )
-    want = interested.groupBy("pub_id").agg(F.collect_set("broker").alias("brokers"))
-    per_pub = edges.join(want, "pub_id", "left").rdd.flatMap(_fp_rows)
-    spark = events.sparkSession
-    df = spark.createDataFrame(per_pub, "node STRING, ims BIGINT, fp_ims BIGINT")
-    return (
-        df.groupBy("node")
-        .agg(F.sum("ims").alias("ims"), F.sum("fp_ims").alias("fp_ims"))
-        .orderBy("node")
-        .toPandas()
-    )
+    finally:
+        ordered.unpersist()

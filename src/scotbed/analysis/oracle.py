@@ -29,6 +29,7 @@ from scotbed.filters import Attributes, Filter
 from scotbed.matching import make_matcher
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
 FOREVER = 2**63 - 1
@@ -132,32 +133,43 @@ def pick_engine(preferred: str | None) -> str:
     return "naive"
 
 
-def _expected_partition(
-    lines: Iterable[str], eps: list[tuple[Any, ...]], engine: str
-) -> Iterator[tuple[str, str, str, str, int, bool]]:
+def _expected_batches(
+    batches: Iterable[pa.RecordBatch], eps: list[tuple[Any, ...]], engine: str
+) -> Iterator[pa.RecordBatch]:
+    """One engine per partition; each Arrow batch of publications becomes a batch of expected pairs."""
+    import pyarrow as pa
+
     exp = Expectation((Episode(*t) for t in eps), engine)
-    for line in lines:
-        if not line.strip():
-            continue
-        p = json.loads(line)
-        intended = int(p.get("intended_ns", p["ts_ns"]))
-        sent = int(p.get("ts_ns", intended))
-        for e, tr in exp.expected(intended, sent, p.get("attrs") or {}):
-            yield str(p["pub_id"]), e.sub_id, e.subscriber, e.broker, intended, tr
+    names = [f.split()[0] for f in EXPECTED_DDL.split(", ")]
+    types = [pa.string()] * 4 + [pa.int64(), pa.bool_()]
+    for batch in batches:
+        cols: list[list[Any]] = [[] for _ in names]
+        b = batch.to_pydict()
+        for pid, intended, sent, attrs in zip(b["pub_id"], b["intended"], b["sent"], b["attrs"], strict=True):
+            for e, tr in exp.expected(intended, sent, json.loads(attrs) if attrs else {}):
+                for col, v in zip(cols, (pid, e.sub_id, e.subscriber, e.broker, intended, tr), strict=True):
+                    col.append(v)
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(c, t) for c, t in zip(cols, types, strict=True)], names=names
+        )
 
 
 def expected_deliveries(
-    spark: SparkSession, publications_path: str, eps: list[Episode], engine: str
+    spark: SparkSession, publications: DataFrame, eps: list[Episode], engine: str
 ) -> DataFrame:
     """(pub_id, sub_id, subscriber, broker, intended_ns, in_transition), matched per partition.
 
-    The episodes are broadcast; each partition of ``publications.jsonl`` builds one engine.
+    The episodes are broadcast; each partition of the publications builds one engine and matches
+    Arrow batches (``mapInArrow``): Python runs only for the shared matcher itself.
     """
-    sc = spark.sparkContext
-    bc = sc.broadcast([astuple(e) for e in eps])
-    lines = sc.textFile(publications_path, minPartitions=max(2, sc.defaultParallelism * 2))
-    rdd = lines.mapPartitions(lambda it: _expected_partition(it, bc.value, engine))
-    return spark.createDataFrame(rdd, EXPECTED_DDL)
+    from pyspark.sql import functions as F
+
+    bc = spark.sparkContext.broadcast([astuple(e) for e in eps])
+    intended = F.coalesce("intended_ns", "ts_ns")
+    pubs = publications.select(
+        "pub_id", intended.alias("intended"), F.coalesce("ts_ns", intended).alias("sent"), "attrs"
+    ).where(F.col("intended").isNotNull())
+    return pubs.mapInArrow(lambda it: _expected_batches(it, bc.value, engine), EXPECTED_DDL)
 
 
 def check(expected: DataFrame, deliv: DataFrame, first_n: int = 10) -> tuple[dict[str, Any], DataFrame]:

@@ -56,6 +56,10 @@ class RunDir:
         pats = ("*.jsonl", "*.jsonl.gz")
         return sorted(f for pat in pats for f in glob.glob(str(self.path / "events" / pat)))
 
+    def event_text_bytes(self, gz_ratio: int = 8) -> int:
+        """About how many bytes of JSON text the logs hold (a gzipped log counts ``gz_ratio`` times)."""
+        return sum(os.stat(f).st_size * (gz_ratio if f.endswith(".gz") else 1) for f in self.event_files())
+
     @property
     def subscriptions_file(self) -> Path:
         return self.path / "workload" / "subscriptions.jsonl"

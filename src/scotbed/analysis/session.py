@@ -14,6 +14,8 @@ import sys
 import tempfile
 import warnings
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,6 +25,10 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 SHUFFLE_PARTITIONS_LOCAL = 8
+# Writers open at once per task when the events are stored partitioned by event name: one per name,
+# so Spark need not sort the rows by name before writing.
+CONCURRENT_WRITERS = 32
+_shared: list[bool] = []
 
 
 def _under_spark_submit() -> bool:
@@ -64,6 +70,7 @@ def get_session(
         .config("spark.ui.enabled", "false")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.maxConcurrentOutputFileWriters", str(CONCURRENT_WRITERS))
     )
     is_local = False
     if master is not None:
@@ -83,3 +90,27 @@ def get_session(
     if not is_local:
         spark.sparkContext.addPyFile(str(package_zip(Path(tempfile.mkdtemp(prefix="scotbed-pyfiles-")))))
     return spark
+
+
+def is_shared() -> bool:
+    """True inside :func:`shared_session`: an analysis keeps the session it finds."""
+    return bool(_shared)
+
+
+@contextmanager
+def shared_session() -> Iterator[None]:
+    """Keep one SparkSession across every analysis inside (the runs of a campaign); stop it at the end.
+
+    The session starts with the first analysis, so a campaign that analyses nothing starts none.
+    """
+    _shared.append(True)
+    try:
+        yield
+    finally:
+        _shared.pop()
+        if not _shared:
+            from pyspark.sql import SparkSession
+
+            active = SparkSession.getActiveSession()
+            if active is not None:
+                active.stop()

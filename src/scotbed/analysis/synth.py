@@ -87,59 +87,16 @@ def synthesise(out: Path, spec: SynthSpec = SynthSpec()) -> dict[str, Any]:
     rng = random.Random(spec.seed)
     factor = kary(spec.fanout, spec.brokers) if spec.fanout else path(spec.brokers)
     scot = Scot(factor, 1)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "events").mkdir(exist_ok=True)
-    (out / "workload").mkdir(exist_ok=True)
-    (out / "topology.json").write_text(json.dumps(scot.to_json(), indent=1))
-    run_spec = {
-        "name": "synth",
-        "seed": spec.seed,
-        "topology": {"kind": "tree", "acyclic": factor.name},
-        "routing": spec.routing,
-        "matching": "naive",
-        "workload": {"subscribers": spec.subscribers, "publishers": spec.publishers, "hrp": None},
-        "analysis": {"stability_window": spec.stability_window},
-    }
-    (out / "spec.resolved.yaml").write_text(yaml.safe_dump(run_spec, sort_keys=False))
+    _write_run_files(out, spec, scot)
     brokers = [b.id for b in scot.brokers]
     adj: dict[str, list[str]] = {b: [n.id for n in scot.neighbours(b)] for b in brokers}
     logs = _Logs(out / "events", spec.gz)
     hop = int(spec.hop_ms * MS)
     t = spec.start_ns
-    workers = [f"worker-{k}" for k in range(spec.worker_processes)]
 
-    # --- subscriptions: flooded over the tree, one hop at a time
-    subs: list[dict[str, Any]] = []
+    subs, t = _subscribe_all(out, spec, rng, logs, adj, t)
     pub_k = 0
-    stored: dict[str, set[str]] = {b: set() for b in brokers}
-    with (out / "workload" / "subscriptions.jsonl").open("w") as wl:
-        for k in range(spec.subscribers):
-            sid, host = f"s{k}", rng.choice(brokers)
-            flt: list[dict[str, Any]] = [
-                {"attr": "symbol", "op": "=", "value": f"S{rng.randrange(spec.symbols)}"}
-            ]
-            if k % 3 == 0:
-                flt.append({"attr": "price", "op": "<", "value": 50})
-            worker = workers[k % len(workers)]
-            subs.append({"sub_id": sid, "broker": host, "filter": Filter.from_json(flt), "worker": worker})
-            wl.write(
-                json.dumps(
-                    {
-                        "ts_ns": t,
-                        "op": "subscribe",
-                        "sub_id": sid,
-                        "subscriber": f"sub-{k}",
-                        "broker": host,
-                        "filter": flt,
-                    }
-                )
-                + "\n"
-            )
-            logs.write(worker, t, "subscribe", sub_id=sid)
-            _flood_sub(logs, adj, host, sid, t + hop // 4, hop, "sub")
-            t += 2 * MS
-        for b in brokers:
-            stored[b] = {s["sub_id"] for s in subs}
+    stored: dict[str, set[str]] = {b: {s["sub_id"] for s in subs} for b in brokers}
     t += 50 * MS
     for b in brokers:
         logs.write(b, t, "table", size=len(subs))
@@ -176,28 +133,10 @@ def synthesise(out: Path, spec: SynthSpec = SynthSpec()) -> dict[str, Any]:
             i_normal += 1
             gap = int(1e9 / spec.rate_per_s)
             if i_normal == unsub_at and leaving:
-                for s in subs:
-                    if s["sub_id"] in leaving:
-                        logs.write(s["worker"], t, "unsubscribe", sub_id=s["sub_id"])
-                        _flood_sub(logs, adj, s["broker"], s["sub_id"], t + hop // 4, hop, "unsub")
-                        wl_line = {
-                            "ts_ns": t,
-                            "op": "unsubscribe",
-                            "sub_id": s["sub_id"],
-                            "subscriber": s["sub_id"].replace("s", "sub-"),
-                            "broker": s["broker"],
-                        }
-                        with (out / "workload" / "subscriptions.jsonl").open("a") as wl2:
-                            wl2.write(json.dumps(wl_line) + "\n")
+                _unsubscribe(out, logs, adj, [s for s in subs if s["sub_id"] in leaving], t, hop)
                 active -= leaving
                 t += 10 * hop * len(brokers)
-        extra = 0
-        if burst_start_ns is not None:
-            if burst_end_ns is None:
-                extra = int(spec.burst_extra_ms * MS * min(1.0, (t - burst_start_ns) / 2e8))
-            else:
-                left = 1 - (t - burst_end_ns) / (spec.burst_decay_s * 1e9)
-                extra = int(spec.burst_extra_ms * MS * max(0.0, left))
+        extra = _burst_extra(spec, t, burst_start_ns, burst_end_ns)
         pub_k = 0 if in_burst else pub_k
         host = brokers[0] if in_burst else brokers[(pub_k * 7 + 3) % len(brokers)]
         symbol = f"S{rng.randrange(spec.symbols)}"
@@ -237,6 +176,76 @@ def synthesise(out: Path, spec: SynthSpec = SynthSpec()) -> dict[str, Any]:
         "brokers": len(brokers),
         "burst": (burst_start_ns, burst_end_ns),
     }
+
+
+def _write_run_files(out: Path, spec: SynthSpec, scot: Scot) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "events").mkdir(exist_ok=True)
+    (out / "workload").mkdir(exist_ok=True)
+    (out / "topology.json").write_text(json.dumps(scot.to_json(), indent=1))
+    run_spec = {
+        "name": "synth",
+        "seed": spec.seed,
+        "topology": {"kind": "tree", "acyclic": scot.factor.name},
+        "routing": spec.routing,
+        "matching": "naive",
+        "workload": {"subscribers": spec.subscribers, "publishers": spec.publishers, "hrp": None},
+        "analysis": {"stability_window": spec.stability_window},
+    }
+    (out / "spec.resolved.yaml").write_text(yaml.safe_dump(run_spec, sort_keys=False))
+
+
+def _subscribe_all(
+    out: Path, spec: SynthSpec, rng: random.Random, logs: _Logs, adj: dict[str, list[str]], t: int
+) -> tuple[list[dict[str, Any]], int]:
+    """Every subscription, flooded over the tree one hop at a time; returns them and the time after."""
+    brokers = list(adj)
+    workers = [f"worker-{k}" for k in range(spec.worker_processes)]
+    hop = int(spec.hop_ms * MS)
+    subs: list[dict[str, Any]] = []
+    with (out / "workload" / "subscriptions.jsonl").open("w") as wl:
+        for k in range(spec.subscribers):
+            sid, host = f"s{k}", rng.choice(brokers)
+            flt: list[dict[str, Any]] = [
+                {"attr": "symbol", "op": "=", "value": f"S{rng.randrange(spec.symbols)}"}
+            ]
+            if k % 3 == 0:
+                flt.append({"attr": "price", "op": "<", "value": 50})
+            worker = workers[k % len(workers)]
+            subs.append({"sub_id": sid, "broker": host, "filter": Filter.from_json(flt), "worker": worker})
+            line = {"ts_ns": t, "op": "subscribe", "sub_id": sid, "subscriber": f"sub-{k}", "broker": host}
+            wl.write(json.dumps({**line, "filter": flt}) + "\n")
+            logs.write(worker, t, "subscribe", sub_id=sid)
+            _flood_sub(logs, adj, host, sid, t + hop // 4, hop, "sub")
+            t += 2 * MS
+    return subs, t
+
+
+def _unsubscribe(
+    out: Path, logs: _Logs, adj: dict[str, list[str]], leaving: list[dict[str, Any]], t: int, hop: int
+) -> None:
+    for s in leaving:
+        logs.write(s["worker"], t, "unsubscribe", sub_id=s["sub_id"])
+        _flood_sub(logs, adj, s["broker"], s["sub_id"], t + hop // 4, hop, "unsub")
+        wl_line = {
+            "ts_ns": t,
+            "op": "unsubscribe",
+            "sub_id": s["sub_id"],
+            "subscriber": s["sub_id"].replace("s", "sub-"),
+            "broker": s["broker"],
+        }
+        with (out / "workload" / "subscriptions.jsonl").open("a") as wl2:
+            wl2.write(json.dumps(wl_line) + "\n")
+
+
+def _burst_extra(spec: SynthSpec, t: int, start_ns: int | None, end_ns: int | None) -> int:
+    """Extra delay at ``t``: ramping up over 200 ms of the burst, decaying linearly after it."""
+    if start_ns is None:
+        return 0
+    if end_ns is None:
+        return int(spec.burst_extra_ms * MS * min(1.0, (t - start_ns) / 2e8))
+    left = 1 - (t - end_ns) / (spec.burst_decay_s * 1e9)
+    return int(spec.burst_extra_ms * MS * max(0.0, left))
 
 
 def _flood_sub(

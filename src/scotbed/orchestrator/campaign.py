@@ -240,7 +240,10 @@ def main(args: Any) -> int:
     def on_cell(i: int, n: int, cell: Cell, status: str) -> None:
         progress.info(f"[{i}/{n}] {cell.key}: {status}")
 
-    with SignalGuard():  # SIGTERM between two runs stops the campaign as cleanly as during one
+    from scotbed.analysis.session import shared_session
+
+    # SIGTERM between two runs stops the campaign as cleanly as during one; one Spark session for all runs
+    with SignalGuard(), shared_session():
         cdir, outcomes = run_campaign(campaign, Path(args.out), run_one, on_cell)
     with progress.phase("aggregate"):
         from scotbed.analysis.campaign import aggregate

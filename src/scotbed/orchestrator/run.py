@@ -453,25 +453,10 @@ class Lifecycle:
 
 
 def verdict_of(summary: dict[str, Any]) -> tuple[bool, str]:
-    """DESIGN §3: no duplicate, no false positive, no missing delivery outside the transitions of a
-    subscription change (those the oracle counts apart), and something was expected and delivered."""
-    n = summary.get("notifications", {})
-    missing, dup, fp = n.get("missing", -1), n.get("duplicates", -1), n.get("false_positives", -1)
-    delivered, expected = n.get("delivered", 0), n.get("expected_deliveries", 0)
-    transition = n.get("in_transition", 0)
-    ok = (
-        bool(summary.get("correctness", {}).get("ok"))
-        and missing == 0
-        and dup == 0
-        and fp == 0
-        and expected > 0
-        and delivered >= expected
-    )
-    text = (
-        f"{delivered} delivered of {expected} expected (+{transition} in transition), "
-        f"{missing} missing, {dup} duplicates, {fp} false positives"
-    )
-    return ok, ("correct: " if ok else "INCORRECT: ") + text
+    """DESIGN §3, decided by the analysis's typed summary (:func:`scotbed.analysis.summary.verdict`)."""
+    from scotbed.analysis.summary import verdict_of_json
+
+    return verdict_of_json(summary)
 
 
 @contextmanager

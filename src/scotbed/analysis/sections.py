@@ -1,0 +1,168 @@
+"""One function per section of ``analysis/summary.json``, and the registry that orders them.
+
+A section function reads the shared :class:`~scotbed.analysis.context.RunData`,
+returns its typed section and may add per-metric tables (``data.tables``) and
+plot inputs (``data.plot_data``). Adding a section is one function and one
+line in :data:`SECTIONS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pandas as pd
+from pyspark.sql import functions as F
+
+from scotbed.analysis import metrics as M
+from scotbed.analysis import summary as S
+from scotbed.analysis.context import RunData
+from scotbed.analysis.events import valid
+from scotbed.analysis.stats import time_to_stabilise
+from scotbed.analysis.traffic import traffic_per_broker
+
+
+def events_section(d: RunData) -> S.Events:
+    row = d.stored.agg(F.sum(valid().cast("long")), F.count("*")).first()
+    total = int((row[0] if row else 0) or 0)
+    return S.Events(total, int(row[1] if row else 0) - total, len(d.run.event_files()))
+
+
+def subscriptions_section(d: RunData) -> S.Subscriptions:
+    t = d.sub_table
+    subs = t[t["in_table"]][M.SUBSCRIPTION_COLUMNS].reset_index(drop=True)
+    d.tables["subscriptions"] = subs
+    ims = int(subs["ims"].sum()) if len(subs) else 0
+    return S.Subscriptions(
+        count=len(subs),
+        ims_total=ims,
+        ims_per_subscription=ims / len(subs) if len(subs) else 0.0,
+        unsub_ims_total=M.unsubscription_ims(d.node_facts),
+        delay_ms=M.distribution(d.sub_facts.where(F.col("in_table")), "delay_ms"),
+    )
+
+
+def correctness_section(d: RunData) -> S.Correctness:
+    o = d.oracle
+    if o is None:
+        reason = "workload/subscriptions.jsonl or publications.jsonl missing"
+        return S.Correctness(None, d.engine, d.settle_ms, reason=reason)
+    first = {k: v for k, v in o.result.items() if k.startswith("first_")}
+    counts = {k: v for k, v in o.result.items() if k != "ok" and k not in first}
+    return S.Correctness(o.result["ok"], d.engine, d.settle_ms, counts, first)
+
+
+def notifications_section(d: RunData) -> S.Notifications:
+    c = correctness_section(d)
+    dists, curves = d.delays
+    hops = d.hops
+    nims = M.notification_ims(d.node_facts)
+    n_deliv = int(hops["count"].sum()) if len(hops) else 0
+    match = M.distribution(M.of(d.events, "match"), "us")
+    d.tables["hops"] = hops
+    d.tables["matching"] = nims.merge(M.matching_per_broker(d.node_facts), on="node", how="outer")
+    d.tables["delay_cdf"] = pd.DataFrame(
+        [(label, q, v) for label, col in CDF_SERIES for q, v in curves[col]],
+        columns=["series", "quantile", "delay_ms"],
+    )
+    d.plot_data["cdf"] = {label: curves[col] for label, col in CDF_SERIES}
+    return S.Notifications(
+        published=d.published[0],
+        expected_deliveries=c.count("expected_deliveries"),
+        delivered=c.counts["delivered"] if "delivered" in c.counts else d.deliveries.count(),
+        missing=c.count("missing"),
+        duplicates=c.count("duplicates"),
+        false_positives=c.count("false_positives"),
+        in_transition=c.count("in_transition"),
+        ims_total=int(nims["ims"].sum()) if len(nims) else 0,
+        dynamic_copies=int(nims["dynamic"].sum()) if len(nims) else 0,
+        delay_ms=dists["delay_ms"],
+        send_delay_ms=dists["send_delay_ms"],
+        matching_us={"mean": match["mean"], "p99": match["p99"], "max": match["max"]},
+        hops={
+            "mean": float((hops["hops"] * hops["count"]).sum() / n_deliv) if n_deliv else 0.0,
+            "max": int(hops["hops"].max()) if n_deliv else 0,
+        },
+    )
+
+
+CDF_SERIES = (("intended → receive", "delay_ms"), ("sent → receive", "send_delay_ms"))
+
+
+def stability_section(d: RunData) -> S.Stability:
+    window = d.run.stability_window
+    curve = M.stability_curve(d.deliveries, window)
+    burst = M.burst_from_publications(d.publications)
+    n_published, first = d.published
+    if burst is None and n_published and first is not None:
+        burst = M.burst_from_spec(d.run.spec, first)
+    recovery = time_to_stabilise(curve.to_dict("records"), *burst).to_json() if burst else None
+    d.tables["stability"] = curve
+    d.plot_data["stability"] = (curve, window, burst, recovery)
+    return S.Stability(
+        window=window,
+        windows=len(curve),
+        max_window_delay_ms=float(curve["max_delay_ms"].max()) if len(curve) else 0.0,
+        burst={"start_ns": burst[0], "end_ns": burst[1]} if burst else None,
+        recovery=recovery,
+    )
+
+
+def queues_section(d: RunData) -> S.Queues:
+    d.tables["queues"] = M.queue_series(d.events, M.bins(d.node_facts, "queue"))
+    return S.Queues(**M.queue_maxima(d.node_facts))
+
+
+def tables_section(d: RunData) -> S.Tables:
+    sizes = M.table_sizes(d.node_facts)
+    d.tables["table_series"] = M.table_series(d.events, M.bins(d.node_facts, "table"))
+    d.tables["table_sizes"] = sizes
+    return S.Tables(
+        max_size=int(sizes["max_size"].max()) if len(sizes) else 0,
+        mean_final_size=float(sizes["final_size"].mean()) if len(sizes) else 0.0,
+    )
+
+
+def traffic_section(d: RunData) -> S.Traffic:
+    o = d.oracle
+    if o is None:
+        return S.Traffic()
+    relay, fp = traffic_per_broker(d.events, o.expected.select("pub_id", "broker").distinct())
+    d.tables["relay"] = relay
+    d.tables["false_positive_traffic"] = fp
+    visits, relay_only = int(relay["visits"].sum()), int(relay["relay_only"].sum())
+    fwd, fpi = int(fp["ims"].sum()), int(fp["fp_ims"].sum())
+    return S.Traffic(
+        {
+            "broker_visits": visits,
+            "relay_only": relay_only,
+            "relay_only_fraction": relay_only / visits if visits else 0.0,
+            "forwarded": fwd,
+            "false_positive": fpi,
+            "false_positive_fraction": fpi / fwd if fwd else 0.0,
+        }
+    )
+
+
+def load_section(d: RunData) -> S.Load:
+    load = M.load_per_broker(d.node_facts, d.run.broker_ids())
+    d.tables["load"] = load
+    return S.Load(**M.load_balance(load))
+
+
+def drops_section(d: RunData) -> S.Drops:
+    return S.Drops(M.drops(d.node_facts))
+
+
+# The sections of summary.json, in file order.
+SECTIONS: tuple[tuple[str, Callable[[RunData], S.Section]], ...] = (
+    ("events", events_section),
+    ("subscriptions", subscriptions_section),
+    ("notifications", notifications_section),
+    ("stability", stability_section),
+    ("queues", queues_section),
+    ("tables", tables_section),
+    ("traffic", traffic_section),
+    ("load", load_section),
+    ("drops", drops_section),
+    ("correctness", correctness_section),
+)

@@ -1,0 +1,190 @@
+"""The typed summary of a run: one dataclass per section of ``analysis/summary.json`` (DESIGN §5).
+
+Each section knows its JSON shape (``to_json``); :class:`Summary` keeps the
+sections in the order the registry in :mod:`scotbed.analysis.sections` lists
+them, and :func:`verdict` reads the typed correctness and notification counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+SCHEMA_VERSION = 1
+
+
+class Section(Protocol):
+    def to_json(self) -> Any: ...
+
+
+class Plain:
+    """A section whose JSON is its fields, in order."""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)  # type: ignore[call-overload]
+
+
+@dataclass(frozen=True)
+class Events(Plain):
+    total: int
+    malformed: int
+    files: int
+
+
+@dataclass(frozen=True)
+class Subscriptions(Plain):
+    count: int
+    ims_total: int
+    ims_per_subscription: float
+    unsub_ims_total: int
+    delay_ms: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Correctness:
+    """The oracle's verdict; ``ok`` is None (with ``reason``) when the workload files are missing."""
+
+    ok: bool | None
+    engine: str
+    settle_ms: float
+    counts: dict[str, int] = field(default_factory=dict)
+    first: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    reason: str | None = None
+
+    def count(self, name: str) -> int:
+        return self.counts.get(name, 0)
+
+    def to_json(self) -> dict[str, Any]:
+        head: dict[str, Any] = {"ok": self.ok}
+        if self.reason is not None:
+            head["reason"] = self.reason
+        return {**head, **self.counts, **self.first, "engine": self.engine, "settle_ms": self.settle_ms}
+
+
+@dataclass(frozen=True)
+class Notifications(Plain):
+    published: int
+    expected_deliveries: int
+    delivered: int
+    missing: int
+    duplicates: int
+    false_positives: int
+    in_transition: int
+    ims_total: int
+    dynamic_copies: int
+    delay_ms: dict[str, Any]
+    send_delay_ms: dict[str, Any]
+    matching_us: dict[str, Any]
+    hops: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Stability(Plain):
+    window: int
+    windows: int
+    max_window_delay_ms: float
+    burst: dict[str, int] | None
+    recovery: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class Queues(Plain):
+    max_output_len: int
+    max_input_len: int
+
+
+@dataclass(frozen=True)
+class Tables(Plain):
+    max_size: int
+    mean_final_size: float
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """Relay and false-positive overhead; empty when the oracle could not run."""
+
+    counts: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.counts)
+
+
+@dataclass(frozen=True)
+class Load(Plain):
+    mean_messages: float
+    cv: float
+    max_over_mean: float
+
+
+@dataclass(frozen=True)
+class Drops:
+    by_reason: dict[str, int]
+
+    def to_json(self) -> dict[str, int]:
+        return dict(self.by_reason)
+
+
+@dataclass
+class Summary:
+    """Header fields, the sections by name (registry order) and the environment of the analysis."""
+
+    run_id: str
+    routing: str
+    topology: dict[str, int]
+    sections: dict[str, Section]
+    environment: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def correctness(self) -> Correctness:
+        c = self.sections["correctness"]
+        assert isinstance(c, Correctness)
+        return c
+
+    @property
+    def notifications(self) -> Notifications:
+        n = self.sections["notifications"]
+        assert isinstance(n, Notifications)
+        return n
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "run_id": self.run_id,
+            "routing": self.routing,
+            "topology": self.topology,
+            **{name: s.to_json() for name, s in self.sections.items()},
+            "environment": self.environment,
+        }
+
+
+def verdict(summary: Summary) -> tuple[bool, str]:
+    """DESIGN §3: no duplicate, no false positive, no missing delivery outside the transitions of a
+    subscription change (those the oracle counts apart), and something was expected and delivered."""
+    n = summary.notifications
+    ok = (
+        bool(summary.correctness.ok)
+        and n.missing == 0
+        and n.duplicates == 0
+        and n.false_positives == 0
+        and n.expected_deliveries > 0
+        and n.delivered >= n.expected_deliveries
+    )
+    text = (
+        f"{n.delivered} delivered of {n.expected_deliveries} expected (+{n.in_transition} in transition), "
+        f"{n.missing} missing, {n.duplicates} duplicates, {n.false_positives} false positives"
+    )
+    return ok, ("correct: " if ok else "INCORRECT: ") + text
+
+
+def verdict_of_json(doc: Mapping[str, Any]) -> tuple[bool, str]:
+    """:func:`verdict` of a summary read back as JSON (``analysis/summary.json``, :func:`analyze`'s dict)."""
+    try:
+        n = Notifications(**doc["notifications"])
+        c = doc["correctness"]
+        correctness = Correctness(c.get("ok"), str(c.get("engine", "")), float(c.get("settle_ms", 0.0)))
+    except (KeyError, TypeError) as e:
+        return False, f"INCORRECT: the summary has no complete notification counts ({e})"
+    return verdict(
+        Summary(str(doc.get("run_id", "")), "", {}, {"notifications": n, "correctness": correctness})
+    )
