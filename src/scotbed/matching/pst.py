@@ -42,10 +42,14 @@ import math
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
+import numpy as np
+
 from scotbed.filters import Attributes, Filter, Predicate
 
 Test = Callable[[Attributes], bool]
 REORDER_MIN = 32
+VECTOR_MIN = 32  # residual groups of one range shape from which a node compares them with numpy
+EXACT = 2**53  # |int| up to which float64 holds it exactly
 
 _STAR: Any = object()
 _MISSING: Any = object()
@@ -61,7 +65,9 @@ class _Range:
 
     __slots__ = ("attr", "bounds", "groups", "kind")
 
-    def __init__(self, attr: str, kind: str, rows: list[tuple[Any, tuple[Test, ...], list[Hashable]]]) -> None:
+    def __init__(
+        self, attr: str, kind: str, rows: list[tuple[Any, tuple[Test, ...], list[Hashable]]]
+    ) -> None:
         rows.sort(key=lambda r: r[0])
         self.attr, self.kind = attr, kind
         self.bounds = [r[0] for r in rows]
@@ -78,10 +84,81 @@ class _Range:
         return self.groups[bisect.bisect_right(bounds, x) :]  # lt: bound > x
 
 
+class _Shape:
+    """Groups whose residual is only numeric half-ranges on the same (attr, op) columns, as numpy arrays.
+
+    Every bound is exact in float64 (checked at build); an event value that is not (a huge int) makes
+    :meth:`collect` fall back to the exact per-group tests.
+    """
+
+    __slots__ = ("columns", "groups", "keys")
+
+    def __init__(self, rows: list[tuple[tuple[Predicate, ...], list[Hashable]]]) -> None:
+        first = rows[0][0]
+        self.columns: list[tuple[str, str, np.ndarray, np.ndarray | None]] = []
+        for j, p in enumerate(first):
+            lows = [r[0][j].value[0] if p.op == "between" else r[0][j].value for r in rows]
+            highs = (
+                np.asarray([r[0][j].value[1] for r in rows], dtype=np.float64) if p.op == "between" else None
+            )
+            self.columns.append((p.attr, p.op, np.asarray(lows, dtype=np.float64), highs))
+        self.keys = [r[1] for r in rows]
+        self.groups: list[tuple[tuple[Test, ...], list[Hashable]]] = [
+            (tuple(p.matches for p in r[0]), r[1]) for r in rows
+        ]
+
+    def collect(self, attrs: Attributes, out: list[Hashable]) -> None:
+        mask: np.ndarray | None = None
+        for attr, op, low, high in self.columns:
+            x = attrs.get(attr, _MISSING)
+            if not _is_number(x) or (isinstance(x, float) and math.isnan(x)):
+                return
+            if isinstance(x, int) and abs(x) > EXACT:
+                _collect_groups(self.groups, attrs, out)
+                return
+            if op == ">=" or op == "between":
+                m = low <= x
+                if high is not None:
+                    m &= high >= x
+            elif op == ">":
+                m = low < x
+            elif op == "<=":
+                m = low >= x
+            else:
+                m = low > x
+            mask = m if mask is None else mask & m
+        assert mask is not None
+        keys = self.keys
+        for i in np.flatnonzero(mask).tolist():
+            out.extend(keys[i])
+
+
+def _shape_of(residual: tuple[Predicate, ...]) -> tuple[tuple[str, str], ...] | None:
+    """The (attr, op) columns of a residual made only of float64-exact numeric ranges; else None."""
+    if not residual or not all(_indexable(p) for p in residual):
+        return None
+    for p in residual:
+        for v in p.value if p.op == "between" else (p.value,):
+            if isinstance(v, int) and abs(v) > EXACT:
+                return None
+    return tuple((p.attr, p.op) for p in residual)
+
+
+def _collect_groups(
+    groups: Sequence[tuple[tuple[Test, ...], list[Hashable]]], attrs: Attributes, out: list[Hashable]
+) -> None:
+    for tests, keys in groups:
+        for test in tests:
+            if not test(attrs):
+                break
+        else:
+            out.extend(keys)
+
+
 class _Bucket:
     """The filters stored at one node, compiled for matching: factored and range-indexed."""
 
-    __slots__ = ("groups", "plain", "ranges")
+    __slots__ = ("groups", "plain", "ranges", "shapes")
 
     def __init__(self, subs: dict[Hashable, tuple[Predicate, ...]]) -> None:
         by_residual: dict[tuple[Predicate, ...], list[Hashable]] = {}
@@ -89,6 +166,17 @@ class _Bucket:
             by_residual.setdefault(residual, []).append(key)
         self.plain: list[Hashable] = by_residual.pop((), [])
         self.groups: list[tuple[tuple[Test, ...], list[Hashable]]] = []
+        shapes: dict[tuple[tuple[str, str], ...], list[tuple[tuple[Predicate, ...], list[Hashable]]]] = {}
+        for residual, keys in by_residual.items():
+            shape = _shape_of(residual)
+            if shape is not None:
+                shapes.setdefault(shape, []).append((residual, keys))
+        self.shapes: list[_Shape] = []
+        for rows in shapes.values():
+            if len(rows) >= VECTOR_MIN:
+                self.shapes.append(_Shape(rows))
+                for residual, _ in rows:
+                    del by_residual[residual]
         ranges: dict[tuple[str, str], list[tuple[Any, tuple[Test, ...], list[Hashable]]]] = {}
         for residual, keys in by_residual.items():
             idx = next((i for i, p in enumerate(residual) if _indexable(p)), None)
@@ -104,22 +192,14 @@ class _Bucket:
     def collect(self, attrs: Attributes, out: list[Hashable], plain: bool = True) -> None:
         if plain:
             out.extend(self.plain)
-        for tests, keys in self.groups:
-            for test in tests:
-                if not test(attrs):
-                    break
-            else:
-                out.extend(keys)
+        _collect_groups(self.groups, attrs, out)
+        for shape in self.shapes:
+            shape.collect(attrs, out)
         for rng in self.ranges:
             x = attrs.get(rng.attr, _MISSING)
             if not _is_number(x) or (isinstance(x, float) and math.isnan(x)):
                 continue  # a numeric range is false on a missing, non-numeric or NaN value
-            for tests, keys in rng.satisfied(x):
-                for test in tests:
-                    if not test(attrs):
-                        break
-                else:
-                    out.extend(keys)
+            _collect_groups(rng.satisfied(x), attrs, out)
 
 
 def _indexable(p: Predicate) -> bool:
@@ -274,6 +354,7 @@ class PstMatcher:
             self._changes = 0
             if self._desired_order() != self._order:
                 self.rebuild()
+            _compile_stale(self._root)
 
     def _desired_order(self) -> list[str]:
         """Attributes by the filters a search keeps at their level (don't-cares + tested / distinct)."""
@@ -368,3 +449,15 @@ def _unlink(node: _Node, label: Any) -> None:
     else:
         del node.eq[label]
 
+
+def _compile_stale(node: _Node) -> None:
+    """Compile every stale node (they form a subtree-closed set under stale ancestors)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.bucket is None:
+            n.compiled()
+            stack.extend(n.eq.values())
+            stack.extend(n.pre.values())
+            if n.star is not None:
+                stack.append(n.star)
