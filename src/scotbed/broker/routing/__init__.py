@@ -15,6 +15,7 @@ ALGORITHMS: dict[str, str] = {
     "bid": "scotbed.broker.routing.bid:BidRouting",
     "snr": "scotbed.broker.routing.octopis:StaticNotificationRouting",
     "dnr": "scotbed.broker.routing.octopis:DynamicNotificationRouting",
+    "link-matching": "scotbed.broker.routing.link_matching:LinkMatching",
 }
 
 
