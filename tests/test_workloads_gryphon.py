@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import itertools
+import json
 import statistics
 from collections import Counter
 
 import pytest
 
+from scotbed import topology as T
 from scotbed.workloads import gryphon as g
+from scotbed.workloads import plan as P
 
 SCHEMA = g.GryphonSchema(attributes=10, values=3, zipf_s=1.0)
 
@@ -72,3 +76,51 @@ def test_bad_parameters_are_refused() -> None:
         g.arrivals(0.0, 1, 0)
     with pytest.raises(ValueError, match="attribute"):
         g.GryphonSchema(attributes=0)
+
+
+def _plan(workload: dict, seed: int = 3) -> P.Plan:
+    scot = T.Scot(T.paper_fig2(), 3)
+    addr = {b.id: f"127.0.0.1:{6000 + k}" for k, b in enumerate(scot.brokers)}
+    return P.build_plan(workload, scot, addr, seed=seed, run_id="r1")
+
+
+def test_a_gryphon_plan_round_trips_and_its_publishers_follow_their_region() -> None:
+    w = {
+        "schema": "gryphon",
+        "gryphon": {"attributes": 8, "values": 3, "matching": 0.02, "subscriptions_per_client": 4},
+        "subscribers": 12,
+        "publishers": 3,
+        "notifications_per_publisher": 50,
+        "rate_per_minute": 600,
+    }
+    plan = _plan(w)
+    assert P.Plan.from_json(json.loads(plan.dumps())).dumps() == plan.dumps() == _plan(w).dumps()
+    assert plan.schema == "gryphon" and all(len(s.subscriptions) == 4 for s in plan.subscribers)
+    assert all(
+        p.attr in {f"a{i}" for i in range(8)}
+        for s in plan.subscribers
+        for _, f in s.subscriptions
+        for p in f.predicates
+    )
+    pub = plan.publishers[0]
+    offsets = [pub.intended_offset_ns(i) for i in range(pub.count)]
+    assert offsets == sorted(offsets) and len(set(offsets)) == pub.count  # Poisson: irregular, increasing
+    assert len({b - a for a, b in itertools.pairwise(offsets)}) > pub.count // 2
+    regions = P.region_indexes(plan.brokers)
+    quotes = plan.sources()[pub.name].stream(pub.seed)
+    first = [next(quotes) for _ in range(200)]
+    top = g.GryphonSchema(8, 3).ranked_value(regions[pub.broker], 0, 0)
+    assert Counter(q["a0"] for q in first).most_common(1)[0][0] == top
+
+
+@pytest.mark.parametrize(
+    ("workload", "message"),
+    [
+        ({"schema": "gryphon", "gryphon": {"attributes": 0}}, "workload.gryphon"),
+        ({"gryphon": {"attributes": 3}}, "only with schema: gryphon"),
+        ({"schema": "gryphon", "gryphon": {"colour": 1}}, "colour"),
+    ],
+)
+def test_bad_gryphon_sections_are_named(workload: dict, message: str) -> None:
+    with pytest.raises(P.PlanError, match=message):
+        _plan(workload)

@@ -240,10 +240,28 @@ class CoveringSpec(_Block):
     )
 
 
-class WorkloadSpec(_Block):
-    schema_: Literal["stock"] = Field(
-        default="stock", alias="schema", description="stock: 10 attributes per quote"
+class GryphonWorkloadSpec(_Block):
+    """Gryphon's workload (schema: gryphon): see scotbed.workloads.gryphon."""
+
+    attributes: int = Field(default=15, ge=1, le=64, description="attributes a0..a{N-1}")
+    values: int = Field(default=3, ge=1, description="values per attribute")
+    zipf_s: float = Field(default=1.0, ge=0, description="Zipf exponent of value preference")
+    matching: float = Field(
+        default=0.01, gt=0, le=1, description="target fraction of subscriptions a notification matches"
     )
+    dont_care: float | None = Field(
+        default=None, ge=0, le=1, description="fixed don't-care probability instead of calibrating"
+    )
+    subscriptions_per_client: int = Field(default=10, ge=1, description="subscriptions per subscriber")
+
+
+class WorkloadSpec(_Block):
+    schema_: Literal["stock", "gryphon"] = Field(
+        default="stock",
+        alias="schema",
+        description="stock: 10 attributes per quote; gryphon: enumerated equality schema (gryphon block)",
+    )
+    gryphon: GryphonWorkloadSpec | None = None
     symbols: int = Field(default=500, ge=1, description="distinct stock symbols")
     zipf_s: float = Field(default=1.0, ge=0, description="Zipf exponent of symbol popularity")
     csv: list[str] | None = Field(

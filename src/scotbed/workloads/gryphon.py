@@ -24,14 +24,17 @@ Pure: every function is deterministic in its seed.
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from scotbed.filters import Filter, Predicate
+from scotbed.workloads.schema import GRYPHON, GRYPHON_MAX_ATTRIBUTES, Quote, Schema
 
 
 @dataclass(frozen=True)
@@ -41,8 +44,10 @@ class GryphonSchema:
     zipf_s: float = 1.0
 
     def __post_init__(self) -> None:
-        if self.attributes < 1 or self.values < 1:
-            raise ValueError(f"gryphon schema: needs >= 1 attribute and value, got {self}")
+        if not 1 <= self.attributes <= GRYPHON_MAX_ATTRIBUTES or self.values < 1:
+            raise ValueError(
+                f"gryphon schema: needs 1..{GRYPHON_MAX_ATTRIBUTES} attributes and >= 1 value, got {self}"
+            )
         if self.zipf_s < 0:
             raise ValueError(f"gryphon schema: zipf_s must be >= 0, got {self.zipf_s}")
 
@@ -98,13 +103,36 @@ def _draws(
     return out
 
 
-def notifications(schema: GryphonSchema, region: int, count: int, seed: int) -> list[dict[str, int]]:
+def notifications(schema: GryphonSchema, region: int, count: int, seed: int) -> list[Quote]:
     """``count`` notifications of a publisher in ``region``."""
-    cdf = schema.cumulative()
-    rng = random.Random(f"gryphon-pub:{seed}:{region}")
-    return [
-        {name: schema.draw(rng, region, i, cdf) for i, name in enumerate(schema.names)} for _ in range(count)
-    ]
+    it = GryphonSource(schema, region).stream(seed)
+    return [next(it) for _ in range(count)]
+
+
+class GryphonSource:
+    """The notifications of the publishers of one region (a :class:`QuoteSource` for the publishers)."""
+
+    schema: Schema = GRYPHON
+
+    def __init__(self, schema: GryphonSchema, region: int) -> None:
+        self.gryphon, self.region = schema, region
+
+    def stream(self, seed: int) -> Iterator[Quote]:
+        g, region = self.gryphon, self.region
+        cdf = g.cumulative()
+        rng = random.Random(f"gryphon-pub:{seed}:{region}")
+        names = g.names
+        while True:
+            yield {name: g.draw(rng, region, i, cdf) for i, name in enumerate(names)}
+
+    def symbols(self) -> list[str]:
+        return []
+
+
+@functools.lru_cache(maxsize=64)
+def poisson_offsets(rate_per_s: float, count: int, seed: int) -> tuple[float, ...]:
+    """:func:`arrivals`, cached: a publisher's schedule asks for one offset at a time."""
+    return tuple(arrivals(rate_per_s, count, seed))
 
 
 def arrivals(rate_per_s: float, count: int, seed: int) -> list[float]:
@@ -119,7 +147,7 @@ def arrivals(rate_per_s: float, count: int, seed: int) -> list[float]:
     return out
 
 
-def matching_fraction(filters: Sequence[Filter], events: Sequence[dict[str, int]]) -> float:
+def matching_fraction(filters: Sequence[Filter], events: Sequence[Quote]) -> float:
     """The mean fraction of ``filters`` a notification of ``events`` matches."""
     if not filters or not events:
         return 0.0
@@ -157,3 +185,29 @@ def calibrate(
     t = np.sort(np.concatenate(thresholds))
     k = max(1, math.ceil(target * len(t)))
     return float(min(1.0, np.nextafter(max(t[k - 1], 0.0), 2.0)))
+
+
+GRYPHON_KEYS = {
+    "attributes": "attributes a0..a{N-1} (default 15)",
+    "values": "values per attribute (default 3)",
+    "zipf_s": "Zipf exponent of value preference (default 1.0)",
+    "matching": "target fraction of subscriptions a notification matches (default 0.01)",
+    "dont_care": "fixed don't-care probability instead of calibrating to `matching`",
+    "subscriptions_per_client": "subscriptions each subscriber holds (default 10)",
+}
+
+
+def gryphon_filters(
+    block: Mapping[str, Any], client_regions: Sequence[int], regions: Iterable[int], seed: int
+) -> list[list[Filter]]:
+    """The subscriptions of a plan's ``workload.gryphon`` block, per client (regions as indexes)."""
+    schema = GryphonSchema(
+        int(block.get("attributes", 15)), int(block.get("values", 3)), float(block.get("zipf_s", 1.0))
+    )
+    if "dont_care" in block:
+        dont_care = float(block["dont_care"])
+    else:
+        dont_care = calibrate(schema, sorted(set(regions)), float(block.get("matching", 0.01)), seed)
+    return subscriptions(
+        schema, client_regions, int(block.get("subscriptions_per_client", 10)), dont_care, seed
+    )

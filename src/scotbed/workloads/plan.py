@@ -33,6 +33,13 @@ from typing import Any, Literal
 from scotbed.filters import Filter, FilterError
 from scotbed.topology import Scot, placement
 from scotbed.workloads.covering import new_roots
+from scotbed.workloads.gryphon import (
+    GRYPHON_KEYS,
+    GryphonSchema,
+    GryphonSource,
+    gryphon_filters,
+    poisson_offsets,
+)
 from scotbed.workloads.quotes import CsvReplay, GbmMarket, QuoteSource
 from scotbed.workloads.schema import get_schema
 from scotbed.workloads.subscriptions import generate, generate_covering
@@ -82,23 +89,33 @@ class PublisherPlan:
     kind: Literal["regular", "hrp"] = "regular"
     symbols: tuple[str, ...] = ()  # hrp: its private tickers
     batch_max: int = 64  # most notifications one Publish call carries when the schedule is behind
+    poisson: bool = False  # Poisson arrivals at rate_per_s (Gryphon's workload) instead of a fixed period
 
     def intended_offset_ns(self, i: int) -> int:
         """When quote ``i`` is due, after release: start + i / rate (the open-loop schedule)."""
+        if self.poisson:
+            return int(self.start_s * 1e9) + int(
+                poisson_offsets(self.rate_per_s, self.count, self.seed)[i] * 1e9
+            )
         return int(self.start_s * 1e9) + int(i * 1e9 / self.rate_per_s)
 
 
 @dataclass(frozen=True)
 class SourceSpec:
-    kind: Literal["gbm", "csv"] = "gbm"
+    kind: Literal["gbm", "csv", "gryphon"] = "gbm"
     symbols: int = 500
     zipf_s: float = 1.0
     seed: int = 0
     csv: tuple[str, ...] = ()
+    attributes: int = 15  # gryphon: attributes a0..a{N-1}
+    values: int = 3  # gryphon: values per attribute
 
-    def build(self) -> QuoteSource:
+    def build(self, region: int = 0) -> QuoteSource:
+        """The source; ``region`` (an index) chooses a gryphon publisher's preferred values."""
         if self.kind == "csv":
             return CsvReplay(self.csv)
+        if self.kind == "gryphon":
+            return GryphonSource(GryphonSchema(self.attributes, self.values, self.zipf_s), region)
         return GbmMarket(self.symbols, seed=self.seed, zipf_s=self.zipf_s)
 
 
@@ -137,10 +154,13 @@ class Plan:
     def sources(self) -> dict[str, QuoteSource]:
         """The quote source of each publisher (HRPs have their own market)."""
         main = self.source.build()
+        regions = region_indexes(self.brokers)
         out: dict[str, QuoteSource] = {}
         for p in self.publishers:
             if p.kind == "hrp":
                 out[p.name] = GbmMarket(len(p.symbols), seed=p.seed, names=p.symbols, exchange=HRP_EXCHANGE)
+            elif self.source.kind == "gryphon":
+                out[p.name] = self.source.build(regions[p.broker])
             else:
                 out[p.name] = main
         return out
@@ -252,16 +272,18 @@ def _plan_from_json(doc: Any, where: str) -> Plan:
     schema = get_schema(_get(doc, "schema", where, str, "stock"))
     num = (int, float)
     src = _get(doc, "source", where, dict, {})
-    _check_keys(src, {"kind", "symbols", "zipf_s", "seed", "csv"}, f"{where}.source")
+    _check_keys(src, {"kind", "symbols", "zipf_s", "seed", "csv", "attributes", "values"}, f"{where}.source")
     source = SourceSpec(
         kind=_get(src, "kind", f"{where}.source", str, "gbm"),
         symbols=_get(src, "symbols", f"{where}.source", int, 500),
         zipf_s=float(_get(src, "zipf_s", f"{where}.source", num, 1.0)),
         seed=_get(src, "seed", f"{where}.source", int, 0),
         csv=tuple(_get(src, "csv", f"{where}.source", list, [])),
+        attributes=_get(src, "attributes", f"{where}.source", int, 15),
+        values=_get(src, "values", f"{where}.source", int, 3),
     )
-    if source.kind not in ("gbm", "csv"):
-        raise PlanError(f"{where}.source.kind: {source.kind!r} is not one of 'gbm', 'csv'")
+    if source.kind not in ("gbm", "csv", "gryphon"):
+        raise PlanError(f"{where}.source.kind: {source.kind!r} is not one of 'gbm', 'csv', 'gryphon'")
     brokers = []
     for k, b in enumerate(_get(doc, "brokers", where, list)):
         w = f"{where}.brokers[{k}]"
@@ -334,7 +356,20 @@ def _plan_from_json(doc: Any, where: str) -> Plan:
     for k, p in enumerate(_get(doc, "publishers", where, list)):
         w = f"{where}.publishers[{k}]"
         _check_keys(
-            p, {"name", "broker", "count", "rate_per_s", "start_s", "seed", "kind", "symbols", "batch_max"}, w
+            p,
+            {
+                "name",
+                "broker",
+                "count",
+                "rate_per_s",
+                "start_s",
+                "seed",
+                "kind",
+                "symbols",
+                "batch_max",
+                "poisson",
+            },
+            w,
         )
         pub = PublisherPlan(
             name=_get(p, "name", w, str),
@@ -346,6 +381,7 @@ def _plan_from_json(doc: Any, where: str) -> Plan:
             kind=_get(p, "kind", w, str, "regular"),
             symbols=tuple(_get(p, "symbols", w, list, [])),
             batch_max=_get(p, "batch_max", w, int, 64),
+            poisson=_get(p, "poisson", w, bool, False),
         )
         if pub.kind not in ("regular", "hrp"):
             raise PlanError(f"{w}.kind: {pub.kind!r} is not one of 'regular', 'hrp'")
@@ -386,7 +422,8 @@ def _plan_from_json(doc: Any, where: str) -> Plan:
 # ---- building a plan from the spec's workload section ------------------------------------------
 
 WORKLOAD_KEYS = {
-    "schema": "notification schema name (stock)",
+    "schema": "notification schema name (stock, gryphon)",
+    "gryphon": "schema gryphon: {attributes, values, zipf_s, matching, subscriptions_per_client}",
     "symbols": "number of symbols in the synthetic market",
     "zipf_s": "Zipf exponent of symbol popularity",
     "csv": "list of daily-quote CSV files to replay instead of the synthetic market",
@@ -428,6 +465,24 @@ def _sub(d: Mapping[str, Any] | None, keys: set[str], where: str) -> dict[str, A
     return dict(d)
 
 
+def region_indexes(brokers: Sequence[BrokerEndpoint]) -> dict[str, int]:
+    """Broker id -> index of its region among the sorted region names (gryphon's preferences)."""
+    names = {r: k for k, r in enumerate(sorted({b.region for b in brokers}))}
+    return {b.id: names[b.region] for b in brokers}
+
+
+def gryphon_source(block: Mapping[str, Any], seed: int, where: str) -> SourceSpec:
+    try:
+        schema = GryphonSchema(
+            int(block.get("attributes", 15)), int(block.get("values", 3)), float(block.get("zipf_s", 1.0))
+        )
+    except ValueError as e:
+        raise PlanError(f"{where}: {e}") from None
+    return SourceSpec(
+        "gryphon", zipf_s=schema.zipf_s, seed=seed, attributes=schema.attributes, values=schema.values
+    )
+
+
 def build_plan(
     workload: Mapping[str, Any],
     scot: Scot,
@@ -457,7 +512,13 @@ def build_plan(
     source = SourceSpec(
         "csv" if csv else "gbm", int(g.get("symbols", 500)), float(g.get("zipf_s", 1.0)), seed, csv
     )
-    get_schema(str(g.get("schema", "stock")))
+    schema_name = str(g.get("schema", "stock"))
+    get_schema(schema_name)
+    gry = _sub(g.get("gryphon"), set(GRYPHON_KEYS), f"{w}.gryphon")
+    if schema_name == "gryphon":
+        source = gryphon_source(gry, seed, f"{w}.gryphon")
+    elif gry:
+        raise PlanError(f"{w}.gryphon: only with schema: gryphon")
     missing = sorted(b.id for b in scot.brokers if b.id not in addresses)
     if missing:
         raise PlanError(f"addresses: no address for broker(s) {missing}")
@@ -485,15 +546,23 @@ def build_plan(
         except ValueError as e:
             raise PlanError(f"{w}.placement: {e}") from None
 
-    src = source.build()
-    if cov:
-        filters = list(generate_covering(src, n_sub, float(cov.get("degree", 30)), sel, seed).filters)
+    if schema_name == "gryphon":
+        if cov:
+            raise PlanError(f"{w}.covering: not with schema: gryphon")
+        filters: list[Filter] = []
+        regions = region_indexes(brokers)
+        per_client = gryphon_filters(gry, [regions[where_is[n]] for n in sub_names], regions.values(), seed)
+        subs: dict[str, list[tuple[str, Filter]]] = {
+            n: [(f"sub-{n}-{j}", f) for j, f in enumerate(per_client[k])] for k, n in enumerate(sub_names)
+        }
     else:
-        filters = generate(src, n_sub, sel, seed)
+        src = source.build()
+        if cov:
+            filters = list(generate_covering(src, n_sub, float(cov.get("degree", 30)), sel, seed).filters)
+        else:
+            filters = generate(src, n_sub, sel, seed)
+        subs = {n: [(f"sub-{n}-0", filters[k])] for k, n in enumerate(sub_names)}
     rng = random.Random(f"plan:{seed}")
-    subs: dict[str, list[tuple[str, Filter]]] = {
-        n: [(f"sub-{n}-0", filters[k])] for k, n in enumerate(sub_names)
-    }
     actions: dict[str, list[Action]] = {n: [] for n in sub_names}
 
     publishers = [
@@ -504,6 +573,7 @@ def build_plan(
             rate_per_s=float(g.get("rate_per_minute", 600)) / 60.0 / scale,
             start_s=round(rng.uniform(0.0, float(g.get("start_spread_s", 0.0))) * scale, 6),
             seed=seed * 1000 + k,
+            poisson=schema_name == "gryphon",
         )
         for k, n in enumerate(pub_names)
     ]
@@ -551,7 +621,7 @@ def build_plan(
     return Plan(
         run_id=run_id,
         seed=seed,
-        schema="stock",
+        schema=schema_name,
         source=source,
         brokers=brokers,
         subscribers=tuple(
