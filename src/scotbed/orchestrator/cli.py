@@ -22,7 +22,7 @@ from scotbed.orchestrator.spec import SpecError
 from scotbed.topology import TopologyError
 
 #: subcommand modules under scotbed.orchestrator.commands, in help order
-COMMANDS: list[str] = ["validate", "topology", "render", "run", "analyze", "campaign", "down"]
+COMMANDS: list[str] = ["validate", "topology", "render", "run", "analyze", "campaign", "saturate", "down"]
 
 #: exceptions that are the user's to fix: message only, exit 2
 USER_ERRORS: tuple[type[BaseException], ...] = (
