@@ -106,7 +106,7 @@ def test_a_gryphon_plan_round_trips_and_its_publishers_follow_their_region() -> 
     offsets = [pub.intended_offset_ns(i) for i in range(pub.count)]
     assert offsets == sorted(offsets) and len(set(offsets)) == pub.count  # Poisson: irregular, increasing
     assert len({b - a for a, b in itertools.pairwise(offsets)}) > pub.count // 2
-    regions = P.region_indexes(plan.brokers)
+    regions = g.region_indexes(plan.brokers)
     quotes = plan.sources()[pub.name].stream(pub.seed)
     first = [next(quotes) for _ in range(200)]
     top = g.GryphonSchema(8, 3).ranked_value(regions[pub.broker], 0, 0)

@@ -51,6 +51,13 @@ class GryphonSchema:
         if self.zipf_s < 0:
             raise ValueError(f"gryphon schema: zipf_s must be >= 0, got {self.zipf_s}")
 
+    @classmethod
+    def from_block(cls, block: Mapping[str, Any]) -> GryphonSchema:
+        """From a spec's ``workload.gryphon`` block (defaults for what it leaves out)."""
+        return cls(
+            int(block.get("attributes", 15)), int(block.get("values", 3)), float(block.get("zipf_s", 1.0))
+        )
+
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(f"a{i}" for i in range(self.attributes))
@@ -201,9 +208,7 @@ def gryphon_filters(
     block: Mapping[str, Any], client_regions: Sequence[int], regions: Iterable[int], seed: int
 ) -> list[list[Filter]]:
     """The subscriptions of a plan's ``workload.gryphon`` block, per client (regions as indexes)."""
-    schema = GryphonSchema(
-        int(block.get("attributes", 15)), int(block.get("values", 3)), float(block.get("zipf_s", 1.0))
-    )
+    schema = GryphonSchema.from_block(block)
     if "dont_care" in block:
         dont_care = float(block["dont_care"])
     else:
@@ -211,3 +216,10 @@ def gryphon_filters(
     return subscriptions(
         schema, client_regions, int(block.get("subscriptions_per_client", 10)), dont_care, seed
     )
+
+
+def region_indexes(brokers: Iterable[Any]) -> dict[str, int]:
+    """Broker id -> index of its region among the sorted region names (brokers with ``id``, ``region``)."""
+    brokers = list(brokers)
+    names = {r: k for k, r in enumerate(sorted({b.region for b in brokers}))}
+    return {b.id: names[b.region] for b in brokers}

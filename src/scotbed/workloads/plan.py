@@ -26,20 +26,14 @@ import gzip
 import json
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
 from scotbed.filters import Filter, FilterError
 from scotbed.topology import Scot, placement
+from scotbed.workloads import gryphon
 from scotbed.workloads.covering import new_roots
-from scotbed.workloads.gryphon import (
-    GRYPHON_KEYS,
-    GryphonSchema,
-    GryphonSource,
-    gryphon_filters,
-    poisson_offsets,
-)
 from scotbed.workloads.quotes import CsvReplay, GbmMarket, QuoteSource
 from scotbed.workloads.schema import get_schema
 from scotbed.workloads.subscriptions import generate, generate_covering
@@ -95,7 +89,7 @@ class PublisherPlan:
         """When quote ``i`` is due, after release: start + i / rate (the open-loop schedule)."""
         if self.poisson:
             return int(self.start_s * 1e9) + int(
-                poisson_offsets(self.rate_per_s, self.count, self.seed)[i] * 1e9
+                gryphon.poisson_offsets(self.rate_per_s, self.count, self.seed)[i] * 1e9
             )
         return int(self.start_s * 1e9) + int(i * 1e9 / self.rate_per_s)
 
@@ -115,7 +109,9 @@ class SourceSpec:
         if self.kind == "csv":
             return CsvReplay(self.csv)
         if self.kind == "gryphon":
-            return GryphonSource(GryphonSchema(self.attributes, self.values, self.zipf_s), region)
+            return gryphon.GryphonSource(
+                gryphon.GryphonSchema(self.attributes, self.values, self.zipf_s), region
+            )
         return GbmMarket(self.symbols, seed=self.seed, zipf_s=self.zipf_s)
 
 
@@ -154,7 +150,7 @@ class Plan:
     def sources(self) -> dict[str, QuoteSource]:
         """The quote source of each publisher (HRPs have their own market)."""
         main = self.source.build()
-        regions = region_indexes(self.brokers)
+        regions = gryphon.region_indexes(self.brokers)
         out: dict[str, QuoteSource] = {}
         for p in self.publishers:
             if p.kind == "hrp":
@@ -272,7 +268,7 @@ def _plan_from_json(doc: Any, where: str) -> Plan:
     schema = get_schema(_get(doc, "schema", where, str, "stock"))
     num = (int, float)
     src = _get(doc, "source", where, dict, {})
-    _check_keys(src, {"kind", "symbols", "zipf_s", "seed", "csv", "attributes", "values"}, f"{where}.source")
+    _check_keys(src, {f.name for f in fields(SourceSpec)}, f"{where}.source")
     source = SourceSpec(
         kind=_get(src, "kind", f"{where}.source", str, "gbm"),
         symbols=_get(src, "symbols", f"{where}.source", int, 500),
@@ -355,22 +351,7 @@ def _plan_from_json(doc: Any, where: str) -> Plan:
     publishers = []
     for k, p in enumerate(_get(doc, "publishers", where, list)):
         w = f"{where}.publishers[{k}]"
-        _check_keys(
-            p,
-            {
-                "name",
-                "broker",
-                "count",
-                "rate_per_s",
-                "start_s",
-                "seed",
-                "kind",
-                "symbols",
-                "batch_max",
-                "poisson",
-            },
-            w,
-        )
+        _check_keys(p, {f.name for f in fields(PublisherPlan)}, w)
         pub = PublisherPlan(
             name=_get(p, "name", w, str),
             broker=broker_ref(p, w),
@@ -465,22 +446,12 @@ def _sub(d: Mapping[str, Any] | None, keys: set[str], where: str) -> dict[str, A
     return dict(d)
 
 
-def region_indexes(brokers: Sequence[BrokerEndpoint]) -> dict[str, int]:
-    """Broker id -> index of its region among the sorted region names (gryphon's preferences)."""
-    names = {r: k for k, r in enumerate(sorted({b.region for b in brokers}))}
-    return {b.id: names[b.region] for b in brokers}
-
-
 def gryphon_source(block: Mapping[str, Any], seed: int, where: str) -> SourceSpec:
     try:
-        schema = GryphonSchema(
-            int(block.get("attributes", 15)), int(block.get("values", 3)), float(block.get("zipf_s", 1.0))
-        )
+        g = gryphon.GryphonSchema.from_block(block)
     except ValueError as e:
         raise PlanError(f"{where}: {e}") from None
-    return SourceSpec(
-        "gryphon", zipf_s=schema.zipf_s, seed=seed, attributes=schema.attributes, values=schema.values
-    )
+    return SourceSpec("gryphon", zipf_s=g.zipf_s, seed=seed, attributes=g.attributes, values=g.values)
 
 
 def build_plan(
@@ -514,7 +485,7 @@ def build_plan(
     )
     schema_name = str(g.get("schema", "stock"))
     get_schema(schema_name)
-    gry = _sub(g.get("gryphon"), set(GRYPHON_KEYS), f"{w}.gryphon")
+    gry = _sub(g.get("gryphon"), set(gryphon.GRYPHON_KEYS), f"{w}.gryphon")
     if schema_name == "gryphon":
         source = gryphon_source(gry, seed, f"{w}.gryphon")
     elif gry:
@@ -550,8 +521,10 @@ def build_plan(
         if cov:
             raise PlanError(f"{w}.covering: not with schema: gryphon")
         filters: list[Filter] = []
-        regions = region_indexes(brokers)
-        per_client = gryphon_filters(gry, [regions[where_is[n]] for n in sub_names], regions.values(), seed)
+        regions = gryphon.region_indexes(brokers)
+        per_client = gryphon.gryphon_filters(
+            gry, [regions[where_is[n]] for n in sub_names], regions.values(), seed
+        )
         subs: dict[str, list[tuple[str, Filter]]] = {
             n: [(f"sub-{n}-{j}", f) for j, f in enumerate(per_client[k])] for k, n in enumerate(sub_names)
         }
