@@ -57,3 +57,26 @@ def test_bisection_brackets_the_threshold_and_a_resumed_search_asks_the_same_rat
     asked.clear()
     bisect_rate(Search(100, 1000, tolerance=0.0, max_probes=5), probe)
     assert len(asked) == 5
+
+
+def test_read_run_takes_intended_times_deliveries_and_output_queues(tmp_path) -> None:
+    import json
+
+    from scotbed.orchestrator.saturate import read_run
+
+    (tmp_path / "workload").mkdir()
+    (tmp_path / "events").mkdir()
+    pubs = [{"ts_ns": 5, "intended_ns": 4, "pub_id": "p0"}, {"ts_ns": 9, "intended_ns": 8, "pub_id": "p1"}]
+    (tmp_path / "workload" / "publications.jsonl").write_text("".join(json.dumps(p) + "\n" for p in pubs))
+    events = [
+        {"ts_ns": 1, "node": "b-a-0", "ev": "queue", "link": "", "len": 7, "ce": 0.0},
+        {"ts_ns": 2, "node": "b-a-0", "ev": "queue", "link": "b-b-0", "len": 3, "ce": 0.0},
+        {"ts_ns": 6, "node": "b-a-0", "ev": "deliver", "pub_id": "p0", "sub_id": "s", "hops": 0},
+        {"ts_ns": 7, "node": "b-a-0", "ev": "match", "pub_id": "p0", "us": 1.0, "n": 1},
+    ]
+    (tmp_path / "events" / "b-a-0.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    (tmp_path / "events" / "locust-w0.jsonl").write_text('{"ev": "deliver", "pub_id": "x", "ts_ns": 1}\n')
+    intended, deliveries, queues = read_run(tmp_path)
+    assert intended == {"p0": 4, "p1": 8}
+    assert deliveries == [("p0", 6)]
+    assert queues == {"b-a-0->b-b-0": [(2, 3)]}  # the input queue (link "") is not an output queue
