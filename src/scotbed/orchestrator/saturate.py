@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +99,7 @@ def _slug(text: str) -> str:
 
 def search(args: Any, sets: list[str], series: str, probes: Probes, criterion: Criterion) -> tuple[Any, Any]:
     """One bisection with the extra ``sets``; returns (sustainable, unsustainable) bounds."""
-    from scotbed.orchestrator.run import options_from_args, run_spec
+    from scotbed.orchestrator.run import RunFailed, options_from_args, run_spec
 
     out_dir = probes.path.parent / "runs"
 
@@ -107,20 +108,24 @@ def search(args: Any, sets: list[str], series: str, probes: Probes, criterion: C
         rec = probes.get(key)
         if rec is None:
             options = options_from_args(args, out=out_dir, quiet=True, analyse=False)
-            result = run_spec(args.spec, [*sets, f"{args.param}={rate:g}"], options)
-            verdict = judge(*read_run(result.run_dir), criterion)
-            rec = {
-                "series": series,
-                "rate": rate,
-                "run_dir": str(result.run_dir),
-                "verdict": verdict.to_json(),
-            }
+            try:
+                run_dir, error = run_spec(args.spec, [*sets, f"{args.param}={rate:g}"], options).run_dir, ""
+            except RunFailed as e:  # an overloaded run may miss its drain barrier: not sustainable
+                if e.run_dir is None:
+                    raise
+                run_dir, error = Path(e.run_dir), str(e)
+            verdict = judge(*read_run(run_dir), criterion)
+            if error:
+                verdict = replace(verdict, sustainable=False)
+            rec = {"series": series, "rate": rate, "run_dir": str(run_dir), "verdict": verdict.to_json()}
+            rec["error"] = error
             probes.put(key, rec)
         v = Verdict(**rec["verdict"])
         state = "sustainable" if v.sustainable else "NOT sustainable"
         print(
             f"  {series}: {args.param}={rate:g}: {state} (in time {v.keep_up:.1%}, "
-            f"queue growth {v.max_growth:g}/s {v.worst_queue}, longest {v.max_queue})",
+            f"queue growth {v.max_growth:g}/s {v.worst_queue}, longest {v.max_queue})"
+            + (f"; the run failed: {rec['error']}" if rec.get("error") else ""),
             flush=True,
         )
         return v.sustainable
