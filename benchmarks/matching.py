@@ -1,6 +1,7 @@
 """Matching throughput per engine on stock-ticker subscriptions: events/s and the ratio to ``naive``.
 
     python benchmarks/matching.py --subs 1000 10000 100000 [--json] [--seconds 2]
+    python benchmarks/matching.py --subs 10000 100000 --engines counting pst pst@70cf670
 
 Subscriptions (10 attributes: symbol, exchange, open, high, low, close,
 volume, change, change_pct, day; 500 symbols) are a mix a stock-ticker
@@ -8,6 +9,10 @@ subscriber writes: a symbol with a price band, a symbol with a minimum volume,
 an exchange with a big move, a symbol prefix with a change band. Quotes are
 random over the same 500 symbols. Every engine sees the same quotes and must
 return the same match sets (checked on each measured event).
+
+``pst@REF`` measures the PST engine of git revision REF in the same run (70cf670: before issue 14's
+rewrite). Targets for ``pst`` (issue 14): at 10k and 100k subscriptions at least 10x ``pst@70cf670``
+and at least x0.5 counting.
 """
 
 from __future__ import annotations
@@ -15,11 +20,14 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import subprocess
 import time
+import types
+from pathlib import Path
 from typing import Any
 
 from scotbed.filters import Filter, Predicate
-from scotbed.matching import make_matcher
+from scotbed.matching import Matcher, make_matcher
 
 SYMBOLS = [f"S{k:03d}{chr(65 + k % 26)}" for k in range(500)]
 EXCHANGES = ["NYSE", "NASDAQ", "LSE", "TSE", "FWB"]
@@ -64,7 +72,7 @@ def quote(rng: random.Random) -> dict[str, Any]:
 def measure(
     engine: str, filters: list[Filter], events: list[dict[str, Any]], seconds: float
 ) -> dict[str, Any]:
-    m = make_matcher(engine)
+    m = _engine(engine)
     t0 = time.perf_counter()
     for k, f in enumerate(filters):
         m.add(k, f)
@@ -106,10 +114,30 @@ def run(subs: int, engines: list[str], seconds: float, seed: int) -> dict[str, A
             "build_s": round(r["build_s"], 3),
             "mean_matches": round(sum(map(len, base["results"][:k])) / max(1, k), 2),  # over common events
         }
-    naive = out["engines"].get("naive", {}).get("events_per_s")
-    for e in out["engines"].values():
-        e["ratio_to_naive"] = round(e["events_per_s"] / naive, 1) if naive else None
+    before = [name for name in out["engines"] if "@" in name]
+    for base_name in ("naive", "counting", *before[:1]):
+        rate = out["engines"].get(base_name, {}).get("events_per_s")
+        for e in out["engines"].values():
+            e[f"ratio_to_{base_name}"] = round(e["events_per_s"] / rate, 2) if rate else None
     return out
+
+
+def _engine(name: str) -> Matcher:
+    """An engine by name; ``pst@REF`` is the PST engine as it was at git revision REF."""
+    if "@" not in name:
+        return make_matcher(name)
+    engine, ref = name.split("@", 1)
+    if engine != "pst":
+        raise SystemExit(f"only pst@REF is supported, got {name!r}")
+    path = "src/scotbed/matching/pst.py"
+    root = Path(__file__).resolve().parent.parent
+    source = subprocess.run(
+        ["git", "show", f"{ref}:{path}"], cwd=root, check=True, capture_output=True, text=True
+    ).stdout
+    module = types.ModuleType(f"pst_at_{ref}")
+    exec(compile(source, f"{ref}:{path}", "exec"), module.__dict__)  # our own history, by revision
+    engine_: Matcher = module.PstMatcher()
+    return engine_
 
 
 def main() -> None:
@@ -126,9 +154,12 @@ def main() -> None:
         return
     for r in results:
         for name, e in r["engines"].items():
+            ratios = "  ".join(
+                f"x{v} {k[len('ratio_to_') :]}" for k, v in e.items() if k.startswith("ratio_to_")
+            )
             print(
-                f"{r['subscriptions']:>7} subs  {name:<9} {e['events_per_s']:>10.1f} events/s  "
-                f"x{e['ratio_to_naive']:<6} build {e['build_s']:.2f} s  matches/event {e['mean_matches']}"
+                f"{r['subscriptions']:>7} subs  {name:<12} {e['events_per_s']:>10.1f} events/s  {ratios}  "
+                f"build {e['build_s']:.2f} s  matches/event {e['mean_matches']}"
             )
 
 

@@ -72,13 +72,13 @@ def test_event_log_lines_parse_with_node_ts_and_fields(tmp_path: Path) -> None:
         assert len([json.loads(line) for line in fh]) == 3
 
 
-def _broker(tmp_path: Path, routing: str) -> Broker:
+def _broker(tmp_path: Path, routing: str, matching: str = "counting") -> Broker:
     scot = topology.tree(topology.path(3))
     cfgs = build_configs(
         scot,
         {b.id: f"127.0.0.1:{k + 1}" for k, b in enumerate(scot.brokers)},
         routing=routing,
-        matching="counting",
+        matching=matching,
         congestion=CongestionConfig(window_ms=50, ce_threshold=1.0, queue_threshold=1),
         log=LogConfig(path=str(tmp_path / "events.jsonl")),
     )
@@ -123,6 +123,20 @@ def test_decisions_are_executed_into_output_queues_sessions_and_events(tmp_path:
             ("deliver", None),
             ("notif_out", "b-v2-0"),
         ]
+
+    asyncio.run(scenario())
+
+
+def test_match_events_carry_pst_matching_steps(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        b = _broker(tmp_path, "rpf", matching="pst")
+        for i in range(40):  # enough changes for the PST to choose its attribute order
+            flt = Filter.parse(f'sym = "S{i}" and price > 5')
+            b._handle(("b-v2-0", Subscription(f"s{i}", flt, "b-v2-0"), None))
+        b._handle(("b-v0-0", Publication("p1", "pub", {"sym": "S7", "price": 6}, hops=1), None))
+        b.events.close()
+        (match,) = [e for e in read_events(tmp_path / "events.jsonl") if e["ev"] == "match"]
+        assert match["n"] == 1 and match["steps"] == 2  # the root and its sym = "S7" child
 
     asyncio.run(scenario())
 

@@ -128,3 +128,43 @@ def test_pst_reorders_lazily_and_prunes() -> None:
     for i in range(120, 200):
         pst.remove(i)
     assert len(pst) == 0 and pst._root.empty()
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=steps)
+def test_pst_vectorised_ranges_equal_naive(ops: list[tuple[str, int | None, object]]) -> None:
+    """With every range shape compared by numpy (VECTOR_MIN = 1), match sets stay exact."""
+    import scotbed.matching.pst as pst_module
+
+    saved = pst_module.VECTOR_MIN
+    pst_module.VECTOR_MIN = 1
+    try:
+        naive, fast = make_matcher("naive"), PstMatcher()
+        for op, key, arg in ops:
+            if op == "add":
+                assert isinstance(arg, Filter)
+                naive.add(key, arg)
+                fast.add(key, arg)
+            elif op == "remove":
+                assert naive.remove(key) == fast.remove(key)
+            else:
+                assert isinstance(arg, dict)
+                assert sorted(fast.match(arg)) == sorted(naive.match(arg)), arg
+    finally:
+        pst_module.VECTOR_MIN = saved
+
+
+def test_pst_order_factoring_and_steps() -> None:
+    """Selective equality attributes go first; a trivial '*' chain is skipped; steps count visited nodes."""
+    pst = PstMatcher()
+    for i in range(100):
+        pst.add(i, Filter.parse(f'sym = "S{i % 50}" and kind = "k{i % 2}" and px <= {i}'))
+    pst.add("pre", Filter.parse('sym prefix "S1" and px between [0, 5]'))
+    pst.add("any", Filter.parse("px < 3"))
+    pst.add("venue", Filter.parse('venue = "X"'))
+    ev = {"sym": "S10", "kind": "k0", "px": 2, "venue": "X"}
+    assert sorted(pst.match(ev), key=str) == sorted([10, 60, "any", "pre", "venue"], key=str)
+    assert pst._order == ["sym", "kind", "venue"]
+    # root, sym=S10, its kind=k0 child, the prefix child S1, then past the trivial root '*' node
+    # straight to the venue level and its X child
+    assert pst.last_steps == 6

@@ -19,6 +19,7 @@ def test_every_implemented_class_carries_its_registry_name() -> None:
         "bid",
         "snr",
         "dnr",
+        "link-matching",
     ]
     for name in routing.implemented():
         assert routing.algorithm_class(name).name == name
@@ -32,8 +33,10 @@ def test_overlay_requirements_are_declared_by_the_plugins() -> None:
 
 
 def test_unbuilt_algorithm_is_refused_with_the_implemented_list() -> None:
-    with pytest.raises(ValueError, match=r"'link-matching' is not implemented in this build; implemented: f"):
-        routing.algorithm_class("link-matching")
+    with pytest.raises(
+        ValueError, match=r"'selective-pruning' is not implemented in this build; implemented: f"
+    ):
+        routing.algorithm_class("selective-pruning")
 
 
 def _spec_errors(doc: dict[str, object]) -> list[str]:

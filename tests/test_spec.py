@@ -123,14 +123,14 @@ def test_acyclic_routing_on_a_scot(routing: str) -> None:
     assert any(m.startswith(expected) for m in msgs)
 
 
-@pytest.mark.parametrize("routing", ["selective-pruning", "link-matching"])
+@pytest.mark.parametrize("routing", ["selective-pruning"])
 def test_known_but_unimplemented_routing_is_refused_by_name(routing: str) -> None:
     (msg,) = errors({"name": "x", "topology": {"kind": "tree"}, "routing": routing})
     assert msg.startswith(f"routing: {routing!r} is a known algorithm but not implemented in this build")
     assert "snr" in msg and "bid" in msg  # names what is implemented
 
 
-@pytest.mark.parametrize("routing", ["bid", "flooding"])
+@pytest.mark.parametrize("routing", ["bid", "flooding", "link-matching"])
 @pytest.mark.parametrize("topology", [{"kind": "tree"}, {"kind": "scot", "connectivity": 4}])
 def test_any_overlay_routing(routing: str, topology: dict[str, Any]) -> None:
     assert parse_spec({"name": "x", "topology": topology, "routing": routing}).routing == routing

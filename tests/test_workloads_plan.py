@@ -125,7 +125,7 @@ def test_unsubscription_burst_removes_covering_roots() -> None:
 @pytest.mark.parametrize(
     ("workload", "message"),
     [
-        ({"subscriberz": 3}, r"^workload.subscriberz: unknown key; allowed here: schema, symbols"),
+        ({"subscriberz": 3}, r"^workload.subscriberz: unknown key; allowed here: schema, gryphon, symbols"),
         ({"hrp": {"rate": 3}}, r"(?m)^workload.hrp.rate: unknown key"),
         ({"unsub_burst": {"count": 1}}, r"^workload.unsub_burst: needs workload.covering"),
         ({"placement": "nowhere"}, r"^workload.placement.mode: 'nowhere' is not allowed"),

@@ -13,7 +13,8 @@ Event fields the analysis relies on:
 
 - ``sub_in``/``sub_out``/``unsub_in``/``unsub_out``: ``sub_id``, ``link``;
 - ``notif_in``/``notif_out``: ``pub_id``, ``link``, ``hops`` (+ ``dynamic`` on ``notif_out``);
-- ``match``: ``pub_id``, ``us``, ``n``; ``deliver``: ``pub_id``, ``sub_id``;
+- ``match``: ``pub_id``, ``us``, ``n`` (+ ``steps``, PST nodes visited, with a tree engine);
+  ``deliver``: ``pub_id``, ``sub_id``;
 - ``queue``: ``link``, ``len``, ``ce`` (``link`` "" is the input queue); ``table``: ``size``;
 - ``drop``: ``link``, ``reason``.
 

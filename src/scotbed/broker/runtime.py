@@ -345,7 +345,14 @@ class Broker:
         if d.match_us is not None:
             self.counters[MATCH] += 1
             n = d.matched if d.matched is not None else len(d.deliver)
-            emit(MATCH, pub_id=pub.pub_id, us=round(d.match_us, 1), n=n)
+            steps = self.algo.match_steps(d)
+            emit(
+                MATCH,
+                pub_id=pub.pub_id,
+                us=round(d.match_us, 1),
+                n=n,
+                **({} if steps is None else {"steps": steps}),
+            )
             if self.match_observer is not None:
                 self.match_observer(d.match_us)
         if d.deliver:

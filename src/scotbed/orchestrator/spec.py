@@ -240,10 +240,28 @@ class CoveringSpec(_Block):
     )
 
 
-class WorkloadSpec(_Block):
-    schema_: Literal["stock"] = Field(
-        default="stock", alias="schema", description="stock: 10 attributes per quote"
+class GryphonWorkloadSpec(_Block):
+    """Gryphon's workload (schema: gryphon): see scotbed.workloads.gryphon."""
+
+    attributes: int = Field(default=15, ge=1, le=64, description="attributes a0..a{N-1}")
+    values: int = Field(default=3, ge=1, description="values per attribute")
+    zipf_s: float = Field(default=1.0, ge=0, description="Zipf exponent of value preference")
+    matching: float = Field(
+        default=0.01, gt=0, le=1, description="target fraction of subscriptions a notification matches"
     )
+    dont_care: float | None = Field(
+        default=None, ge=0, le=1, description="fixed don't-care probability instead of calibrating"
+    )
+    subscriptions_per_client: int = Field(default=10, ge=1, description="subscriptions per subscriber")
+
+
+class WorkloadSpec(_Block):
+    schema_: Literal["stock", "gryphon"] = Field(
+        default="stock",
+        alias="schema",
+        description="stock: 10 attributes per quote; gryphon: enumerated equality schema (gryphon block)",
+    )
+    gryphon: GryphonWorkloadSpec | None = None
     symbols: int = Field(default=500, ge=1, description="distinct stock symbols")
     zipf_s: float = Field(default=1.0, ge=0, description="Zipf exponent of symbol popularity")
     csv: list[str] | None = Field(
@@ -281,11 +299,13 @@ class WorkloadSpec(_Block):
     def params(self, base_dir: Path) -> wp.WorkloadParams:
         """The typed parameters the plan builder takes; CSV files resolved against ``base_dir``.
         Placement is not part of them: the orchestrator places the clients."""
-        blocks = {"placement", "schema_", "csv", "covering", "hrp", "churn", "unsub_burst"}
+        blocks = {"placement", "schema_", "gryphon", "csv", "covering", "hrp", "churn", "unsub_burst"}
         d = self.model_dump(exclude=blocks)
+        gryphon = self.gryphon or (GryphonWorkloadSpec() if self.schema_ == "gryphon" else None)
         return wp.WorkloadParams(
             **d,
             schema=self.schema_,
+            gryphon=wp.GryphonParams(**gryphon.model_dump()) if gryphon else None,
             csv=tuple(str((base_dir / f).resolve()) for f in self.csv or ()),
             covering=wp.CoveringParams(**self.covering.model_dump()) if self.covering else None,
             hrp=wp.HrpParams(**self.hrp.model_dump()) if self.hrp else None,

@@ -43,8 +43,21 @@ class UnsubBurstParams:
 
 
 @dataclass(frozen=True)
+class GryphonParams:
+    """Gryphon's enumerated-equality workload (schema ``gryphon``): see :mod:`scotbed.workloads.gryphon`."""
+
+    attributes: int
+    values: int
+    zipf_s: float
+    matching: float  # target fraction of subscriptions a notification matches
+    dont_care: float | None  # fixed don't-care probability; None: calibrated to ``matching``
+    subscriptions_per_client: int
+
+
+@dataclass(frozen=True)
 class WorkloadParams:
     schema: str
+    gryphon: GryphonParams | None  # set exactly when schema is gryphon
     symbols: int
     zipf_s: float
     csv: tuple[str, ...]  # absolute paths of daily-quote CSV files; empty = the synthetic market
@@ -65,6 +78,10 @@ class WorkloadParams:
         """The workload's cross-field rules, one ``workload.key: message`` line each, on an overlay
         of ``clusters`` clusters."""
         out = []
+        if self.gryphon is not None and self.schema != "gryphon":
+            out.append("workload.gryphon: only with schema: gryphon")
+        if self.schema == "gryphon" and self.covering is not None:
+            out.append("workload.covering: not with schema: gryphon")
         if self.unsub_burst is not None and self.covering is None:
             out.append(
                 "workload.unsub_burst: needs workload.covering "

@@ -5,12 +5,13 @@ subscriptions and the same quotes (only timing differs). Contents
 (``schema_version`` 1; times in seconds unless the name says ``_ns``):
 
 - ``brokers``: id -> gRPC address, region and cluster of every broker a client uses;
-- ``source``: the quote source (``gbm`` market of ``symbols`` with ``zipf_s``, or ``csv`` replay
-  of ``csv`` files) and its ``seed``;
+- ``source``: the quote source (``gbm`` market of ``symbols`` with ``zipf_s``, ``csv`` replay
+  of ``csv`` files, or ``gryphon`` notifications of ``attributes`` x ``values``) and its ``seed``;
 - ``subscribers``: name, host broker, initial subscriptions (``sub_id`` + filter in JSON form),
   and ``actions``: churn and bursts as ``{"at_s", "op", "sub_id", "broker", "filter"}``;
 - ``publishers``: name, host broker, ``count`` quotes at ``rate_per_s`` from ``start_s``,
-  stream ``seed``, ``kind`` (``regular`` or ``hrp``) and, for an HRP, its private ``symbols``;
+  stream ``seed``, ``kind`` (``regular`` or ``hrp``), for an HRP its private ``symbols``, and
+  ``poisson`` (Poisson arrivals at ``rate_per_s`` instead of a fixed period);
 - ``release``: when publishers start (see :mod:`scotbed.workloads.runner`);
 - ``drain_s``: how long the run waits after the last publication and action before it ends.
 
@@ -30,11 +31,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from scotbed.errors import UserError
-from scotbed.filters import Filter, FilterError
+from scotbed.filters import Filter
 from scotbed.loader import read_document
 from scotbed.topology import Scot
+from scotbed.workloads import gryphon
 from scotbed.workloads.covering import new_roots
-from scotbed.workloads.params import ChurnParams, HrpParams, UnsubBurstParams, WorkloadParams
+from scotbed.workloads.params import ChurnParams, GryphonParams, HrpParams, UnsubBurstParams, WorkloadParams
 from scotbed.workloads.quotes import CsvReplay, GbmMarket, QuoteSource
 from scotbed.workloads.schema import get_schema
 from scotbed.workloads.subscriptions import generate, generate_covering
@@ -84,23 +86,35 @@ class PublisherPlan:
     kind: Literal["regular", "hrp"] = "regular"
     symbols: tuple[str, ...] = ()  # hrp: its private tickers
     batch_max: int = 64  # most notifications one Publish call carries when the schedule is behind
+    poisson: bool = False  # Poisson arrivals at rate_per_s (Gryphon's workload) instead of a fixed period
 
     def intended_offset_ns(self, i: int) -> int:
         """When quote ``i`` is due, after release: start + i / rate (the open-loop schedule)."""
+        if self.poisson:
+            return int(self.start_s * 1e9) + int(
+                gryphon.poisson_offsets(self.rate_per_s, self.count, self.seed)[i] * 1e9
+            )
         return int(self.start_s * 1e9) + int(i * 1e9 / self.rate_per_s)
 
 
 @dataclass(frozen=True)
 class SourceSpec:
-    kind: Literal["gbm", "csv"] = "gbm"
+    kind: Literal["gbm", "csv", "gryphon"] = "gbm"
     symbols: int = 500
     zipf_s: float = 1.0
     seed: int = 0
     csv: tuple[str, ...] = ()
+    attributes: int = 15  # gryphon: attributes a0..a{N-1}
+    values: int = 3  # gryphon: values per attribute
 
-    def build(self) -> QuoteSource:
+    def build(self, region: int = 0) -> QuoteSource:
+        """The source; ``region`` (an index) chooses a gryphon publisher's preferred values."""
         if self.kind == "csv":
             return CsvReplay(self.csv)
+        if self.kind == "gryphon":
+            return gryphon.GryphonSource(
+                gryphon.GryphonSchema(self.attributes, self.values, self.zipf_s), region
+            )
         return GbmMarket(self.symbols, seed=self.seed, zipf_s=self.zipf_s)
 
 
@@ -139,10 +153,13 @@ class Plan:
     def sources(self) -> dict[str, QuoteSource]:
         """The quote source of each publisher (HRPs have their own market)."""
         main = self.source.build()
+        regions = gryphon.region_indexes(self.brokers)
         out: dict[str, QuoteSource] = {}
         for p in self.publishers:
             if p.kind == "hrp":
                 out[p.name] = GbmMarket(len(p.symbols), seed=p.seed, names=p.symbols, exchange=HRP_EXCHANGE)
+            elif self.source.kind == "gryphon":
+                out[p.name] = self.source.build(regions[p.broker])
             else:
                 out[p.name] = main
         return out
@@ -195,7 +212,9 @@ class Plan:
 
     @classmethod
     def from_json(cls, doc: Any, where: str = "plan") -> Plan:
-        return _plan_from_json(doc, where)
+        from scotbed.workloads.plan_json import plan_from_json  # the reader imports this module
+
+        return plan_from_json(doc, where)
 
 
 def load(path: str | Path) -> Plan:
@@ -209,200 +228,6 @@ def write(plan: Plan, path: str | Path) -> Path:
     p.parent.mkdir(parents=True, exist_ok=True)
     p.write_text(plan.dumps())
     return p
-
-
-def _get(
-    doc: Mapping[str, Any], key: str, where: str, kind: type | tuple[type, ...], default: Any = ...
-) -> Any:
-    if key not in doc:
-        if default is ...:
-            raise PlanError(f"{where}.{key}: required field is missing")
-        return default
-    v = doc[key]
-    if (isinstance(v, bool) and kind is not bool) or not isinstance(v, kind):
-        raise PlanError(f"{where}.{key}: expected {getattr(kind, '__name__', kind)}, got {v!r}")
-    return v
-
-
-def _check_keys(doc: Any, allowed: set[str], where: str) -> None:
-    if not isinstance(doc, Mapping):
-        raise PlanError(f"{where}: expected an object, got {type(doc).__name__}")
-    unknown = sorted(set(doc) - allowed)
-    if unknown:
-        raise PlanError(f"{where}: unknown field(s) {', '.join(unknown)}")
-
-
-NUM = (int, float)
-
-
-def _plan_from_json(doc: Any, where: str) -> Plan:
-    _check_keys(
-        doc,
-        {
-            "schema_version", "run_id", "seed", "schema", "source", "brokers", "subscribers",
-            "publishers", "release", "drain_s", "subscribe_timeout_s", "timeout_s",
-        },
-        where,
-    )  # fmt: skip
-    version = _get(doc, "schema_version", where, int)
-    if version != PLAN_VERSION:
-        raise PlanError(f"{where}.schema_version: {version} is not supported (expected {PLAN_VERSION})")
-    schema = get_schema(_get(doc, "schema", where, str, "stock"))
-    brokers = _brokers_from_json(_get(doc, "brokers", where, list), where)
-    reader = _ClientReader(schema, {b.id for b in brokers})
-    subscribers = [
-        reader.subscriber(s, f"{where}.subscribers[{k}]")
-        for k, s in enumerate(_get(doc, "subscribers", where, list))
-    ]
-    publishers = [
-        reader.publisher(p, f"{where}.publishers[{k}]")
-        for k, p in enumerate(_get(doc, "publishers", where, list))
-    ]
-    names = [s.name for s in subscribers] + [p.name for p in publishers]
-    dup = sorted({n for n in names if names.count(n) > 1})
-    if dup:
-        raise PlanError(f"{where}: client name(s) {dup} used twice")
-    return Plan(
-        run_id=_get(doc, "run_id", where, str, ""),
-        seed=_get(doc, "seed", where, int, 0),
-        schema=schema.name,
-        source=_source_from_json(_get(doc, "source", where, dict, {}), f"{where}.source"),
-        brokers=tuple(brokers),
-        subscribers=tuple(subscribers),
-        publishers=tuple(publishers),
-        release=_release_from_json(_get(doc, "release", where, dict, {}), f"{where}.release"),
-        drain_s=float(_get(doc, "drain_s", where, NUM, 2.0)),
-        subscribe_timeout_s=float(_get(doc, "subscribe_timeout_s", where, NUM, 60.0)),
-        timeout_s=float(_get(doc, "timeout_s", where, NUM, 3600.0)),
-    )
-
-
-def _source_from_json(src: Mapping[str, Any], w: str) -> SourceSpec:
-    _check_keys(src, {"kind", "symbols", "zipf_s", "seed", "csv"}, w)
-    source = SourceSpec(
-        kind=_get(src, "kind", w, str, "gbm"),
-        symbols=_get(src, "symbols", w, int, 500),
-        zipf_s=float(_get(src, "zipf_s", w, NUM, 1.0)),
-        seed=_get(src, "seed", w, int, 0),
-        csv=tuple(_get(src, "csv", w, list, [])),
-    )
-    if source.kind not in ("gbm", "csv"):
-        raise PlanError(f"{w}.kind: {source.kind!r} is not one of 'gbm', 'csv'")
-    return source
-
-
-def _brokers_from_json(docs: list[Any], where: str) -> list[BrokerEndpoint]:
-    brokers = []
-    for k, b in enumerate(docs):
-        w = f"{where}.brokers[{k}]"
-        _check_keys(b, {"id", "address", "region", "cluster"}, w)
-        addr = _get(b, "address", w, str)
-        if ":" not in addr:
-            raise PlanError(f"{w}.address: expected host:port, got {addr!r}")
-        brokers.append(
-            BrokerEndpoint(
-                _get(b, "id", w, str), addr, _get(b, "region", w, str, ""), _get(b, "cluster", w, int, 0)
-            )
-        )
-    return brokers
-
-
-def _release_from_json(rel: Mapping[str, Any], w: str) -> ReleaseSpec:
-    _check_keys(rel, {"mode", "at_ns", "settle_s", "quiescence_timeout_s"}, w)
-    release = ReleaseSpec(
-        mode=_get(rel, "mode", w, str, "auto"),
-        at_ns=_get(rel, "at_ns", w, int, 0),
-        settle_s=float(_get(rel, "settle_s", w, NUM, 1.0)),
-        quiescence_timeout_s=float(_get(rel, "quiescence_timeout_s", w, NUM, 60.0)),
-    )
-    if release.mode not in ("auto", "file", "at"):
-        raise PlanError(f"{w}.mode: {release.mode!r} is not one of 'auto', 'file', 'at'")
-    return release
-
-
-class _ClientReader:
-    """Subscribers and publishers of a plan document: broker references, filters against the schema,
-    and sub_ids unique across the plan."""
-
-    def __init__(self, schema: Any, known: set[str]) -> None:
-        self.schema = schema
-        self.known = known
-        self.ids: set[str] = set()
-
-    def broker_ref(self, d: Mapping[str, Any], w: str) -> str:
-        bid = _get(d, "broker", w, str)
-        if bid not in self.known:
-            raise PlanError(f"{w}.broker: unknown broker {bid!r}; the plan has {sorted(self.known)}")
-        return bid
-
-    def filter(self, d: Any, w: str) -> Filter:
-        try:
-            f = Filter.from_json(d, w)
-            self.schema.check_filter(f, w)
-        except FilterError as e:
-            raise PlanError(str(e)) from None
-        return f
-
-    def new_id(self, sid: str, w: str) -> str:
-        if sid in self.ids:
-            raise PlanError(f"{w}: sub_id {sid!r} is used twice")
-        self.ids.add(sid)
-        return sid
-
-    def subscriber(self, s: Any, w: str) -> SubscriberPlan:
-        _check_keys(s, {"name", "broker", "subscriptions", "actions"}, w)
-        subs = []
-        for j, d in enumerate(_get(s, "subscriptions", w, list)):
-            wj = f"{w}.subscriptions[{j}]"
-            _check_keys(d, {"sub_id", "filter"}, wj)
-            subs.append(
-                (
-                    self.new_id(_get(d, "sub_id", wj, str), wj),
-                    self.filter(_get(d, "filter", wj, list), f"{wj}.filter"),
-                )
-            )
-        actions = [self.action(a, f"{w}.actions[{j}]") for j, a in enumerate(_get(s, "actions", w, list, []))]
-        return SubscriberPlan(_get(s, "name", w, str), self.broker_ref(s, w), tuple(subs), tuple(actions))
-
-    def action(self, a: Any, wj: str) -> Action:
-        _check_keys(a, {"at_s", "op", "sub_id", "broker", "filter"}, wj)
-        op = _get(a, "op", wj, str)
-        at_s = float(_get(a, "at_s", wj, NUM))
-        if op == "subscribe":
-            sub_id = self.new_id(_get(a, "sub_id", wj, str), wj)
-            return Action(
-                at_s,
-                "subscribe",
-                sub_id,
-                self.broker_ref(a, wj),
-                self.filter(_get(a, "filter", wj, list), f"{wj}.filter"),
-            )
-        if op == "unsubscribe":
-            return Action(at_s, "unsubscribe", _get(a, "sub_id", wj, str))
-        raise PlanError(f"{wj}.op: {op!r} is not one of 'subscribe', 'unsubscribe'")
-
-    def publisher(self, p: Any, w: str) -> PublisherPlan:
-        _check_keys(
-            p, {"name", "broker", "count", "rate_per_s", "start_s", "seed", "kind", "symbols", "batch_max"}, w
-        )
-        pub = PublisherPlan(
-            name=_get(p, "name", w, str),
-            broker=self.broker_ref(p, w),
-            count=_get(p, "count", w, int),
-            rate_per_s=float(_get(p, "rate_per_s", w, NUM)),
-            start_s=float(_get(p, "start_s", w, NUM, 0.0)),
-            seed=_get(p, "seed", w, int, 0),
-            kind=_get(p, "kind", w, str, "regular"),
-            symbols=tuple(_get(p, "symbols", w, list, [])),
-            batch_max=_get(p, "batch_max", w, int, 64),
-        )
-        if pub.kind not in ("regular", "hrp"):
-            raise PlanError(f"{w}.kind: {pub.kind!r} is not one of 'regular', 'hrp'")
-        if pub.rate_per_s <= 0 or pub.count < 0 or pub.batch_max < 1:
-            raise PlanError(f"{w}: needs rate_per_s > 0, count >= 0 and batch_max >= 1")
-        if pub.kind == "hrp" and not pub.symbols:
-            raise PlanError(f"{w}.symbols: an HRP needs its symbols")
-        return pub
 
 
 # ---- building a plan from typed workload parameters -------------------------------------------
@@ -422,6 +247,28 @@ def client_names(subscribers: int, publishers: int, hrp: bool) -> tuple[list[str
     )
 
 
+def _source(g: WorkloadParams, seed: int) -> SourceSpec:
+    if g.gryphon is not None:
+        gp = g.gryphon
+        return SourceSpec("gryphon", zipf_s=gp.zipf_s, seed=seed, attributes=gp.attributes, values=gp.values)
+    return SourceSpec("csv" if g.csv else "gbm", g.symbols, g.zipf_s, seed, g.csv)
+
+
+def _gryphon_subscriptions(
+    gp: GryphonParams,
+    brokers: Sequence[BrokerEndpoint],
+    sub_names: Sequence[str],
+    where_is: Mapping[str, str],
+    seed: int,
+) -> dict[str, list[tuple[str, Filter]]]:
+    """Gryphon's subscriptions, ``subscriptions_per_client`` per subscriber, from its host's region."""
+    regions = gryphon.region_indexes(brokers)
+    per_client = gryphon.gryphon_filters(
+        gp, [regions[where_is[n]] for n in sub_names], regions.values(), seed
+    )
+    return {n: [(f"sub-{n}-{j}", f) for j, f in enumerate(per_client[k])] for k, n in enumerate(sub_names)}
+
+
 def build_plan(
     params: WorkloadParams,
     scot: Scot,
@@ -438,7 +285,7 @@ def build_plan(
     """
     g = params
     scale = g.time_scale
-    source = SourceSpec("csv" if g.csv else "gbm", g.symbols, g.zipf_s, seed, g.csv)
+    source = _source(g, seed)
     get_schema(g.schema)
     missing = sorted(b.id for b in scot.brokers if b.id not in addresses)
     if missing:
@@ -450,15 +297,19 @@ def build_plan(
         raise PlanError(f"hosts: no host broker for client(s) {unplaced[:5]}")
     where_is = dict(hosts)
 
-    src = source.build()
-    if g.covering is not None:
-        filters = list(generate_covering(src, g.subscribers, g.covering.degree, g.selectivity, seed).filters)
+    filters: list[Filter] = []
+    if g.gryphon is not None:
+        subs = _gryphon_subscriptions(g.gryphon, brokers, sub_names, where_is, seed)
     else:
-        filters = generate(src, g.subscribers, g.selectivity, seed)
+        src = source.build()
+        if g.covering is not None:
+            filters = list(
+                generate_covering(src, g.subscribers, g.covering.degree, g.selectivity, seed).filters
+            )
+        else:
+            filters = generate(src, g.subscribers, g.selectivity, seed)
+        subs = {n: [(f"sub-{n}-0", filters[k])] for k, n in enumerate(sub_names)}
     rng = random.Random(f"plan:{seed}")
-    subs: dict[str, list[tuple[str, Filter]]] = {
-        n: [(f"sub-{n}-0", filters[k])] for k, n in enumerate(sub_names)
-    }
     actions: dict[str, list[Action]] = {n: [] for n in sub_names}
     publishers = [
         PublisherPlan(
@@ -468,6 +319,7 @@ def build_plan(
             rate_per_s=g.rate_per_minute / 60.0 / scale,
             start_s=round(rng.uniform(0.0, g.start_spread_s) * scale, 6),
             seed=seed * 1000 + k,
+            poisson=g.gryphon is not None,
         )
         for k, n in enumerate(pub_names)
     ]

@@ -90,7 +90,16 @@ STOCK = Schema(
     ),
 )
 
-SCHEMAS: dict[str, Schema] = {STOCK.name: STOCK}
+GRYPHON_MAX_ATTRIBUTES = 64
+GRYPHON = Schema(
+    "gryphon",
+    tuple(
+        Attribute(f"a{i}", "int", "enumerated value 0..V-1 (scotbed.workloads.gryphon)")
+        for i in range(GRYPHON_MAX_ATTRIBUTES)
+    ),
+)
+
+SCHEMAS: dict[str, Schema] = {STOCK.name: STOCK, GRYPHON.name: GRYPHON}
 
 
 def get_schema(name: str) -> Schema:

@@ -46,6 +46,7 @@ class Decision:
     deliver: list[str] = field(default_factory=list)  # local sub_ids that receive a notification
     match_us: float | None = None  # time spent matching; None when this broker did not match
     matched: int | None = None  # routing-table entries that matched; None = len(deliver)
+    steps: int | None = None  # matching steps (PST nodes visited); None = the table's last match
     stored: bool = False  # a subscription was stored (or an unsubscription removed state) here
     duplicate: bool = False  # the message was recognised as a duplicate and dropped
 
@@ -100,6 +101,7 @@ class RoutingTable:
     def __init__(self, matcher: Matcher) -> None:
         self._matcher = matcher
         self.entries: dict[Hashable, Entry] = {}
+        self.last_steps: int | None = None  # PST nodes the last match visited; None: not a tree engine
 
     def add(self, key: Hashable, entry: Entry) -> None:
         self.entries[key] = entry
@@ -125,6 +127,7 @@ class RoutingTable:
         t0 = time.perf_counter_ns()
         keys = self._matcher.match(attrs)
         us = (time.perf_counter_ns() - t0) / 1000.0
+        self.last_steps = getattr(self._matcher, "last_steps", None)
         return [self.entries[k] for k in keys], us
 
     def values(self) -> Iterable[Entry]:
@@ -162,6 +165,10 @@ class RoutingAlgorithm(ABC):
 
     def table_size(self) -> int:
         return len(self.table)
+
+    def match_steps(self, d: Decision) -> int | None:
+        """Gryphon's matching steps for a publication decision, when the engine counts them."""
+        return d.steps if d.steps is not None else self.table.last_steps
 
     def entries(self) -> list[Entry]:
         return list(self.table.values())

@@ -1,0 +1,51 @@
+"""`scotbed saturate` end to end on real brokers: a slow and a fast rate through capacity-limited links."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+SPEC = """
+name: sat
+seed: 5
+topology: {kind: tree, acyclic: {kind: path, n: 3}}
+links: {capacity_msgs_per_s: 20}
+routing: flooding
+matching: counting
+workload:
+  schema: gryphon
+  gryphon: {attributes: 4, values: 2, dont_care: 1.0, subscriptions_per_client: 1}
+  subscribers: 3
+  publishers: 1
+  notifications_per_publisher: 80
+  rate_per_minute: 600
+  placement: random
+backend: local
+timeouts: {ready_s: 90, quiescent_s: 60, drain_s: 60, run_s: 300}
+"""
+
+
+def test_saturate_brackets_the_rate_and_resumes(tmp_path: Path) -> None:
+    spec = tmp_path / "sat.yaml"
+    spec.write_text(SPEC)
+    env = {**os.environ, "SCOTBED_STATE_DIR": str(tmp_path / "state")}
+    cmd = [sys.executable, "-m", "scotbed.orchestrator.cli", "saturate", str(spec), "--out", str(tmp_path)]
+    cmd += ["--lo", "300", "--hi", "12000", "--max-probes", "2"]
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900, check=True).stdout
+    assert out.startswith("criterion: sustainable = ")
+    assert "workload.rate_per_minute=300: sustainable" in out  # 5/s over links of 20/s
+    assert "workload.rate_per_minute=12000: NOT sustainable" in out  # 200/s on every link
+    assert "maximum sustainable workload.rate_per_minute in [300, 12000)" in out
+    sdir = tmp_path / "sat-saturate-workload.rate_per_minute"
+    probes = json.loads((sdir / "index.json").read_text())["probes"]
+    assert {p["rate"]: p["verdict"]["sustainable"] for p in probes.values()} == {300.0: True, 12000.0: False}
+    assert (sdir / "queue-growth.png").stat().st_size > 0
+    again = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300, check=True).stdout
+    assert again.count("sustainable (") == 2 and len(list((sdir / "runs").iterdir())) == 2  # nothing re-run
