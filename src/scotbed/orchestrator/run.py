@@ -213,11 +213,17 @@ class Lifecycle:
         with self.progress.phase("render") as ph:
             placeholder = {b.id: "127.0.0.1:0" for b in scot.brokers}
             configs = deploy_plan.broker_configs(spec, scot, placeholder, run_id=run_id)
-            plan = deploy_plan.workload_plan(spec, scot, placeholder, run_id=run_id)
-            ph.update(
-                f"{len(configs)} broker configs, {plan.subscription_count()} subscriptions, "
-                f"{len(plan.publishers)} publishers"
-            )
+            if spec.workload.script is not None:
+                from scotbed.orchestrator.scripted import load_script
+
+                script = load_script(spec, scot)
+                ph.update(f"{len(configs)} broker configs, {script.summary()}")
+            else:
+                plan = deploy_plan.workload_plan(spec, scot, placeholder, run_id=run_id)
+                ph.update(
+                    f"{len(configs)} broker configs, {plan.subscription_count()} subscriptions, "
+                    f"{len(plan.publishers)} publishers"
+                )
 
         backend = make_backend(backend_name, self.options, spec, scot, self.progress)
         with self.progress.phase("deploy") as ph:
@@ -238,7 +244,9 @@ class Lifecycle:
         with self.progress.phase("ready") as ph:
             self._wait_healthy(spec.timeouts.ready_s, ph)
 
-        if hasattr(self.deployment, "run_workload_jobs"):
+        if spec.workload.script is not None:
+            self._workload_scripted(spec, script)
+        elif hasattr(self.deployment, "run_workload_jobs"):
             self._workload_in_cluster(spec, scot, run_id)
         else:
             self._workload_on_host(spec, scot, run_id)
@@ -319,6 +327,26 @@ class Lifecycle:
             ph.update(
                 f"{result.events.get('publish', 0)} published, {result.events.get('receive', 0)} received"
             )
+
+    def _workload_scripted(self, spec: Spec, script: Any) -> None:
+        """The script's operations from this host, each followed by its settle (DESIGN §8)."""
+        from scotbed.workloads.script_runner import ScriptFailed, ScriptSession
+
+        assert self.deployment is not None and self.run_dir is not None
+        with self.progress.phase("script") as ph:
+            self.session = ScriptSession(
+                script,
+                self.deployment.admin_addresses,
+                self.run_dir,
+                settle_timeout_s=spec.timeouts.quiescent_s,
+                on_poll=lambda _: self._check_brokers(),
+                on_op=lambda op: ph.update(op.describe()),
+            )
+            try:
+                result = self.session.run(spec.timeouts.run_s)
+            except ScriptFailed as e:
+                raise RunFailed(f"script: {e}", self.run_dir) from None
+            ph.update(", ".join(f"{v} {k}" for k, v in sorted(result.events.items())))
 
     def _workload_in_cluster(self, spec: Spec, scot: Any, run_id: str) -> None:
         """Locust as Kubernetes Jobs next to the brokers (clients dial in-cluster DNS names); the

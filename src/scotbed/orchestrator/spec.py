@@ -241,6 +241,11 @@ class CoveringSpec(_Block):
 
 
 class WorkloadSpec(_Block):
+    script: str | None = Field(
+        default=None,
+        description="scripted scenario (JSON Lines, DESIGN §8), relative to the spec file; "
+        "replaces the generated workload",
+    )
     schema_: Literal["stock"] = Field(
         default="stock", alias="schema", description="stock: 10 attributes per quote"
     )
@@ -535,6 +540,12 @@ def check_semantics(spec: Spec) -> None:
             f"at most {MAX_BROKERS} allowed"
         )
     w = spec.workload
+    from scotbed.orchestrator.scripted import unused_workload_keys
+
+    problems += [
+        f"workload.{k}: not used with workload.script (the script is the workload)"
+        for k in unused_workload_keys(spec)
+    ]
     p = w.placement
     if p.mode == "per-cluster":
         for k, c in enumerate(p.clusters or []):
