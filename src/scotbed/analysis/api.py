@@ -209,6 +209,10 @@ def _analyze(
             "false_positive_fraction": fpi / fwd if fwd else 0.0,
         }
 
+    from scotbed.analysis import links  # per-link accounting (links.py)
+
+    links_block, links_report = links.analyse(events, pub_times, run)
+
     stage("queues_load_traffic")
     deliv.write.mode("overwrite").parquet(str(out / "deliveries.parquet"))
     for name, df in tables_out.items():
@@ -231,6 +235,7 @@ def _analyze(
             "mean_final_size": float(tsizes["final_size"].mean()) if len(tsizes) else 0.0,
         },
         "traffic": traffic,
+        "links": links_block,
         "load": M.load_balance(load),
         "drops": M.drops(events),
         "correctness": correctness,
@@ -263,6 +268,7 @@ def _analyze(
         {
             "Per-broker load": load,
             "Matching and notification IMs per broker": tables_out["matching"],
+            **links_report,
             "Hops per delivery": hops,
             "Routing-table size per broker": tsizes,
             **(

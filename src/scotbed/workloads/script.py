@@ -48,6 +48,8 @@ KEYS: dict[str, frozenset[str]] = {
 }
 #: the client name of every scripted publication
 PUBLISHER = "script"
+#: under the run's ``workload/``: one line per executed operation with its start and end (ns)
+OPS_FILE = "script_ops.jsonl"
 
 
 class ScriptError(ValueError):

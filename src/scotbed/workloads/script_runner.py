@@ -38,10 +38,9 @@ import grpc
 from scotbed.broker.client import BrokerClient, SubscriptionStream
 from scotbed.broker.launcher import status_all, wait_quiescent
 from scotbed.workloads.records import JsonlWriter, ProcessRecords, merge_workload
-from scotbed.workloads.script import PUBLISHER, Op, Script
+from scotbed.workloads.script import OPS_FILE, PUBLISHER, Op, Script
 
 PROCESS = "script"
-OPS_FILE = "script_ops.jsonl"
 
 
 class ScriptFailed(RuntimeError):
