@@ -209,7 +209,7 @@ def _analyze(
             "false_positive_fraction": fpi / fwd if fwd else 0.0,
         }
 
-    from scotbed.analysis import links  # per-link accounting (links.py)
+    from scotbed.analysis import fidelity, links  # per-link accounting, realised selectivity
 
     links_block, links_report = links.analyse(events, pub_times, run)
 
@@ -236,6 +236,7 @@ def _analyze(
         },
         "traffic": traffic,
         "links": links_block,
+        "workload": fidelity.workload_block(run),
         "load": M.load_balance(load),
         "drops": M.drops(events),
         "correctness": correctness,

@@ -35,7 +35,7 @@ from scotbed.topology import Scot, placement
 from scotbed.workloads.covering import new_roots
 from scotbed.workloads.quotes import CsvReplay, GbmMarket, QuoteSource
 from scotbed.workloads.schema import get_schema
-from scotbed.workloads.subscriptions import generate, generate_covering
+from scotbed.workloads.subscriptions import Calibration, calibration_sample, generate, generate_covering
 
 PLAN_VERSION = 1
 HRP_SYMBOL = "_HRP{}"  # outside every market's tickers, so only interested subscribers match it
@@ -486,10 +486,14 @@ def build_plan(
             raise PlanError(f"{w}.placement: {e}") from None
 
     src = source.build()
+    # calibrate on streams as long as the publishers' own: a price drifts along a stream, so a
+    # filter calibrated on long streams matches short ones at another rate
+    per_pub = int(g.get("notifications_per_publisher", 200))
+    cal = Calibration.of(calibration_sample(src, seed, stream_length=per_pub if per_pub > 0 else 1000))
     if cov:
-        filters = list(generate_covering(src, n_sub, float(cov.get("degree", 30)), sel, seed).filters)
+        filters = list(generate_covering(src, n_sub, float(cov.get("degree", 30)), sel, seed, cal).filters)
     else:
-        filters = generate(src, n_sub, sel, seed)
+        filters = generate(src, n_sub, sel, seed, cal)
     rng = random.Random(f"plan:{seed}")
     subs: dict[str, list[tuple[str, Filter]]] = {
         n: [(f"sub-{n}-0", filters[k])] for k, n in enumerate(sub_names)

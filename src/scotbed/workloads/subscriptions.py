@@ -26,8 +26,9 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -76,6 +77,20 @@ class Columns:
 def selectivity(flt: Filter, quotes: Sequence[Quote]) -> float:
     """Fraction of ``quotes`` that ``flt`` matches, with the reference semantics of Filter.matches."""
     return sum(1 for q in quotes if flt.matches(q)) / len(quotes)
+
+
+def mean_selectivity(filters: Sequence[Filter], quotes: Sequence[Mapping[str, Any]]) -> float:
+    """The realised selectivity of a run: the mean over ``filters`` of the fraction of ``quotes``
+    each matches (0 without filters or quotes); matched with the counting engine."""
+    from scotbed.matching import make_matcher
+
+    if not filters or not quotes:
+        return 0.0
+    m = make_matcher("counting")
+    for k, f in enumerate(filters):
+        m.add(k, f)
+    hits = sum(len(m.match(q)) for q in quotes)
+    return hits / (len(filters) * len(quotes))
 
 
 def _round_out(attr: str, lo: float, hi: float) -> tuple[float | int, float | int]:
