@@ -20,6 +20,7 @@ from scotbed.analysis.links import messages, per_operation, read_ops
 from scotbed.broker.eventlog import read_events
 from scotbed.broker.launcher import LocalCluster
 from scotbed.broker.sim import SimNetwork
+from scotbed.orchestrator.backends.docker_engine import DockerEngine
 from scotbed.orchestrator.scripted import load_script
 from scotbed.orchestrator.spec import build_scot, load_spec
 from scotbed.topology import Scot
@@ -231,11 +232,23 @@ def test_the_simulator_gives_the_hand_derived_counts(name: str, routing: str) ->
     assert delivered == DELIVERIES[name]
 
 
+def counted(run_dir: Path) -> tuple[dict[int, Links], Counter[tuple[str, str]]]:
+    """Per script line the messages the brokers logged (``events/b-*.jsonl``), and the subscribers'
+    (pub_id, sub_id) receives."""
+    events = [e for f in sorted((run_dir / "events").glob("b-*.jsonl")) for e in read_events(f)]
+    ops = read_ops(run_dir / "workload" / OPS_FILE)
+    receives = Counter(
+        (e["pub_id"], e["sub_id"])
+        for e in read_events(run_dir / "events" / "script.jsonl")
+        if e["ev"] == "receive"
+    )
+    return per_operation(messages(events), ops), receives
+
+
 def play(
     scot: Scot, script: Script, routing: str, workdir: Path
 ) -> tuple[dict[int, Links], Counter[tuple[str, str]]]:
-    """The script on real broker processes; per line the messages the brokers logged, and the
-    (pub_id, sub_id) receives of the subscribers."""
+    """The script on real broker processes (their logs under ``workdir/events``)."""
     from scotbed.workloads.script_runner import ScriptSession
 
     cluster = LocalCluster.from_topology(
@@ -246,16 +259,9 @@ def play(
         try:
             session.run(timeout_s=300)
             cluster.flush_all()
-            events = [e for b in cluster.brokers for e in read_events(cluster.event_log(b))]
         finally:
             session.close()
-    ops = read_ops(workdir / "workload" / OPS_FILE)
-    receives = Counter(
-        (e["pub_id"], e["sub_id"])
-        for e in read_events(workdir / "events" / "script.jsonl")
-        if e["ev"] == "receive"
-    )
-    return per_operation(messages(events), ops), receives
+    return counted(workdir)
 
 
 @pytest.mark.slow
@@ -306,3 +312,24 @@ def test_a_scripted_run_end_to_end_reports_links_and_paths(
     report = (result.run_dir / "report.html").read_text()
     assert "Path of each publication" in report
     assert "b-v4-0→b-v3-0, b-v3-0→b-v2-0, b-v2-0→b-v1-0" in report  # p4
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_a_script_on_compose_sends_the_same_messages(
+    tmp_path: Path, engine: DockerEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The host-side driver reaches the containers over their published ports: path5 with rpf on
+    the compose backend gives the hand counts of every line and link, and every delivery once."""
+    from scotbed.orchestrator.backends.compose import BASE_IMAGE_OFFLINE
+    from scotbed.orchestrator.run import RunOptions, run_spec
+
+    if not engine.image_exists("scotbed-broker:0.1.0") and not engine.image_exists(BASE_IMAGE_OFFLINE):
+        pytest.skip("no broker image and no offline base image: run `make image OFFLINE=1`")
+    monkeypatch.setenv("SCOTBED_STATE_DIR", str(tmp_path / "state"))
+    options = RunOptions(backend="compose", analyse=False, quiet=True, out=tmp_path / "runs")
+    result = run_spec(SCENARIOS / "path5.yaml", ["routing=rpf"], options)
+    got, receives = counted(result.run_dir)
+    check(scenario("path5")[0], got, EXPECTED[("path5", "rpf")])
+    assert receives == Counter(DELIVERIES["path5"])
