@@ -138,3 +138,11 @@ def test_the_known_answer_specs_validate() -> None:
     for spec_path in sorted((ROOT / "experiments" / "known-answer").glob("*.yaml")):
         spec = load_spec(spec_path)
         assert load_script(spec, build_scot(spec)).ops, spec_path
+
+
+def test_a_standalone_compose_file_refuses_a_script(tmp_path: Path) -> None:
+    from scotbed.orchestrator.render.compose_standalone import standalone_plan
+
+    spec = load_spec(_spec(tmp_path, lines(SUB)))
+    with pytest.raises(SpecError, match=r"workload\.script: a scripted workload is played from the host"):
+        standalone_plan(spec, build_scot(spec), "r1")

@@ -150,15 +150,11 @@ def script_tables(msgs: Sequence[Message], ops: Sequence[ScriptOp]) -> dict[str,
 
 
 def summarise(
-    links_per_pub: Sequence[int], sub_msgs: int, unsub_msgs: int, subscribes: int, unsubscribes: int
+    per_pub: tuple[float, int], sub_msgs: int, unsub_msgs: int, subscribes: int, unsubscribes: int
 ) -> dict[str, Any]:
-    """The ``links`` block of summary.json."""
-    n = len(links_per_pub)
+    """The ``links`` block of summary.json; ``per_pub`` = (mean, max) links crossed per publication."""
     return {
-        "per_publication": {
-            "mean": sum(links_per_pub) / n if n else 0.0,
-            "max": max(links_per_pub, default=0),
-        },
+        "per_publication": {"mean": per_pub[0], "max": per_pub[1]},
         "subscription_messages": sub_msgs,
         "unsubscription_messages": unsub_msgs,
         "subscription_messages_per_subscribe": sub_msgs / subscribes if subscribes else 0.0,
@@ -193,11 +189,13 @@ def analyse(
         pub_times.select("pub_id")
         .distinct()
         .join(notif.groupBy("pub_id").agg(F.count("*").alias("links")), "pub_id", "left")
+        .agg(F.avg(F.coalesce("links", F.lit(0))), F.max(F.coalesce("links", F.lit(0))))
+        .first()
     )
-    links_per_pub = [int(r["links"] or 0) for r in per_pub.select("links").collect()]
+    mean_max = (float(per_pub[0] or 0.0), int(per_pub[1] or 0)) if per_pub else (0.0, 0)
     kinds = Counter({r["kind"]: int(r["count"]) for r in subs.groupBy("kind").count().collect()})
     ops = Counter(str(d.get("op")) for d in run.subscription_ops())
-    block = summarise(links_per_pub, kinds["sub"], kinds["unsub"], ops["subscribe"], ops["unsubscribe"])
+    block = summarise(mean_max, kinds["sub"], kinds["unsub"], ops["subscribe"], ops["unsubscribe"])
 
     script_ops = read_ops(run.path / "workload" / OPS_FILE)
     if not script_ops:

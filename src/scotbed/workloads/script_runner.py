@@ -107,7 +107,7 @@ class ScriptSession:
         try:
             self._call(self._play(), timeout_s)
         except TimeoutError:
-            raise ScriptFailed(f"the script did not end within {timeout_s:g} s") from None
+            raise ScriptFailed(f"the script did not end within {timeout_s} s") from None
         finally:
             self.records.flush()
             self.ops_log.flush()
