@@ -254,13 +254,15 @@ def play(
     cluster = LocalCluster.from_topology(
         scot, workdir, launcher={"stop_grace_s": 10.0}, routing=routing, matching="counting", log=FAST_LOG
     )
-    with cluster:
-        session = ScriptSession(script, cluster.addresses(), workdir, stable_s=0.2)
-        try:
+    session: ScriptSession | None = None
+    try:
+        with cluster:
+            session = ScriptSession(script, cluster.addresses(), workdir, stable_s=0.2)
             session.run(timeout_s=300)
             cluster.flush_all()
-        finally:
-            session.close()
+    finally:
+        if session is not None:
+            session.close()  # after the brokers stopped: a stopping broker does not unsubscribe
     return counted(workdir)
 
 

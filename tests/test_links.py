@@ -24,19 +24,23 @@ EVENTS = [
     ev(31, "b1", "unsub_out", "b2", sub_id="S"),
     ev(32, "b2", "unsub_out", "b3", sub_id="S"),
     ev(33, "b2", "sub_out", "b3", sub_id="T"),  # released by the unsubscription: its line's message
+    ev(41, "b2", "unsub_out", "b3", sub_id="T"),  # after the script (a stream closed at teardown)
 ]
 OPS = [
-    ScriptOp(3, "subscribe", "S", "b1", 10),
-    ScriptOp(4, "publish", "p", "b3", 20),
-    ScriptOp(5, "publish", "q", "b2", 25),
-    ScriptOp(7, "unsubscribe", "S", "b1", 30),
+    ScriptOp(3, "subscribe", "S", "b1", 10, 19),
+    ScriptOp(4, "publish", "p", "b3", 20, 24),
+    ScriptOp(5, "publish", "q", "b2", 25, 29),
+    ScriptOp(7, "unsubscribe", "S", "b1", 30, 40),
 ]
 
 
 def test_messages_are_attributed_to_the_line_that_started_before_them() -> None:
     msgs = messages(EVENTS)
     kinds = [(m.kind, m.id) for m in msgs]
-    assert kinds == [("sub", "S")] * 2 + [("notif", "p")] * 2 + [("unsub", "S")] * 2 + [("sub", "T")]
+    assert kinds == [("sub", "S")] * 2 + [("notif", "p")] * 2 + [("unsub", "S")] * 2 + [
+        ("sub", "T"),
+        ("unsub", "T"),
+    ]
     assert per_operation(msgs, OPS) == {
         3: Counter({("sub", "b1", "b2"): 1, ("sub", "b2", "b3"): 1}),
         4: Counter({("notif", "b3", "b2"): 1, ("notif", "b2", "b1"): 1}),

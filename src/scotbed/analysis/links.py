@@ -17,8 +17,9 @@ leaves counts as a subscription message).
 For a scripted run (``workload/script_ops.jsonl``, :mod:`scotbed.workloads.script_runner`)
 every message is attributed to the script line whose operation caused it: each line settles
 before the next starts, so a message logged from one line's start to the next line's start
-belongs to that line. The report then shows the messages of each line and the path each
-publication took.
+(for the last line: to the end of the script's final settle) belongs to that line; what the
+brokers log after the script (e.g. streams closed at teardown) belongs to no line. The report
+then shows the messages of each line and the path each publication took.
 
 The pure functions take event dicts (tests use them on real broker logs, no Spark); the
 analysis runs :func:`analyse` on the run's Spark events.
@@ -63,6 +64,7 @@ class ScriptOp:
     id: str
     broker: str
     start_ns: int
+    end_ns: int
 
 
 def messages(events: Iterable[Mapping[str, Any]]) -> list[Message]:
@@ -83,19 +85,21 @@ def read_ops(path: Path) -> list[ScriptOp]:
         return []
     docs = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     ops = [
-        ScriptOp(int(d["line"]), d["op"], d.get("id", ""), d.get("broker", ""), int(d["start_ns"]))
+        ScriptOp(int(d["line"]), d["op"], d["id"], d["broker"], int(d["start_ns"]), int(d["end_ns"]))
         for d in docs
     ]
     return sorted(ops, key=lambda o: o.start_ns)
 
 
 def attribute(msgs: Sequence[Message], ops: Sequence[ScriptOp]) -> list[int | None]:
-    """The script line of each message: the last operation that started before it was sent."""
+    """The script line of each message: the last operation that started before it was sent; none
+    before the first line or after the last line's end (the script's final settle)."""
     starts = [o.start_ns for o in ops]
     lines: list[int | None] = []
     for m in msgs:
         k = bisect.bisect_right(starts, m.ts_ns) - 1
-        lines.append(ops[k].line if k >= 0 else None)
+        after_end = k == len(ops) - 1 and m.ts_ns > ops[k].end_ns
+        lines.append(ops[k].line if k >= 0 and not after_end else None)
     return lines
 
 

@@ -13,8 +13,8 @@ the oracle need nothing special: ``events/script.jsonl`` (``subscribe``,
 ``unsubscribe``, ``publish``, ``receive``), ``workload/subscriptions.jsonl``
 and ``workload/publications.jsonl``; and ``workload/script_ops.jsonl``, one
 line per executed operation with its ``start_ns`` and ``end_ns`` (the end of
-its settle), so per-link accounting can attribute every inter-broker message
-to the line that caused it.
+its settle; for the last line, of the script's final settle), so per-link
+accounting can attribute every inter-broker message to the line that caused it.
 
 Subscription streams stay open after the script ends: a closed stream is an
 unsubscription, whose messages would land in the broker logs after the
@@ -150,6 +150,7 @@ class ScriptSession:
         missing = sorted({o.broker for o in self.script.ops if o.broker} - set(self.addresses))
         if missing:
             raise ScriptFailed(f"no address for broker(s) {', '.join(missing)}")
+        last: dict[str, Any] | None = None
         for op in self.script.ops:
             if self.on_op is not None:
                 self.on_op(op)
@@ -162,11 +163,13 @@ class ScriptSession:
                 raise ScriptFailed(f"{op.describe()}: {e.code().name}: {e.details()}") from None
             except TimeoutError:
                 raise ScriptFailed(f"{op.describe()}: the broker did not answer in time") from None
-            self.ops_log.write(
-                {"line": op.line, "op": op.op, "id": op.sub_id or op.pub_id, "broker": op.broker,
-                 "start_ns": start, "end_ns": time.time_ns()}
-            )  # fmt: skip
+            if last is not None:
+                self.ops_log.write(last)
+            last = {"line": op.line, "op": op.op, "id": op.sub_id or op.pub_id, "broker": op.broker,
+                    "start_ns": start, "end_ns": time.time_ns()}  # fmt: skip
         await self._settle(None)
+        if last is not None:  # the script's final settle ends the last line's messages
+            self.ops_log.write({**last, "end_ns": time.time_ns()})
         await self._await_deliveries()
         self._write_receives()
 
