@@ -37,7 +37,7 @@ from scotbed.workloads.covering import new_roots
 from scotbed.workloads.params import ChurnParams, HrpParams, UnsubBurstParams, WorkloadParams
 from scotbed.workloads.quotes import CsvReplay, GbmMarket, QuoteSource
 from scotbed.workloads.schema import get_schema
-from scotbed.workloads.subscriptions import generate, generate_covering
+from scotbed.workloads.subscriptions import run_filters
 
 PLAN_VERSION = 1
 HRP_SYMBOL = "_HRP{}"  # outside every market's tickers, so only interested subscribers match it
@@ -451,10 +451,8 @@ def build_plan(
     where_is = dict(hosts)
 
     src = source.build()
-    if g.covering is not None:
-        filters = list(generate_covering(src, g.subscribers, g.covering.degree, g.selectivity, seed).filters)
-    else:
-        filters = generate(src, g.subscribers, g.selectivity, seed)
+    degree = g.covering.degree if g.covering is not None else None
+    filters = run_filters(src, g.subscribers, g.selectivity, seed, g.notifications_per_publisher, degree)
     rng = random.Random(f"plan:{seed}")
     subs: dict[str, list[tuple[str, Filter]]] = {
         n: [(f"sub-{n}-0", filters[k])] for k, n in enumerate(sub_names)
