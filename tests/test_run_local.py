@@ -119,7 +119,10 @@ def test_covering_family_with_an_unsubscription_burst(routing: str, tmp_path: Pa
     assert n["missing"] == n["duplicates"] == n["false_positives"] == 0
     assert n["expected_deliveries"] > 0
     flooded = (subs["count"] + 1) * (7 - 1)  # what rpf sends: every (un)subscription to every broker
-    assert subs["ims_total"] < flooded, subs
+    # the active form has no such bound (covering.py): a subscription withdrawn by clean-up is sent
+    # again, as a subscription, when its coverer leaves (the run's end unsubscribes every coverer)
+    if routing != "covering-active":
+        assert subs["ims_total"] < flooded, subs
 
 
 def _cli(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:

@@ -30,6 +30,8 @@ PLAN = f"{WORKLOAD_DIR}/{PLAN_FILE}"
 WORKLOAD_KINDS = ("subscriptions", "publications")
 SUBSCRIPTIONS = f"{WORKLOAD_DIR}/subscriptions.jsonl"
 PUBLICATIONS = f"{WORKLOAD_DIR}/publications.jsonl"
+#: a scripted run's executed operations, one line each with its start and end (ns)
+SCRIPT_OPS = f"{WORKLOAD_DIR}/script_ops.jsonl"
 
 SUMMARY = f"{ANALYSIS_DIR}/summary.json"
 PLOTS_DIR = f"{ANALYSIS_DIR}/plots"

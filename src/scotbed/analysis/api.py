@@ -161,6 +161,7 @@ def _render(run: RunDir, summary: Summary, data: RunData) -> None:
         {
             "Per-broker load": t["load"],
             "Matching and notification IMs per broker": t["matching"],
+            **data.plot_data.get("script_tables", {}),
             "Hops per delivery": t["hops"],
             "Routing-table size per broker": t["table_sizes"],
             **traffic,

@@ -13,6 +13,7 @@ from collections.abc import Callable
 import pandas as pd
 from pyspark.sql import functions as F
 
+from scotbed.analysis import fidelity, links
 from scotbed.analysis import metrics as M
 from scotbed.analysis import summary as S
 from scotbed.analysis.context import RunData
@@ -143,6 +144,17 @@ def traffic_section(d: RunData) -> S.Traffic:
     )
 
 
+def links_section(d: RunData) -> S.Links:
+    """Per-link accounting; a scripted run's per-line tables go to the report (``plot_data``)."""
+    section, script_tables = links.analyse(d.events, d.pub_times, d.run)
+    d.plot_data["script_tables"] = script_tables
+    return section
+
+
+def workload_section(d: RunData) -> S.Workload:
+    return fidelity.workload_block(d.run)
+
+
 def load_section(d: RunData) -> S.Load:
     load = M.load_per_broker(d.node_facts, d.run.broker_ids())
     d.tables["load"] = load
@@ -162,6 +174,8 @@ SECTIONS: tuple[tuple[str, Callable[[RunData], S.Section]], ...] = (
     ("queues", queues_section),
     ("tables", tables_section),
     ("traffic", traffic_section),
+    ("links", links_section),
+    ("workload", workload_section),
     ("load", load_section),
     ("drops", drops_section),
     ("correctness", correctness_section),

@@ -125,6 +125,27 @@ class Drops:
         return dict(self.by_reason)
 
 
+@dataclass(frozen=True)
+class Links(Plain):
+    """Per-link accounting (:mod:`scotbed.analysis.links`): links crossed per publication, and the
+    (un)subscription messages per subscribe/unsubscribe operation."""
+
+    per_publication: dict[str, Any]
+    subscription_messages: int
+    unsubscription_messages: int
+    subscription_messages_per_subscribe: float
+    unsubscription_messages_per_unsubscribe: float
+
+
+@dataclass(frozen=True)
+class Workload(Plain):
+    """Workload fidelity (:mod:`scotbed.analysis.fidelity`): the realised selectivity next to its target."""
+
+    subscriptions: int
+    publications: int
+    selectivity: dict[str, Any]
+
+
 @dataclass
 class Summary:
     """Header fields, the sections by name (registry order) and the environment of the analysis."""

@@ -399,6 +399,8 @@ class Broker:
             link.queue.append(env)
             link.window_in += 1
             link.wake.set()
+            if ev != "notif_out":  # a decision on an unsubscription may send subscriptions, and back
+                ev = "sub_out" if isinstance(msg, Subscription) else "unsub_out"
             self.counters[ev] += 1
             if ev == NOTIF_OUT:
                 assert isinstance(msg, Publication)

@@ -44,8 +44,11 @@ from scotbed.orchestrator.backends.base import Backend, BackendError, Deployment
 from scotbed.orchestrator.images import BROKER_IMAGE, WORKLOAD_IMAGE
 from scotbed.orchestrator.locust_driver import HostLocust, WorkloadFailed
 from scotbed.orchestrator.progress import Phase, Progress, make_progress
+from scotbed.orchestrator.script_driver import HostScript
+from scotbed.orchestrator.scripted import load_script
 from scotbed.orchestrator.spec import Spec, build_scot, dump_spec, load_spec
 from scotbed.orchestrator.state import RunState
+from scotbed.workloads.script import Script
 
 VERSIONED = ("scotbed", "grpcio", "protobuf", "numpy", "locust", "pyspark", "pydantic", "kubernetes")
 
@@ -180,7 +183,7 @@ class Lifecycle:
         self.options = options
         self.progress = progress
         self.deployment: Deployment | None = None
-        self.locust: HostLocust | None = None
+        self.driver: HostLocust | HostScript | None = None  # the workload driver on this host
         self.run_dir: Path | None = None
         self.state: RunState | None = None
         self.collected = False
@@ -216,11 +219,15 @@ class Lifecycle:
         backend = make_backend(backend_name, self.options, self.progress)
         with self.progress.phase("render") as ph:
             configs = deploy_plan.deployed_configs(spec, scot, backend.addressing(run_id), run_id)
-            plan = deploy_plan.workload_plan(spec, scot, {c.id: c.listen for c in configs}, run_id=run_id)
-            ph.update(
-                f"{len(configs)} broker configs, {plan.subscription_count()} subscriptions, "
-                f"{len(plan.publishers)} publishers"
-            )
+            script = load_script(spec, scot) if spec.workload.script is not None else None
+            if script is not None:
+                ph.update(f"{len(configs)} broker configs, {script.summary()}")
+            else:
+                plan = deploy_plan.workload_plan(spec, scot, {c.id: c.listen for c in configs}, run_id=run_id)
+                ph.update(
+                    f"{len(configs)} broker configs, {plan.subscription_count()} subscriptions, "
+                    f"{len(plan.publishers)} publishers"
+                )
 
         with self.progress.phase("deploy") as ph:
             ph.update(f"starting {len(configs)} brokers ({backend_name})")
@@ -241,7 +248,9 @@ class Lifecycle:
         with self.progress.phase("ready") as ph:
             self._wait_healthy(spec.timeouts.ready_s, ph)
 
-        if self.deployment.in_cluster_workload:
+        if script is not None:
+            self._workload_scripted(spec, script)
+        elif self.deployment.in_cluster_workload:
             self._workload_in_cluster(spec, scot, run_id)
         else:
             self._workload_on_host(spec, scot, run_id)
@@ -312,7 +321,7 @@ class Lifecycle:
 
     def _drive_locust(self, spec: Spec, scot: Any, run_id: str) -> None:
         assert self.run_dir is not None and self.state is not None
-        locust = self.locust = HostLocust(self.run_dir, self.state, self.options.workers, self._check_brokers)
+        locust = self.driver = HostLocust(self.run_dir, self.state, self.options.workers, self._check_brokers)
         with self.progress.phase("subscribe") as ph:
             plan = self._plan(spec, scot, run_id, "file")
             n = locust.start(
@@ -333,6 +342,23 @@ class Lifecycle:
             ph.update(
                 f"{result.events.get('publish', 0)} published, {result.events.get('receive', 0)} received"
             )
+
+    def _workload_scripted(self, spec: Spec, script: Script) -> None:
+        """The script's operations from this host (:mod:`.script_driver`), each followed by its settle."""
+        assert self.deployment is not None and self.run_dir is not None
+        driver = self.driver = HostScript(self.run_dir, self._check_brokers)
+        with self.progress.phase("script") as ph:
+            try:
+                result = driver.play(
+                    script,
+                    self.deployment.admin_addresses,
+                    spec.timeouts.quiescent_s,
+                    spec.timeouts.run_s,
+                    ph,
+                )
+            except WorkloadFailed as e:
+                raise RunFailed(str(e), self.run_dir) from None
+            ph.update(", ".join(f"{v} {k}" for k, v in sorted(result.events.items())))
 
     def _workload_in_cluster(self, spec: Spec, scot: Any, run_id: str) -> None:
         """Locust as Kubernetes Jobs next to the brokers (clients dial in-cluster DNS names); the
@@ -429,12 +455,12 @@ class Lifecycle:
                     self.progress.warn(f"{what}: {e}")
 
     def _stop_workload(self) -> None:
-        if self.locust is not None:
-            self.locust.stop()
+        if self.driver is not None:
+            self.driver.stop()
 
     def _collect_after_failure(self) -> None:
         self._collect()
-        if self.run_dir is not None and self.locust is not None and self.locust.started:
+        if self.run_dir is not None and self.driver is not None and self.driver.started:
             from scotbed.workloads.records import merge_workload
 
             merge_workload(self.run_dir)

@@ -291,6 +291,11 @@ class WorkloadSpec(_Block):
     drain_s: float = Field(
         default=2.0, ge=0, description="seconds the workload waits for deliveries after its last publication"
     )
+    script: str | None = Field(
+        default=None,
+        description="scripted scenario (JSON Lines, DESIGN §8), relative to the spec file; "
+        "replaces the generated workload",
+    )
 
     @field_serializer("placement")
     def _dump_placement(self, p: PlacementSpec) -> Any:
@@ -299,7 +304,7 @@ class WorkloadSpec(_Block):
     def params(self, base_dir: Path) -> wp.WorkloadParams:
         """The typed parameters the plan builder takes; CSV files resolved against ``base_dir``.
         Placement is not part of them: the orchestrator places the clients."""
-        blocks = {"placement", "schema_", "gryphon", "csv", "covering", "hrp", "churn", "unsub_burst"}
+        blocks = {"script", "placement", "schema_", "gryphon", "csv", "covering", "hrp", "churn", "unsub_burst"}
         d = self.model_dump(exclude=blocks)
         gryphon = self.gryphon or (GryphonWorkloadSpec() if self.schema_ == "gryphon" else None)
         return wp.WorkloadParams(
@@ -497,6 +502,12 @@ def check_semantics(spec: Spec) -> None:
             f"at most {MAX_BROKERS} allowed"
         )
     w = spec.workload
+    from scotbed.orchestrator.scripted import unused_workload_keys
+
+    problems += [
+        f"workload.{k}: not used with workload.script (the script is the workload)"
+        for k in unused_workload_keys(spec)
+    ]
     p = w.placement
     if p.mode == "per-cluster":
         for k, c in enumerate(p.clusters or []):

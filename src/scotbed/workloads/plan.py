@@ -39,7 +39,7 @@ from scotbed.workloads.covering import new_roots
 from scotbed.workloads.params import ChurnParams, GryphonParams, HrpParams, UnsubBurstParams, WorkloadParams
 from scotbed.workloads.quotes import CsvReplay, GbmMarket, QuoteSource
 from scotbed.workloads.schema import get_schema
-from scotbed.workloads.subscriptions import generate, generate_covering
+from scotbed.workloads.subscriptions import run_filters
 
 PLAN_VERSION = 1
 HRP_SYMBOL = "_HRP{}"  # outside every market's tickers, so only interested subscribers match it
@@ -301,13 +301,10 @@ def build_plan(
     if g.gryphon is not None:
         subs = _gryphon_subscriptions(g.gryphon, brokers, sub_names, where_is, seed)
     else:
-        src = source.build()
-        if g.covering is not None:
-            filters = list(
-                generate_covering(src, g.subscribers, g.covering.degree, g.selectivity, seed).filters
-            )
-        else:
-            filters = generate(src, g.subscribers, g.selectivity, seed)
+        degree = g.covering.degree if g.covering is not None else None
+        filters = run_filters(
+            source.build(), g.subscribers, g.selectivity, seed, g.notifications_per_publisher, degree
+        )
         subs = {n: [(f"sub-{n}-0", filters[k])] for k, n in enumerate(sub_names)}
     rng = random.Random(f"plan:{seed}")
     actions: dict[str, list[Action]] = {n: [] for n in sub_names}

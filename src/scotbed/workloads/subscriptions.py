@@ -26,8 +26,9 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -76,6 +77,20 @@ class Columns:
 def selectivity(flt: Filter, quotes: Sequence[Quote]) -> float:
     """Fraction of ``quotes`` that ``flt`` matches, with the reference semantics of Filter.matches."""
     return sum(1 for q in quotes if flt.matches(q)) / len(quotes)
+
+
+def mean_selectivity(filters: Sequence[Filter], quotes: Sequence[Mapping[str, Any]]) -> float:
+    """The realised selectivity of a run: the mean over ``filters`` of the fraction of ``quotes``
+    each matches (0 without filters or quotes); matched with the counting engine."""
+    from scotbed.matching import make_matcher
+
+    if not filters or not quotes:
+        return 0.0
+    m = make_matcher("counting")
+    for k, f in enumerate(filters):
+        m.add(k, f)
+    hits = sum(len(m.match(q)) for q in quotes)
+    return hits / (len(filters) * len(quotes))
 
 
 def _round_out(attr: str, lo: float, hi: float) -> tuple[float | int, float | int]:
@@ -328,3 +343,16 @@ def generate_covering(
     for f in filters:
         source.schema.check_filter(f)
     return CoveringSet(tuple(filters), tuple(parent))
+
+
+def run_filters(
+    source: QuoteSource, n: int, selectivity: float, seed: int, per_publisher: int, degree: float | None
+) -> list[Filter]:
+    """A run's ``n`` filters (covering families when ``degree`` is set), calibrated on streams as long
+    as the publishers' own (``per_publisher`` quotes): a price drifts along a stream, so a filter
+    calibrated on long streams matches short ones at another rate."""
+    stream = per_publisher if per_publisher > 0 else 1000
+    cal = Calibration.of(calibration_sample(source, seed, stream_length=stream))
+    if degree is not None:
+        return list(generate_covering(source, n, degree, selectivity, seed, cal).filters)
+    return generate(source, n, selectivity, seed, cal)

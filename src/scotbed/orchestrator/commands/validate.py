@@ -23,18 +23,24 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     spec = load(args)
     scot = build_scot(spec)
-    plan = client_plan(spec, scot)
     # the placeholder addresses exercise every per-broker check the real backends hit
     placeholder = {b.id: f"{b.id}:1" for b in scot.brokers}
     broker_configs(spec, scot, placeholder)
-    workload_plan(spec, scot, placeholder)  # generates the subscriptions: catches what only data shows
+    if spec.workload.script is not None:
+        from scotbed.orchestrator.scripted import load_script
+
+        workload = load_script(spec, scot).summary()
+    else:
+        plan = client_plan(spec, scot)
+        workload_plan(spec, scot, placeholder)  # generates the subscriptions: catches what only data shows
+        hrp = ", 1 HRP" if plan.hrp else ""
+        workload = f"{len(plan.subscribers)} subscribers, {len(plan.publishers)} publishers{hrp}"
     if args.resolved:
         sys.stdout.write(dump_spec(spec))
         return 0
     s = scot.summary()
     print(
         f"ok: {spec.name}: {s['kind']} {s['acyclic']} × K{s['connectivity']} ({s['brokers']} brokers), "
-        f"routing {spec.routing}, matching {spec.matching}, {len(plan.subscribers)} subscribers, "
-        f"{len(plan.publishers)} publishers{', 1 HRP' if plan.hrp else ''}, backend {spec.backend}"
+        f"routing {spec.routing}, matching {spec.matching}, {workload}, backend {spec.backend}"
     )
     return 0

@@ -30,7 +30,7 @@ from scotbed.config import BrokerConfig
 from scotbed.orchestrator import plan as deploy_plan
 from scotbed.orchestrator.render import compose as render
 from scotbed.orchestrator.render import to_yaml, write_brokers_json
-from scotbed.orchestrator.spec import Spec
+from scotbed.orchestrator.spec import Spec, SpecError
 from scotbed.workloads import plan as wplan
 from scotbed.workloads.entry import LOCUSTFILE, PLAN_ENV, RUN_DIR_ENV
 
@@ -73,6 +73,11 @@ def standalone_configs(spec: Spec, scot: topo.Scot, run_id: str) -> list[BrokerC
 
 def standalone_plan(spec: Spec, scot: topo.Scot, run_id: str) -> wplan.Plan:
     """The workload plan with service-name broker addresses; the master releases the publishers."""
+    if spec.workload.script is not None:
+        raise SpecError(
+            "workload.script: a scripted workload is played from the host by `scotbed run`; "
+            "a standalone compose file carries a generated (Locust) workload"
+        )
     addressing = render.addressing()
     addresses = addressing.of(addressing.dial, scot)
     plan: wplan.Plan = deploy_plan.workload_plan(spec, scot, addresses, run_id=run_id, release_mode="auto")

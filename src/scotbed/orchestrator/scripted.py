@@ -1,0 +1,44 @@
+"""The spec side of scripted scenarios (``workload: {script: FILE}``, DESIGN §8).
+
+A script is read relative to the spec file and checked against the overlay
+(broker ids) while the spec is validated, so a bad line is a spec error
+(exit 2) before anything deploys. The run plays it from the orchestrator's
+host over the addresses the deployment exposes to the host (the admin
+addresses: local processes, compose's published ports, Kubernetes
+port-forwards; a broker serves clients and Admin on one port).
+"""
+
+from __future__ import annotations
+
+from scotbed import topology as topo
+from scotbed.orchestrator.spec import Spec, SpecError
+from scotbed.workloads.script import Script, ScriptError, parse
+
+KEY = "workload.script"
+
+
+def load_script(spec: Spec, scot: topo.Scot) -> Script:
+    """The spec's script, checked against ``scot``; a :class:`SpecError` names the file and line."""
+    name = spec.workload.script
+    if name is None:
+        raise SpecError(f"{KEY}: the spec has no script")
+    path = (spec.base_dir / name).resolve()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise SpecError(f"{KEY}: cannot read {str(path)!r}: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise SpecError(f"{KEY}: {path}: not UTF-8 text: {e.reason}") from None
+    try:
+        return parse(text, [b.id for b in scot.brokers], source=name)
+    except ScriptError as e:
+        raise SpecError(f"{KEY}: {e}") from None
+
+
+def unused_workload_keys(spec: Spec) -> list[str]:
+    """Workload keys a script makes meaningless, when the spec sets them too."""
+    w = spec.workload
+    if w.script is None:
+        return []
+    fields = type(w).model_fields
+    return sorted((fields[n].alias or n) for n in w.model_fields_set if n != "script")

@@ -1,0 +1,87 @@
+"""Workload fidelity: a short run's realised selectivity is the one its spec asks for (issue 11).
+
+Realised selectivity = the mean over subscriptions of the fraction of the run's publications each
+matches. The publications are the ones the run's publishers issue: publisher p sends the first
+``count`` quotes of its source's stream ``seed`` (scotbed.workloads.users.Publisher).
+"""
+
+from __future__ import annotations
+
+import json
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+import pytest
+from workload_plans import plan_for
+
+from scotbed import topology
+from scotbed.analysis.fidelity import workload_block
+from scotbed.analysis.rundir import RunDir
+from scotbed.filters import Filter
+from scotbed.workloads.plan import Plan
+from scotbed.workloads.subscriptions import mean_selectivity, selectivity
+
+SCOT = topology.tree(topology.path(3))
+ADDR = {b.id: f"{b.id}:1" for b in SCOT.brokers}
+
+
+def published(plan: Plan) -> list[dict[str, Any]]:
+    sources = plan.sources()
+    return [q for p in plan.publishers for q in islice(sources[p.name].stream(p.seed), p.count)]
+
+
+def realised(workload: dict[str, Any], seed: int) -> float:
+    plan = plan_for(workload, SCOT, ADDR, seed=seed)
+    filters = [f for s in plan.subscribers for _, f in s.subscriptions]
+    return mean_selectivity(filters, published(plan))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3, 4])
+def test_three_publishers_of_40_realise_the_target_within_20_percent(seed: int) -> None:
+    workload = {"selectivity": 0.05, "publishers": 3, "notifications_per_publisher": 40, "subscribers": 60}
+    assert 0.04 <= realised(workload, seed) <= 0.06
+
+
+def test_covering_children_are_calibrated_on_the_run_stream_length_too() -> None:
+    workload = {
+        "selectivity": 0.05,
+        "publishers": 3,
+        "notifications_per_publisher": 40,
+        "subscribers": 60,
+        "covering": {"degree": 2},
+    }
+    plan = plan_for(workload, SCOT, ADDR, seed=1)
+    quotes = published(plan)
+    filters = [f for s in plan.subscribers for _, f in s.subscriptions]
+    kids = [f for f in filters if any(g != f and g.covers(f) for g in filters)]  # roots are wider
+    assert len(kids) >= 30
+    assert 0.04 <= mean_selectivity(kids, quotes) <= 0.06
+
+
+def test_mean_selectivity_is_the_mean_of_each_filter_selectivity() -> None:
+    quotes = [{"x": v, "s": "AB" if v % 2 else "CD"} for v in range(20)]
+    filters = [Filter.parse("x < 5"), Filter.parse('s prefix "A"'), Filter.parse("x between [100, 200]")]
+    expected = sum(selectivity(f, quotes) for f in filters) / len(filters)
+    assert mean_selectivity(filters, quotes) == pytest.approx(expected) == pytest.approx((5 + 10 + 0) / 60)
+    assert mean_selectivity([], quotes) == 0.0
+
+
+def test_the_summary_block_reads_the_run_workload_files(tmp_path: Path) -> None:
+    (tmp_path / "workload").mkdir()
+    (tmp_path / "spec.resolved.yaml").write_text("workload: {selectivity: 0.25}\n")
+    subs = [
+        {"ts_ns": 1, "op": "subscribe", "sub_id": "a", "filter": Filter.parse("x < 2").to_json()},
+        {"ts_ns": 2, "op": "subscribe", "sub_id": "b", "filter": Filter.parse("x >= 3").to_json()},
+        {"ts_ns": 3, "op": "unsubscribe", "sub_id": "a", "filter": Filter.parse("x < 2").to_json()},
+    ]
+    pubs = [{"ts_ns": 9, "pub_id": f"p{v}", "attrs": {"x": v}} for v in range(4)]
+    (tmp_path / "workload" / "subscriptions.jsonl").write_text("".join(json.dumps(d) + "\n" for d in subs))
+    (tmp_path / "workload" / "publications.jsonl").write_text("".join(json.dumps(d) + "\n" for d in pubs))
+    block = workload_block(RunDir(tmp_path))
+    # a matches x=0,1 (2/4), b matches x=3 (1/4): mean 3/8, whenever they were issued
+    assert block.to_json() == {
+        "subscriptions": 2,
+        "publications": 4,
+        "selectivity": {"target": 0.25, "realised": 0.375},
+    }
