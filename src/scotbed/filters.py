@@ -74,6 +74,8 @@ class Predicate:
                 or _is_number(v[0]) != _is_number(v[1])
             ):
                 raise FilterError(f"{where}: 'between' needs [lo, hi] of one type, got {v!r}")
+            if any(isinstance(x, float) and math.isnan(x) for x in v):
+                raise FilterError(f"{where}: NaN is not a comparable value")
             if v[0] > v[1]:
                 raise FilterError(f"{where}: 'between' needs lo <= hi, got {list(v)!r}")
             object.__setattr__(self, "value", (v[0], v[1]))

@@ -10,6 +10,7 @@ message type, counted through ``on_malformed``, and nothing is logged.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -36,48 +37,61 @@ def _decoder(cls: Any) -> Callable[[bytes], Any]:
     return decode
 
 
+def _wrap(fn: Any, check: Callable[[Any, Any], Any]) -> Any:
+    """``fn`` with ``check(request, context)`` first, keeping its kind (coroutine or async generator)."""
+    if inspect.isasyncgenfunction(fn):
+
+        async def gen(request: Any, context: Any) -> AsyncIterator[Any]:
+            async for reply in fn(await check(request, context), context):
+                yield reply
+
+        return gen
+
+    async def coro(request: Any, context: Any) -> Any:
+        return await fn(await check(request, context), context)
+
+    return coro
+
+
 def _handler(fn: Any, method: MethodDescriptor, on_malformed: Callable[[], None]) -> grpc.RpcMethodHandler:
     req_cls, resp_cls = GetMessageClass(method.input_type), GetMessageClass(method.output_type)
     kw = {"request_deserializer": _decoder(req_cls), "response_serializer": resp_cls.SerializeToString}
 
-    async def refuse(request: Any, context: Any) -> None:
+    async def refuse(request: Any, context: Any) -> Any:
         if isinstance(request, Malformed):
             on_malformed()
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, request.text)
+        return request
 
     async def checked(requests: AsyncIterator[Any], context: Any) -> AsyncIterator[Any]:
         async for request in requests:
-            await refuse(request, context)
-            yield request
+            yield await refuse(request, context)
 
+    async def checked_stream(requests: AsyncIterator[Any], context: Any) -> AsyncIterator[Any]:
+        return checked(requests, context)
+
+    if method.client_streaming and method.server_streaming:
+        return grpc.stream_stream_rpc_method_handler(_wrap(fn, checked_stream), **kw)
     if method.client_streaming:
-
-        async def stream_in(requests: AsyncIterator[Any], context: Any) -> AsyncIterator[Any]:
-            async for reply in fn(checked(requests, context), context):
-                yield reply
-
-        if method.server_streaming:
-            return grpc.stream_stream_rpc_method_handler(stream_in, **kw)
-        raise NotImplementedError(f"{method.full_name}: client-streaming unary replies are not used")
+        return grpc.stream_unary_rpc_method_handler(_wrap(fn, checked_stream), **kw)
     if method.server_streaming:
+        return grpc.unary_stream_rpc_method_handler(_wrap(fn, refuse), **kw)
+    return grpc.unary_unary_rpc_method_handler(_wrap(fn, refuse), **kw)
 
-        async def stream_out(request: Any, context: Any) -> AsyncIterator[Any]:
-            await refuse(request, context)
-            async for reply in fn(request, context):
-                yield reply
 
-        return grpc.unary_stream_rpc_method_handler(stream_out, **kw)
-
-    async def unary(request: Any, context: Any) -> Any:
-        await refuse(request, context)
-        return await fn(request, context)
-
-    return grpc.unary_unary_rpc_method_handler(unary, **kw)
+def _implemented(servicer: Any, name: str) -> bool:
+    """False for a method the servicer inherits from a generated base (it only raises)."""
+    fn = getattr(type(servicer), name, None)
+    return fn is not None and not getattr(fn, "__module__", "").endswith("_pb2_grpc")
 
 
 def add_service(
     server: grpc.aio.Server, servicer: Any, service: ServiceDescriptor, on_malformed: Callable[[], None]
 ) -> None:
-    """Register ``servicer`` (an object with one coroutine per method of ``service``)."""
-    handlers = {m.name: _handler(getattr(servicer, m.name), m, on_malformed) for m in service.methods}
+    """Register ``servicer``'s methods of ``service``; one it does not implement answers UNIMPLEMENTED."""
+    handlers = {
+        m.name: _handler(getattr(servicer, m.name), m, on_malformed)
+        for m in service.methods
+        if _implemented(servicer, m.name)
+    }
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service.full_name, handlers),))

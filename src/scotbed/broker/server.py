@@ -13,6 +13,7 @@ bytes that do not decode are refused by :mod:`scotbed.broker.guard` (counted).
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -123,19 +124,36 @@ class AdminService(pbg.AdminServicer):
     async def Flush(self, request: pb.FlushRequest, context: Any) -> pb.FlushReply:
         return pb.FlushReply(events_written=self.broker.events.flush())
 
+    async def _refuse(self, context: Any, code: grpc.StatusCode, text: str) -> None:
+        self.broker.counters["rejected"] += 1
+        await context.abort(code, text)
+
     async def Drain(self, request: pb.DrainRequest, context: Any) -> pb.DrainReply:
+        if not (math.isfinite(request.timeout_s) and request.timeout_s >= 0):
+            await self._refuse(
+                context,
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"timeout_s must be finite, >= 0: {request.timeout_s}",
+            )
         ok = await self.broker.wait_quiescent(request.timeout_s or 10.0)
         self.broker.events.flush()
         return pb.DrainReply(quiescent=ok)
 
     async def SetLinkCapacity(self, request: pb.LinkCapacityRequest, context: Any) -> pb.LinkCapacityReply:
-        if request.capacity_msgs_per_s < 0:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "capacity_msgs_per_s must be >= 0")
+        capacity = request.capacity_msgs_per_s
+        if not (math.isfinite(capacity) and capacity >= 0):
+            await self._refuse(
+                context,
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"capacity_msgs_per_s must be finite, >= 0: {capacity}",
+            )
         try:
-            self.broker.set_capacity(request.neighbour, request.capacity_msgs_per_s)
+            self.broker.set_capacity(request.neighbour, capacity)
         except KeyError:
-            await context.abort(
-                grpc.StatusCode.NOT_FOUND, f"{request.neighbour!r} is not a neighbour of {self.broker.id}"
+            await self._refuse(
+                context,
+                grpc.StatusCode.NOT_FOUND,
+                f"{request.neighbour!r} is not a neighbour of {self.broker.id}",
             )
         return pb.LinkCapacityReply()
 

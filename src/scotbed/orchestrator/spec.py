@@ -35,6 +35,7 @@ from pydantic import (
 )
 
 from scotbed import topology as topo
+from scotbed import yamlload
 from scotbed.config import ROUTING_ALGORITHMS
 
 #: routing algorithms that need a SCOT with at least two clusters (CBV, iCOLs)
@@ -54,7 +55,8 @@ class SpecError(ValueError):
 
 
 class _Block(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    # strict: no bool -> int, no "3" -> 3; allow_inf_nan=False: every number is finite
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True, allow_inf_nan=False)
 
 
 # --- topology ---------------------------------------------------------------------------------
@@ -250,7 +252,7 @@ class WorkloadSpec(_Block):
         default=None,
         description="daily-quote CSV files to replay instead of the synthetic market (relative to the spec)",
     )
-    subscribers: int = Field(default=60, ge=0, description="subscriber clients, one subscription each")
+    subscribers: int = Field(default=60, ge=1, description="subscriber clients, one subscription each")
     selectivity: float = Field(
         default=0.02, gt=0, le=1, description="expected fraction of notifications a filter matches"
     )
@@ -348,9 +350,9 @@ def apply_sets(doc: dict[str, Any], sets: Iterable[str]) -> dict[str, Any]:
         if not sep or not key or any(not part for part in key.split(".")):
             raise SpecError(f"--set {item!r}: expected key.path=value, e.g. workload.subscribers=100")
         try:
-            value = yaml.safe_load(raw) if raw.strip() else ""
-        except yaml.YAMLError as e:
-            raise SpecError(f"--set {key}: cannot parse {raw!r} as a YAML value: {e}") from None
+            value = yamlload.loads(raw, f"--set {key}") if raw.strip() else ""
+        except yamlload.YamlError as e:
+            raise SpecError(f"cannot parse {raw!r} as a YAML value: {e}") from None
         parts = key.split(".")
         node: Any = out
         for depth, part in enumerate(parts[:-1]):
@@ -389,17 +391,9 @@ def parse_spec(
 def load_spec(path: str | Path, sets: Iterable[str] = ()) -> Spec:
     p = Path(path)
     try:
-        text = p.read_text()
-    except FileNotFoundError:
-        raise SpecError(f"{p}: no such spec file") from None
-    except IsADirectoryError:
-        raise SpecError(f"{p}: is a directory, not a spec file") from None
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"{p}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(p)
-        raise SpecError(f"{where}: not valid YAML: {getattr(e, 'problem', None) or e}") from None
+        doc = yamlload.load(p, "spec file")
+    except yamlload.YamlError as e:
+        raise SpecError(str(e)) from None
     return parse_spec(doc, sets, base_dir=p.resolve().parent, source=str(p))
 
 
