@@ -92,3 +92,16 @@ def test_a_campaign_whose_cells_all_fail_prints_why_and_exits_3(tmp_path: Path) 
     warnings = [line for line in proc.stderr.splitlines() if line.startswith("warning: routing=")]
     assert len(warnings) == 2 and all("deploy" in w for w in warnings), proc.stderr
     assert "no cell finished (2 failed)" in proc.stderr
+
+
+@pytest.mark.parametrize("where", ["file", "unwritable"])
+def test_an_unusable_out_is_a_one_line_error_exit_2(tmp_path: Path, where: str) -> None:
+    out = tmp_path / "out"
+    out.write_text("not a directory")
+    if where == "unwritable":
+        out = Path("/sys/scotbed-out")  # sysfs refuses new directories, even to root
+    campaign = _write(tmp_path, "name: t\nbase: BASE\nmatrix: {routing: [snr]}\n")
+    for cmd in (["run", str(QUICKSTART)], ["campaign", str(campaign)]):
+        proc = _cli(*cmd, "--out", str(out), "--quiet")
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+        assert proc.stderr.count("\n") == 1 and f"--out {out}" in proc.stderr, proc.stderr

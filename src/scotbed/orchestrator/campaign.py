@@ -255,6 +255,7 @@ def run_campaign(
 def main(args: Any) -> int:
     """`scotbed campaign CAMPAIGN.yaml [--backend B] [--out DIR]`."""
     from scotbed.orchestrator.commands import CommandError
+    from scotbed.orchestrator.outdir import writable_dir
     from scotbed.orchestrator.progress import make_progress
     from scotbed.orchestrator.run import RunFailed, SignalGuard, options_from_args, run_spec
 
@@ -262,6 +263,7 @@ def main(args: Any) -> int:
         campaign = load_campaign(args.campaign)
     except CampaignError as e:
         raise CommandError(str(e)) from None
+    writable_dir(Path(args.out))
     progress = make_progress(getattr(args, "quiet", False), getattr(args, "log_json", False))
     backend = args.backend or campaign.backend
 

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 
 from scotbed.config import ConfigError
 from scotbed.filters import FilterError
+from scotbed.orchestrator import interrupts
 from scotbed.orchestrator.commands import CommandError
 from scotbed.orchestrator.run import Terminated
 from scotbed.orchestrator.spec import SpecError
@@ -82,6 +83,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Terminated:
         print(f"scotbed {args.command}: terminated (SIGTERM)", file=sys.stderr)
         return 143
+    except Exception as e:
+        code = interrupts.exit_code()  # an error while unwinding from a signal (Py4JError from Spark's stop)
+        if code is not None:
+            print(f"scotbed {args.command}: {interrupts.WORDS[code]}", file=sys.stderr)
+            return code
+        if isinstance(e, OSError):  # the host refused something mid-command (disk full, permissions)
+            print(f"scotbed {args.command}: failed: {e}", file=sys.stderr)
+            return 3
+        raise
 
 
 if __name__ == "__main__":

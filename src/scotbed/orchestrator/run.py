@@ -38,8 +38,10 @@ from typing import Any, Literal
 
 import yaml
 
+from scotbed.orchestrator import interrupts
 from scotbed.orchestrator import plan as deploy_plan
 from scotbed.orchestrator.backends.base import Backend, BackendError, Deployment, DeployRequest
+from scotbed.orchestrator.outdir import writable_dir
 from scotbed.orchestrator.progress import Phase, Progress, make_progress
 from scotbed.orchestrator.spec import Spec, build_scot, dump_spec, load_spec
 from scotbed.orchestrator.state import RunState
@@ -154,12 +156,20 @@ class SignalGuard:
 
     def __enter__(self) -> SignalGuard:
         self._old = signal.getsignal(signal.SIGTERM)
+        self._old_int = signal.getsignal(signal.SIGINT)
 
         def handler(signum: int, frame: Any) -> None:
+            interrupts.note(signum)
             raise Terminated()
+
+        def int_handler(signum: int, frame: Any) -> None:
+            interrupts.note(signum)
+            raise KeyboardInterrupt
 
         try:
             signal.signal(signal.SIGTERM, handler)
+            if self._old_int is signal.default_int_handler:
+                signal.signal(signal.SIGINT, int_handler)
             self._installed = True
         except ValueError:  # not the main thread: leave signals alone
             self._installed = False
@@ -168,6 +178,7 @@ class SignalGuard:
     def __exit__(self, *exc: object) -> None:
         if self._installed:
             signal.signal(signal.SIGTERM, self._old)
+            signal.signal(signal.SIGINT, self._old_int)
 
 
 class Lifecycle:
@@ -560,10 +571,13 @@ def options_from_args(args: Any, **overrides: Any) -> RunOptions:
 
 def main(args: Any) -> int:
     options = options_from_args(args)
+    writable_dir(options.out)
     progress = make_progress(options.quiet, options.log_json)
     try:
         result = run_spec(args.spec, args.sets, options, progress)
     except RunFailed as e:
+        if interrupts.exit_code() is not None:
+            raise
         print(f"scotbed run: failed: {e}", file=sys.stderr)
         if e.run_dir is not None:
             print(f"scotbed run: the partial run directory is kept: {e.run_dir}", file=sys.stderr)
