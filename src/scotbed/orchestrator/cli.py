@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from scotbed.config import ConfigError
 from scotbed.filters import FilterError
 from scotbed.orchestrator import interrupts
+from scotbed.orchestrator.backends.capacity import CapacityError
 from scotbed.orchestrator.commands import CommandError
 from scotbed.orchestrator.run import Terminated
 from scotbed.orchestrator.spec import SpecError
@@ -32,6 +33,7 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
     ConfigError,
     FilterError,
     CommandError,
+    CapacityError,
 )
 
 
