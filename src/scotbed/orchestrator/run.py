@@ -38,7 +38,7 @@ from typing import Any, Literal
 
 import yaml
 
-from scotbed.orchestrator import interrupts
+from scotbed.orchestrator import interrupts, schedule
 from scotbed.orchestrator import plan as deploy_plan
 from scotbed.orchestrator.backends.base import Backend, BackendError, Deployment, DeployRequest
 from scotbed.orchestrator.outdir import writable_dir
@@ -256,11 +256,15 @@ class Lifecycle:
 
         with self.progress.phase("collect") as ph:
             self._collect(ph)
+        lag = schedule.publisher_lag(run_dir / "workload" / "publications.jsonl")
+        if (late := schedule.warning(lag)) is not None:
+            self.progress.warn(late)
 
         summary: dict[str, Any] = {}
         if self.options.analyse:
             with self.progress.phase("analyse") as ph:
                 summary = self._analyse(run_dir, ph)
+            schedule.record(run_dir, lag, summary)
         ok, verdict = verdict_of(summary) if self.options.analyse else (True, "not analysed")
         return RunResult(run_id, run_dir, summary, ok, verdict)
 
