@@ -44,6 +44,8 @@ class NeighbourConfig:
     region: str
     address: str  # host:port of the neighbour's gRPC server
     capacity_msgs_per_s: float | None = None  # None: the broker's default link capacity
+    latency_ms: float = 0.0  # one-way delay added to every batch on this link (emulation)
+    jitter_ms: float = 0.0  # the delay varies uniformly by ± this (never reordering)
 
 
 @dataclass(frozen=True)
@@ -165,6 +167,8 @@ class BrokerConfig:
             seen.add(n.id)
             if n.capacity_msgs_per_s is not None and n.capacity_msgs_per_s < 0:
                 raise ConfigError(f"{where}.neighbours[{k}].capacity_msgs_per_s: must be >= 0")
+            if not (0 <= n.latency_ms < 3_600_000 and 0 <= n.jitter_ms < 3_600_000):
+                raise ConfigError(f"{where}.neighbours[{k}]: latency_ms and jitter_ms must be in [0, 1 h)")
         if self.congestion.window_ms <= 0:
             raise ConfigError(f"{where}.congestion.window_ms: must be > 0")
         self.limits.check(f"{where}.limits")

@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 
 from scotbed import java
 from scotbed.analysis import metrics as M
-from scotbed.analysis import oracle, plots, report
+from scotbed.analysis import oracle, plots, report, unreadable
 from scotbed.analysis.events import read_publications, read_raw, valid
 from scotbed.analysis.rundir import RunDir
 from scotbed.analysis.session import get_session
@@ -82,6 +82,7 @@ def _analyze(
     counts = raw.agg(F.sum(valid().cast("long")), F.count("*")).first()
     n_events = int((counts[0] if counts else 0) or 0)
     n_malformed = int(counts[1] if counts else 0) - n_events
+    recovered, unreadable_lines = unreadable.receives(raw.where(~valid()))
     events = raw.where(valid())
     pubs = read_publications(spark, run)
     pub_times = keep(M.publication_times(events, pubs))
@@ -118,6 +119,7 @@ def _analyze(
         )
         expected = keep(oracle.expected_deliveries(spark, str(run.publications_file), eps, engine_name))
         correctness, pairs = oracle.check(expected, deliv, first_n)
+        unreadable.excuse(correctness, pairs, recovered)
         cached.append(pairs)
         offenders = pairs.where(F.col("missing") | F.col("false_positive") | F.col("duplicate"))
         offenders.write.mode("overwrite").parquet(str(out / "correctness_offenders.parquet"))
@@ -221,7 +223,12 @@ def _analyze(
         "run_id": run.run_id,
         "routing": run.routing,
         "topology": run.topology_counts(),
-        "events": {"total": n_events, "malformed": n_malformed, "files": len(run.event_files())},
+        "events": {
+            "total": n_events,
+            "malformed": n_malformed,
+            "files": len(run.event_files()),
+            "unreadable_receive": unreadable_lines,
+        },
         "subscriptions": subscriptions,
         "notifications": notifications,
         "stability": stability,

@@ -12,6 +12,8 @@ could never fit was already dropped by the runtime), through the link's token bu
 output-queue length, where the congestion detector looks). On any error it
 redials with exponential backoff (``redial_initial_ms`` doubling up to
 ``redial_max_ms``, with jitter). Sequence numbers start at 1 per incarnation.
+A neighbour with ``latency_ms``/``jitter_ms`` gets its batches through a
+:class:`~scotbed.broker.latency.DelayLine` before the wire.
 
 Receiver (:class:`LinkReceiver`). It refuses a hello from a broker that is not
 a configured neighbour with ``PERMISSION_DENIED``, decodes each envelope once,
@@ -39,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import grpc
 
+from scotbed.broker.latency import DelayLine
 from scotbed.broker.limits import client_channel_options
 from scotbed.filters import FilterError
 from scotbed.messages import Publication
@@ -66,6 +69,7 @@ class LinkSender:
         self._broken: BaseException | None = None
         self.last_error = ""
         self.ever_connected = False
+        self.delay = DelayLine(0.0, 0.0)
 
     async def run(self) -> None:
         limits = self.broker.cfg.limits
@@ -108,15 +112,33 @@ class LinkSender:
             link.connected = True
             self.last_error = ""
             reader = asyncio.create_task(self._read_acks(call))
+            delay = self.delay = DelayLine(link.neighbour.latency_ms, link.neighbour.jitter_ms)
+            writer = asyncio.create_task(self._write_delayed(call)) if delay.active else None
             try:
                 for seq in sorted(link.unacked):
-                    await call.write(link.unacked[seq])
+                    await self._write(call, link.unacked[seq])
                 while True:
-                    batch = await self._next_batch()
-                    await call.write(batch)
+                    await self._write(call, await self._next_batch())
             finally:
-                reader.cancel()
+                for task in (reader, writer):
+                    if task is not None:
+                        task.cancel()
                 call.cancel()
+
+    async def _write(self, call: Any, batch: pb.Batch) -> None:
+        if self.delay.active:
+            self.delay.put(batch)
+        else:
+            await call.write(batch)
+
+    async def _write_delayed(self, call: Any) -> None:
+        try:
+            await self.delay.drain_to(call.write)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            self._broken = e
+            self.link.wake.set()
 
     async def _read_acks(self, call: Any) -> None:
         link = self.link
@@ -138,7 +160,7 @@ class LinkSender:
         while True:
             if self._broken is not None:
                 raise self._broken
-            if link.queue and len(link.unacked) < MAX_IN_FLIGHT:
+            if link.queue and len(link.unacked) - len(self.delay.pending) < MAX_IN_FLIGHT:
                 n = min(len(link.queue), limits.max_batch_envelopes)
                 if link.capacity > 0:
                     tokens = link.refill()

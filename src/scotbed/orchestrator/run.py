@@ -38,6 +38,7 @@ from typing import Any, Literal
 
 import yaml
 
+from scotbed.analysis import unreadable
 from scotbed.orchestrator import interrupts, schedule
 from scotbed.orchestrator import plan as deploy_plan
 from scotbed.orchestrator.backends.base import Backend, BackendError, Deployment, DeployRequest
@@ -265,6 +266,8 @@ class Lifecycle:
             with self.progress.phase("analyse") as ph:
                 summary = self._analyse(run_dir, ph)
             schedule.record(run_dir, lag, summary)
+            if (note := unreadable.describe(summary)) is not None:
+                self.progress.warn(note)
         ok, verdict = verdict_of(summary) if self.options.analyse else (True, "not analysed")
         return RunResult(run_id, run_dir, summary, ok, verdict)
 

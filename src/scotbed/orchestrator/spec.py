@@ -144,7 +144,8 @@ class TopologySpec(_Block):
 
 
 class LinksSpec(_Block):
-    """Link emulation at each broker's output queue (divided by workload.time_scale)."""
+    """Link emulation at each broker's output queue: capacity (divided by workload.time_scale), then
+    latency and jitter (multiplied by it; see :mod:`scotbed.broker.latency`)."""
 
     capacity_msgs_per_s: float = Field(default=0.0, ge=0, description="messages/s per link; 0 = unlimited")
     acol_capacity_msgs_per_s: float | None = Field(
@@ -153,6 +154,14 @@ class LinksSpec(_Block):
     icol_capacity_msgs_per_s: float | None = Field(
         default=None, ge=0, description="messages/s on iCOLs; default: capacity_msgs_per_s"
     )
+    latency_ms: float = Field(
+        default=0.0, ge=0, le=60_000, description="one-way delay per link in ms (× workload.time_scale)"
+    )
+    jitter_ms: float = Field(default=0.0, ge=0, le=60_000, description="the delay varies by ± this many ms")
+    acol_latency_ms: float | None = Field(default=None, ge=0, le=60_000, description="default: latency_ms")
+    icol_latency_ms: float | None = Field(default=None, ge=0, le=60_000, description="default: latency_ms")
+    acol_jitter_ms: float | None = Field(default=None, ge=0, le=60_000, description="default: jitter_ms")
+    icol_jitter_ms: float | None = Field(default=None, ge=0, le=60_000, description="default: jitter_ms")
 
 
 class CongestionSpec(_Block):
