@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-from scotbed.orchestrator.backends.capacity import BrokerFootprint, HostRoom, host_room, problem
+from scotbed_cli import run_quickstart
 
-REPO = Path(__file__).resolve().parents[1]
+from scotbed.orchestrator.backends.capacity import BrokerFootprint, HostRoom, host_room, problem
 
 
 def test_memory_and_task_limits_name_the_most_brokers_that_fit() -> None:
@@ -39,21 +36,7 @@ def test_a_run_too_big_for_the_host_is_refused_with_exit_2_before_any_broker_sta
         f"topology.acyclic={{kind: path, n: {n}}}",
         "routing=flooding",
     ]
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "scotbed.orchestrator.cli",
-            "run",
-            str(REPO / "experiments" / "quickstart.yaml"),
-        ]
-        + [a for s in sets for a in ("--set", s)]
-        + ["--out", str(tmp_path / "runs"), "--quiet"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "SCOTBED_STATE_DIR": str(tmp_path / "state")},
-    )
+    proc = run_quickstart(tmp_path, sets)
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
     assert f"{n} local brokers need about" in proc.stderr and "SCOTBED_IGNORE_HOST_CAPACITY=1" in proc.stderr

@@ -39,7 +39,7 @@ from typing import Any, Literal
 import yaml
 
 from scotbed.analysis import unreadable
-from scotbed.orchestrator import interrupts, schedule
+from scotbed.orchestrator import faults, interrupts, schedule
 from scotbed.orchestrator import plan as deploy_plan
 from scotbed.orchestrator.backends.base import Backend, BackendError, Deployment, DeployRequest
 from scotbed.orchestrator.outdir import writable_dir
@@ -195,6 +195,7 @@ class Lifecycle:
         self.run_dir: Path | None = None
         self.state: RunState | None = None
         self.collected = False
+        self.injector: faults.Injector | None = None
 
     # --- phases ---------------------------------------------------------------------------
 
@@ -215,6 +216,7 @@ class Lifecycle:
 
         with self.progress.phase("topology") as ph:
             scot = build_scot(spec)
+            faults.validate(spec, scot, backend_name)
             (run_dir / "topology.json").write_text(json.dumps(scot.to_json(), indent=1))
             s = scot.summary()
             ph.update(
@@ -266,6 +268,7 @@ class Lifecycle:
             with self.progress.phase("analyse") as ph:
                 summary = self._analyse(run_dir, ph)
             schedule.record(run_dir, lag, summary)
+            faults.attribute(summary, run_dir)
             if (note := unreadable.describe(summary)) is not None:
                 self.progress.warn(note)
         ok, verdict = verdict_of(summary) if self.options.analyse else (True, "not analysed")
@@ -301,7 +304,10 @@ class Lifecycle:
     def _check_brokers(self) -> None:
         if self.deployment is None:
             return
-        dead = self.deployment.dead()
+        if self.injector is not None and self.injector.error:
+            raise RunFailed(self.injector.error, self.run_dir)
+        down = self.injector.down if self.injector is not None else set()
+        dead = {b: why for b, why in self.deployment.dead().items() if b not in down}
         if dead:
             names = "; ".join(f"{b}: {why}" for b, why in sorted(dead.items()))
             raise RunFailed(f"broker(s) stopped during the run: {names}", self.run_dir)
@@ -329,6 +335,7 @@ class Lifecycle:
 
         with self.progress.phase("publish") as ph:
             self.session.release()
+            self.injector = faults.inject(spec, self.deployment, self.run_dir)
             self._watch_workload(spec.timeouts.run_s, ph)
 
         with self.progress.phase("drain") as ph:
@@ -488,6 +495,8 @@ class Lifecycle:
                     self.progress.warn(f"{what}: {e}")
 
     def _stop_workload(self) -> None:
+        if self.injector is not None:
+            self.injector.stop()
         if self.session is not None:
             self.session.stop()
 

@@ -37,6 +37,7 @@ from pydantic import (
 from scotbed import topology as topo
 from scotbed import yamlload
 from scotbed.config import ROUTING_ALGORITHMS
+from scotbed.orchestrator.faults import FaultSpec
 
 #: routing algorithms that need a SCOT with at least two clusters (CBV, iCOLs)
 CLUSTERED_ROUTING = ("snr", "dnr")
@@ -330,6 +331,10 @@ class Spec(_Block):
     analysis: AnalysisSpec = Field(default_factory=lambda: AnalysisSpec())
     backend: Literal["local", "compose", "k8s"] = "local"
     timeouts: TimeoutsSpec = Field(default_factory=lambda: TimeoutsSpec())
+    faults: list[FaultSpec] = Field(
+        default_factory=list,
+        description="fault timeline during the publish phase (scotbed.orchestrator.faults)",
+    )
 
     _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
 
