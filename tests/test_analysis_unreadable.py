@@ -19,8 +19,12 @@ def _garble_one_receive(run: Path) -> str:
         lines = f.read_text().splitlines(keepends=True)
         for k, line in enumerate(lines):
             if '"ev":"receive"' in line.replace(" ", ""):
-                cut = line[: line.index('"sub_id"') + 40]  # keeps pub_id and sub_id, loses the rest
-                lines[k] = cut.rstrip("\n") + "\x00\x00\n"
+                value = line.index('"', line.index('"sub_id"') + len('"sub_id"') + 1)  # its opening quote
+                cut = line[
+                    : line.index('"', value + 1) + 1
+                ]  # up to the sub_id value: the object never closes
+                assert '"pub_id"' in cut
+                lines[k] = cut + "\x00\n"
                 f.write_text("".join(lines))
                 return cut
     raise AssertionError("no receive line in the synthesised run")

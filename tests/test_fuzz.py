@@ -52,12 +52,16 @@ def test_filter_text_parser_gives_a_filter_or_a_filter_error(text: str) -> None:
     assert Filter.parse(f.to_text()) == f
 
 
-scalars = st.one_of(st.text(max_size=8), st.integers(-(10**6), 10**6), st.floats(allow_nan=False))
+scalars = st.one_of(
+    st.text(max_size=8), st.integers(-(10**6), 10**6), st.floats(allow_nan=False, allow_infinity=False)
+)
+KEYWORDS = {"and", "between", "prefix", "exists"}
 
 
 @st.composite
 def predicates(draw: st.DrawFn) -> Predicate:
-    attr = draw(st.from_regex(r"[a-z][a-z0-9_]{0,6}", fullmatch=True))
+    # the text form cannot name an attribute that is one of its keywords (a known limit; JSON can)
+    attr = draw(st.from_regex(r"[a-z][a-z0-9_]{0,6}", fullmatch=True).filter(lambda a: a not in KEYWORDS))
     op = draw(st.sampled_from(["=", "!=", "<", "<=", ">", ">=", "between", "prefix", "exists"]))
     if op == "exists":
         return Predicate(attr, op)
