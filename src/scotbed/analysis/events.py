@@ -50,7 +50,7 @@ BROKER_EVENTS = ("sub_in", "sub_out", "unsub_in", "unsub_out", "notif_in", "noti
 
 def read_raw(spark: SparkSession, paths: list[str]) -> DataFrame:
     """Every line of the logs under the event schema; ``.gz`` files are decompressed by Spark."""
-    return spark.read.schema(EVENT_DDL).json(paths)
+    return spark.read.schema(f"{EVENT_DDL}, `_corrupt_record` STRING").json(paths)  # see analysis.unreadable
 
 
 def valid() -> Column:

@@ -30,6 +30,7 @@ class Events(Plain):
     total: int
     malformed: int
     files: int
+    unreadable_receive: dict[str, Any]  # {"count", "lines"}: see scotbed.analysis.unreadable
 
 
 @dataclass(frozen=True)
