@@ -13,7 +13,8 @@ from grpc_health.v1 import health_pb2
 from scotbed import topology
 from scotbed.broker.client import BrokerClient
 from scotbed.broker.eventlog import read_events
-from scotbed.broker.launcher import LocalCluster, wait_quiescent
+from scotbed.broker.fleet import wait_quiescent
+from scotbed.broker.launcher import LocalCluster
 from scotbed.broker.limits import KEEPALIVE, Keepalive, client_channel_options, server_options
 from scotbed.broker.links import ENVELOPE_TAG_BYTES, _take
 from scotbed.broker.runtime import Broker

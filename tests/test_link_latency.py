@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from scotbed.broker.client import BrokerClient
+from scotbed.broker.fleet import wait_quiescent
 from scotbed.broker.latency import DelayLine
-from scotbed.broker.launcher import LocalCluster, wait_quiescent
+from scotbed.broker.launcher import LocalCluster
 from scotbed.orchestrator.plan import broker_configs, link_delays
 from scotbed.orchestrator.spec import build_scot, parse_spec
 
