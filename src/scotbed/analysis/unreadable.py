@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from scotbed.analysis.events import CORRUPT
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-CORRUPT = "_corrupt_record"  # Spark's column for a line that is not valid JSON under the schema
 RECEIVE = r'"ev"\s*:\s*"receive"'
 SHOWN_CHARS = 200
 SHOWN_LINES = 20
