@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup demo test test-fast lint proto image base-image wheelhouse kind-up clean
+.PHONY: setup demo test test-fast fuzz lint proto image base-image wheelhouse kind-up clean
 
 setup: $(VENV)/.installed
 
@@ -25,6 +25,11 @@ lint: setup
 
 test: setup lint
 	$(BIN)/pytest -q -ra
+
+# The fuzz tests (also in `make test`, 60 examples each) with a longer budget.
+FUZZ_EXAMPLES ?= 3000
+fuzz: setup
+	SCOTBED_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -q -m fuzz tests/test_fuzz.py
 
 test-fast: setup
 	$(BIN)/pytest -q -m "not slow and not docker and not spark"

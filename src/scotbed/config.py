@@ -19,6 +19,7 @@ from scotbed.loader import read_document
 SCHEMA_VERSION = 1
 
 MATCHING_ENGINES = ("naive", "counting", "pst")
+BATCH_HEADER_BYTES = 1024  # room a link batch needs besides its envelopes (ids, seq, field tags)
 
 
 class ConfigError(UserError):
@@ -34,6 +35,8 @@ class NeighbourConfig:
     region: str
     address: str  # host:port of the neighbour's gRPC server
     capacity_msgs_per_s: float | None = None  # None: the broker's default link capacity
+    latency_ms: float = 0.0  # one-way delay added to every batch on this link (emulation)
+    jitter_ms: float = 0.0  # the delay varies uniformly by ± this (never reordering)
 
 
 @dataclass(frozen=True)
@@ -55,11 +58,31 @@ class LogConfig:
 
 @dataclass(frozen=True)
 class LimitsConfig:
-    max_message_bytes: int = 4 * 1024 * 1024
+    """What a broker accepts and sends; applied by :mod:`scotbed.broker.limits`."""
+
+    max_message_bytes: int = 4 * 1024 * 1024  # one gRPC message, either direction
     max_batch_envelopes: int = 256  # envelopes per link batch
+    max_batch_bytes: int = 1024 * 1024  # envelope bytes per link batch; a larger envelope is dropped
+    max_filter_predicates: int = 256  # per subscription
+    max_filter_bytes: int = 64 * 1024  # encoded filter, per subscription
+    max_notification_attrs: int = 256
+    max_notification_bytes: int = 64 * 1024  # encoded notification
+    max_id_bytes: int = 1024  # sub_id, pub_id, subscriber, publisher
     max_link_backlog: int = 100_000  # envelopes queued for a link before overflow drops
     redial_initial_ms: float = 50.0
     redial_max_ms: float = 2000.0
+
+    def check(self, where: str = "limits") -> None:
+        for f in fields(self):
+            if not getattr(self, f.name) > 0:
+                raise ConfigError(f"{where}.{f.name}: must be > 0, got {getattr(self, f.name)!r}")
+        if self.max_message_bytes < 2 * BATCH_HEADER_BYTES:
+            raise ConfigError(f"{where}.max_message_bytes: must be >= {2 * BATCH_HEADER_BYTES}")
+
+    @property
+    def batch_bytes(self) -> int:
+        """Envelope bytes per batch: ``max_batch_bytes``, within one message with its header."""
+        return min(self.max_batch_bytes, self.max_message_bytes - BATCH_HEADER_BYTES)
 
 
 @dataclass(frozen=True)
@@ -139,8 +162,11 @@ class BrokerConfig:
             seen.add(n.id)
             if n.capacity_msgs_per_s is not None and n.capacity_msgs_per_s < 0:
                 raise ConfigError(f"{where}.neighbours[{k}].capacity_msgs_per_s: must be >= 0")
+            if not (0 <= n.latency_ms < 3_600_000 and 0 <= n.jitter_ms < 3_600_000):
+                raise ConfigError(f"{where}.neighbours[{k}]: latency_ms and jitter_ms must be in [0, 1 h)")
         if self.congestion.window_ms <= 0:
             raise ConfigError(f"{where}.congestion.window_ms: must be > 0")
+        self.limits.check(f"{where}.limits")
 
 
 def _build(tp: Any, value: Any, where: str) -> Any:

@@ -23,6 +23,7 @@ SPEC_RESOLVED = "spec.resolved.yaml"  # the spec after defaults and --set
 TOPOLOGY = "topology.json"  # brokers with coordinates, links with kinds
 BROKERS = "brokers.json"  # the all-brokers config file (manifests/, a render folder, a launcher workdir)
 REPORT = "report.html"  # self-contained, opens offline
+FAULTS = "faults.jsonl"  # the executed fault timeline (scotbed.orchestrator.faults)
 
 PLAN_FILE = "plan.json"  # the workload plan's file name (in workload/, a ConfigMap, a render folder)
 PLAN = f"{WORKLOAD_DIR}/{PLAN_FILE}"
@@ -35,6 +36,7 @@ SCRIPT_OPS = f"{WORKLOAD_DIR}/script_ops.jsonl"
 
 SUMMARY = f"{ANALYSIS_DIR}/summary.json"
 PLOTS_DIR = f"{ANALYSIS_DIR}/plots"
+OFFENDERS = f"{ANALYSIS_DIR}/correctness_offenders.parquet"  # the oracle's missing/duplicate/false pairs
 
 LOCUST_CSV_PREFIX = f"{LOCUST_DIR}/locust"  # Locust's --csv prefix
 LOCUST_HTML = f"{LOCUST_DIR}/{REPORT}"  # Locust's --html report

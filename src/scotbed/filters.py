@@ -76,6 +76,8 @@ class Predicate:
                 or _is_number(v[0]) != _is_number(v[1])
             ):
                 raise FilterError(f"{where}: 'between' needs [lo, hi] of one type, got {v!r}")
+            if any(isinstance(x, float) and not math.isfinite(x) for x in v):
+                raise FilterError(f"{where}: bounds must be finite numbers, got {list(v)!r}")
             if v[0] > v[1]:
                 raise FilterError(f"{where}: 'between' needs lo <= hi, got {list(v)!r}")
             object.__setattr__(self, "value", (v[0], v[1]))
@@ -87,6 +89,10 @@ class Predicate:
                 raise FilterError(f"{where}: {self.op!r} needs a string or number, got {self.value!r}")
             if isinstance(self.value, float) and math.isnan(self.value):
                 raise FilterError(f"{where}: NaN is not a comparable value")
+            if isinstance(self.value, float) and math.isinf(self.value):
+                raise FilterError(
+                    f"{where}: {self.value!r} is not a finite number (the text form cannot say it)"
+                )
 
     def matches(self, attrs: Attributes) -> bool:
         if self.attr not in attrs:

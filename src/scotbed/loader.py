@@ -1,6 +1,7 @@
-"""One reader for the documents scotbed reads: specs and campaigns (YAML), plans and broker configs
-(JSON, ``.gz`` = gzipped). Errors are the caller's :class:`~scotbed.errors.UserError` subclass and
-name the file, and for a syntax error its line and column."""
+"""One reader for the documents scotbed reads: specs and campaigns (YAML, parsed strictly by
+:mod:`scotbed.yamlload`), plans and broker configs (JSON, ``.gz`` = gzipped). Errors are the
+caller's :class:`~scotbed.errors.UserError` subclass and name the file, and for a syntax error its
+line and column."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ def read_document(
         raise error(f"{p}: no such {what} file") from None
     except IsADirectoryError:
         raise error(f"{p}: is a directory, not a {what} file") from None
+    except OSError as e:
+        raise error(f"{p}: cannot read the {what} file: {e.strerror}") from None
     if p.suffix == ".gz":
         try:
             raw = gzip.decompress(raw)
@@ -35,11 +38,6 @@ def read_document(
             raise error(f"{p}:{e.lineno}:{e.colno}: not valid JSON: {e.msg}") from None
         except UnicodeDecodeError as e:
             raise error(f"{p}: not UTF-8 text: {e.reason}") from None
-    import yaml  # only specs and campaigns are YAML; the broker reads JSON and never loads it
+    from scotbed import yamlload  # only specs and campaigns are YAML; the broker never loads it
 
-    try:
-        return yaml.safe_load(raw)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"{p}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(p)
-        raise error(f"{where}: not valid YAML: {getattr(e, 'problem', None) or e}") from None
+    return yamlload.loads(yamlload.decode(raw, str(p), f"{what} file", error), str(p), error)

@@ -67,10 +67,14 @@ def filter_from_pb(f: pb.Filter) -> Filter:
 def attrs_to_pb(attrs: Mapping[str, Scalar], target: Any) -> None:
     """Fill a protobuf ``map<string, Value>`` field."""
     for k, v in attrs.items():
+        if not k:
+            raise FilterError("an attribute has an empty name")
         target[k].CopyFrom(value_to_pb(v))
 
 
 def attrs_from_pb(m: Any) -> dict[str, Scalar]:
+    if "" in m:
+        raise FilterError("an attribute has an empty name")
     return {k: value_from_pb(v) for k, v in m.items()}
 
 

@@ -12,6 +12,7 @@ import json
 import sys
 from pathlib import Path
 
+from scotbed.analysis import unreadable
 from scotbed.analysis.rundir import RunDirError
 
 
@@ -43,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"scotbed analyze: {e}", file=sys.stderr)
         return 2
     c = summary["correctness"]
+    if (note := unreadable.describe(summary)) is not None:
+        print(f"scotbed analyze: warning: {note}", file=sys.stderr)
     print(
         json.dumps(
             {

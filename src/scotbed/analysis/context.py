@@ -18,8 +18,9 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from scotbed import contract
 from scotbed.analysis import metrics as M
-from scotbed.analysis import oracle
+from scotbed.analysis import oracle, unreadable
 from scotbed.analysis.events import read_publications, store_events, valid
 from scotbed.analysis.rundir import RunDir
 
@@ -82,6 +83,12 @@ class RunData:
     @cached_property
     def events(self) -> DataFrame:
         return self.stored.where(valid())
+
+    @cached_property
+    def unreadable(self) -> tuple[DataFrame, dict[str, Any]]:
+        """The client receive lines that do not parse: (their recovered pairs, {"count", "lines"})."""
+        pairs, found = unreadable.receives(self.stored.where(~valid()))
+        return self.keep(pairs), found
 
     @cached_property
     def publications(self) -> DataFrame | None:
@@ -156,7 +163,8 @@ class RunData:
         )
         expected = self.keep(oracle.expected_deliveries(self.spark, pubs, eps, self.engine))
         result, pairs = oracle.check(expected, self.deliveries, self.settings.first_n)
+        unreadable.excuse(result, pairs, self.unreadable[0])
         self._kept.append(pairs)
         offenders = pairs.where(F.col("missing") | F.col("false_positive") | F.col("duplicate"))
-        offenders.write.mode("overwrite").parquet(str(self.out / "correctness_offenders.parquet"))
+        offenders.write.mode("overwrite").parquet(str(self.run.path / contract.OFFENDERS))
         return Oracle(result, expected, pairs)

@@ -38,6 +38,9 @@ EVENT_FIELDS: tuple[tuple[str, str], ...] = (
     ("sent_ns", "BIGINT"),
 )
 EVENT_DDL = ", ".join(f"`{n}` {t}" for n, t in EVENT_FIELDS)
+CORRUPT = "_corrupt_record"  # Spark's column for a line that is not valid JSON under the schema
+#: the event schema plus the text of a line that does not parse (see :mod:`scotbed.analysis.unreadable`)
+RAW_DDL = f"{EVENT_DDL}, `{CORRUPT}` STRING"
 
 # ``attrs`` is read as its JSON text (Spark keeps a nested object's text for a STRING field): only
 # the oracle's matcher looks inside it.
@@ -50,7 +53,7 @@ BROKER_EVENTS = ("sub_in", "sub_out", "unsub_in", "unsub_out", "notif_in", "noti
 
 def read_raw(spark: SparkSession, paths: list[str]) -> DataFrame:
     """Every line of the logs under the event schema; ``.gz`` files are decompressed by Spark."""
-    return spark.read.schema(EVENT_DDL).json(paths)
+    return spark.read.schema(RAW_DDL).json(paths)
 
 
 def valid() -> Column:
@@ -80,7 +83,7 @@ def store_events(spark: SparkSession, paths: list[str], dest: Path, in_memory: b
         cached.count()
         return cached
     read_raw(spark, paths).write.mode("overwrite").partitionBy("ev").parquet(str(dest))
-    return spark.read.schema(EVENT_DDL).parquet(str(dest))
+    return spark.read.schema(RAW_DDL).parquet(str(dest))
 
 
 def read_publications(spark: SparkSession, run: RunDir) -> DataFrame | None:

@@ -25,7 +25,7 @@ from scotbed.analysis.traffic import traffic_per_broker
 def events_section(d: RunData) -> S.Events:
     row = d.stored.agg(F.sum(valid().cast("long")), F.count("*")).first()
     total = int((row[0] if row else 0) or 0)
-    return S.Events(total, int(row[1] if row else 0) - total, len(d.run.event_files()))
+    return S.Events(total, int(row[1] if row else 0) - total, len(d.run.event_files()), d.unreadable[1])
 
 
 def subscriptions_section(d: RunData) -> S.Subscriptions:

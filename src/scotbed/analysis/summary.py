@@ -8,7 +8,7 @@ them, and :func:`verdict` reads the typed correctness and notification counts.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Protocol
 
 SCHEMA_VERSION = 1
@@ -30,6 +30,7 @@ class Events(Plain):
     total: int
     malformed: int
     files: int
+    unreadable_receive: dict[str, Any]  # {"count", "lines"}: see scotbed.analysis.unreadable
 
 
 @dataclass(frozen=True)
@@ -201,7 +202,8 @@ def verdict(summary: Summary) -> tuple[bool, str]:
 def verdict_of_json(doc: Mapping[str, Any]) -> tuple[bool, str]:
     """:func:`verdict` of a summary read back as JSON (``analysis/summary.json``, :func:`analyze`'s dict)."""
     try:
-        n = Notifications(**doc["notifications"])
+        notes = doc["notifications"]  # may carry more (the fault timeline's missing_in_fault_windows)
+        n = Notifications(**{f.name: notes[f.name] for f in fields(Notifications)})
         c = doc["correctness"]
         correctness = Correctness(c.get("ok"), str(c.get("engine", "")), float(c.get("settle_ms", 0.0)))
     except (KeyError, TypeError) as e:

@@ -6,11 +6,14 @@ whose ``incarnation`` identifies this broker process) and waits for the hello
 to be acknowledged — a refused hello (unknown neighbour, other run) never
 counts as connected. It then resends every unacknowledged batch in sequence
 order and afterwards drains the output queue in batches of at most
-``limits.max_batch_envelopes``, through the link's token bucket, with at most
+``limits.max_batch_envelopes`` and ``limits.batch_bytes`` (an envelope that
+could never fit was already dropped by the runtime), through the link's token bucket, with at most
 :data:`MAX_IN_FLIGHT` unacknowledged batches (so a slow receiver shows up as
 output-queue length, where the congestion detector looks). On any error it
 redials with exponential backoff (``redial_initial_ms`` doubling up to
 ``redial_max_ms``, with jitter). Sequence numbers start at 1 per incarnation.
+A neighbour with ``latency_ms``/``jitter_ms`` gets its batches through a
+:class:`~scotbed.broker.latency.DelayLine` before the wire.
 
 Receiver (:class:`LinkReceiver`). It refuses a hello from a broker that is not
 a configured neighbour with ``PERMISSION_DENIED``, decodes each envelope once,
@@ -31,12 +34,15 @@ import logging
 import os
 import random
 import time
+from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import grpc
 
+from scotbed.broker.latency import DelayLine
+from scotbed.broker.limits import client_channel_options
 from scotbed.filters import FilterError
 from scotbed.messages import Publication
 from scotbed.v1 import scotbed_pb2 as pb
@@ -51,17 +57,6 @@ log = logging.getLogger("scotbed.broker.links")
 MAX_IN_FLIGHT = 32  # unacknowledged batches per link
 
 
-def channel_options(max_message_bytes: int) -> list[tuple[str, Any]]:
-    return [
-        ("grpc.max_send_message_length", max_message_bytes),
-        ("grpc.max_receive_message_length", max_message_bytes),
-        ("grpc.keepalive_time_ms", 10_000),
-        ("grpc.keepalive_timeout_ms", 5_000),
-        ("grpc.http2.max_pings_without_data", 0),
-        ("grpc.keepalive_permit_without_calls", 1),
-    ]
-
-
 def new_incarnation() -> str:
     return f"{time.time_ns():x}-{os.getpid():x}"
 
@@ -74,6 +69,7 @@ class LinkSender:
         self._broken: BaseException | None = None
         self.last_error = ""
         self.ever_connected = False
+        self.delay = DelayLine(0.0, 0.0)
 
     async def run(self) -> None:
         limits = self.broker.cfg.limits
@@ -103,7 +99,7 @@ class LinkSender:
     async def _session(self) -> None:
         broker, link = self.broker, self.link
         self._broken = None
-        opts = channel_options(broker.cfg.limits.max_message_bytes)
+        opts = client_channel_options(broker.cfg.limits.max_message_bytes)
         async with grpc.aio.insecure_channel(link.neighbour.address, options=opts) as channel:
             call = pbg.LinkStub(channel).Connect()
             hello = pb.Batch(from_broker=broker.id, seq=0, run_id=broker.cfg.run_id)
@@ -116,15 +112,33 @@ class LinkSender:
             link.connected = True
             self.last_error = ""
             reader = asyncio.create_task(self._read_acks(call))
+            delay = self.delay = DelayLine(link.neighbour.latency_ms, link.neighbour.jitter_ms)
+            writer = asyncio.create_task(self._write_delayed(call)) if delay.active else None
             try:
                 for seq in sorted(link.unacked):
-                    await call.write(link.unacked[seq])
+                    await self._write(call, link.unacked[seq])
                 while True:
-                    batch = await self._next_batch()
-                    await call.write(batch)
+                    await self._write(call, await self._next_batch())
             finally:
-                reader.cancel()
+                for task in (reader, writer):
+                    if task is not None:
+                        task.cancel()
                 call.cancel()
+
+    async def _write(self, call: Any, batch: pb.Batch) -> None:
+        if self.delay.active:
+            self.delay.put(batch)
+        else:
+            await call.write(batch)
+
+    async def _write_delayed(self, call: Any) -> None:
+        try:
+            await self.delay.drain_to(call.write)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            self._broken = e
+            self.link.wake.set()
 
     async def _read_acks(self, call: Any) -> None:
         link = self.link
@@ -142,12 +156,12 @@ class LinkSender:
 
     async def _next_batch(self) -> pb.Batch:
         link = self.link
-        max_batch = self.broker.cfg.limits.max_batch_envelopes
+        limits = self.broker.cfg.limits
         while True:
             if self._broken is not None:
                 raise self._broken
-            if link.queue and len(link.unacked) < MAX_IN_FLIGHT:
-                n = min(len(link.queue), max_batch)
+            if link.queue and len(link.unacked) - len(self.delay.pending) < MAX_IN_FLIGHT:
+                n = min(len(link.queue), limits.max_batch_envelopes)
                 if link.capacity > 0:
                     tokens = link.refill()
                     if tokens < 1.0:  # wait for a token, or for SetLinkCapacity to change the rate
@@ -156,11 +170,11 @@ class LinkSender:
                             await asyncio.wait_for(link.wake.wait(), (1.0 - tokens) / link.capacity)
                         continue
                     n = min(n, int(tokens))
+                envelopes = _take(link.queue, n, limits.batch_bytes)
+                n = len(envelopes)
+                if link.capacity > 0:
                     link.tokens -= n
-                q = link.queue
-                batch = pb.Batch(
-                    from_broker=self.broker.id, seq=link.next_seq, envelopes=[q.popleft() for _ in range(n)]
-                )
+                batch = pb.Batch(from_broker=self.broker.id, seq=link.next_seq, envelopes=envelopes)
                 link.unacked[link.next_seq] = batch
                 link.next_seq += 1
                 link.unacked_envelopes += n
@@ -169,6 +183,21 @@ class LinkSender:
                 return batch
             link.wake.clear()
             await link.wake.wait()
+
+
+ENVELOPE_TAG_BYTES = 6  # field tag and length prefix of one envelope inside a batch, at most
+
+
+def _take(queue: deque[pb.Envelope], n: int, max_bytes: int) -> list[pb.Envelope]:
+    """Up to ``n`` envelopes off the queue's head, at most ``max_bytes`` of them (always at least one)."""
+    out = [queue.popleft()]
+    size = out[0].ByteSize()
+    while len(out) < n:
+        size += queue[0].ByteSize() + ENVELOPE_TAG_BYTES
+        if size > max_bytes:
+            break
+        out.append(queue.popleft())
+    return out
 
 
 @dataclass

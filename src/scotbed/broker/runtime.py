@@ -42,6 +42,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from scotbed.broker.eventlog import EventLog
+from scotbed.broker.limits import envelope_fits
 from scotbed.broker.routing import make_algorithm
 from scotbed.broker.routing.base import Decision, Entry, LinkState, RoutingAlgorithm
 from scotbed.config import BrokerConfig, NeighbourConfig
@@ -380,7 +381,7 @@ class Broker:
             self.events.emit(DELIVER, pub_id=pub.pub_id, sub_id=sub_id, hops=pub.hops)
 
     def _forward(self, d: Decision, ev: str, id_field: str, raw: pb.Notification | None = None) -> None:
-        cache: dict[int, pb.Envelope] = {}
+        cache: dict[int, pb.Envelope | None] = {}
         emit = self.events.emit
         for f in d.forwards:
             link = self.links.get(f.hop)
@@ -389,9 +390,12 @@ class Broker:
                 self.drop(f.hop, "not_a_neighbour")
                 continue
             msg = f.msg
-            env = cache.get(id(msg))
+            if id(msg) not in cache:
+                cache[id(msg)] = self._sendable(_encode(msg, raw), ev, id_field, msg)
+            env = cache[id(msg)]
             if env is None:
-                env = cache[id(msg)] = _encode(msg, raw)
+                link.dropped += 1
+                continue
             if len(link.queue) >= link.backlog:
                 link.dropped += 1
                 self.drop(f.hop, "backlog_overflow", **{id_field: getattr(msg, id_field)})
@@ -407,6 +411,20 @@ class Broker:
                 emit(ev, pub_id=msg.pub_id, link=f.hop, hops=msg.hops, dynamic=msg.dynamic)
             else:
                 emit(ev, sub_id=getattr(msg, "sub_id", ""), link=f.hop, hops=msg.hops)
+
+    def _sendable(self, env: pb.Envelope, ev: str, id_field: str, msg: Message) -> pb.Envelope | None:
+        """``env``, or None (dropped and counted) when it is larger than any batch may be."""
+        size = env.ByteSize()
+        if envelope_fits(size, self.cfg.limits):
+            return env
+        self.drop(
+            "",
+            "oversized",
+            bytes=size,
+            limit=self.cfg.limits.batch_bytes,
+            **{id_field: getattr(msg, id_field)},
+        )
+        return None
 
     # --- periodic tasks -------------------------------------------------------------------------
 

@@ -6,21 +6,25 @@ the deliveries. When the stream ends for any reason (client cancel, network,
 ``Unsubscribe``) the subscription is removed as an unsubscription, unless the
 broker itself is stopping. Malformed requests are refused with
 ``INVALID_ARGUMENT`` and a message that says what was wrong, and counted
-(``rejected``); a Publish larger than ``limits.max_message_bytes`` is refused
-with ``RESOURCE_EXHAUSTED`` (and counted).
+(``rejected``); a request over a size limit (:mod:`scotbed.broker.limits`) is
+refused with ``RESOURCE_EXHAUSTED`` before it is acknowledged (and counted);
+bytes that do not decode are refused by :mod:`scotbed.broker.guard` (counted).
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
+from grpc_health.v1 import health, health_pb2
+from grpc_reflection.v1alpha import reflection, reflection_pb2
 
-from scotbed.broker.links import LinkReceiver, channel_options
+from scotbed.broker import guard
+from scotbed.broker.limits import Refusal, check_publish, check_subscribe, server_options
+from scotbed.broker.links import LinkReceiver
 from scotbed.broker.runtime import Broker
 from scotbed.filters import FilterError
 from scotbed.messages import Subscription
@@ -37,10 +41,16 @@ class BrokerService(pbg.BrokerServicer):
         self.broker.counters["rejected"] += 1
         await context.abort(grpc.StatusCode.INVALID_ARGUMENT, text)
 
+    async def _refuse(self, context: Any, refusal: Refusal | None) -> None:
+        if refusal is not None:
+            self.broker.counters["rejected"] += 1
+            await context.abort(refusal.code, refusal.text)
+
     async def Subscribe(self, request: pb.SubscribeRequest, context: Any) -> AsyncIterator[pb.SubscribeEvent]:
         broker = self.broker
         if not request.sub_id:
             await self._reject(context, "sub_id is empty")
+        await self._refuse(context, check_subscribe(request, broker.cfg.limits))
         try:
             flt = filter_from_pb(request.filter)
         except FilterError as e:
@@ -75,13 +85,7 @@ class BrokerService(pbg.BrokerServicer):
         broker = self.broker
         if broker.stopping:
             await context.abort(grpc.StatusCode.UNAVAILABLE, f"broker {broker.id} is stopping")
-        size, limit = request.ByteSize(), broker.cfg.limits.max_message_bytes
-        if size > limit:
-            broker.counters["rejected"] += 1
-            await context.abort(
-                grpc.StatusCode.RESOURCE_EXHAUSTED,
-                f"publish request of {size} bytes exceeds limits.max_message_bytes = {limit}",
-            )
+        await self._refuse(context, check_publish(request, broker.cfg.limits))
         pubs = []
         for k, n in enumerate(request.notifications):
             if not n.pub_id:
@@ -120,19 +124,36 @@ class AdminService(pbg.AdminServicer):
     async def Flush(self, request: pb.FlushRequest, context: Any) -> pb.FlushReply:
         return pb.FlushReply(events_written=self.broker.events.flush())
 
+    async def _refuse(self, context: Any, code: grpc.StatusCode, text: str) -> None:
+        self.broker.counters["rejected"] += 1
+        await context.abort(code, text)
+
     async def Drain(self, request: pb.DrainRequest, context: Any) -> pb.DrainReply:
+        if not (math.isfinite(request.timeout_s) and request.timeout_s >= 0):
+            await self._refuse(
+                context,
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"timeout_s must be finite, >= 0: {request.timeout_s}",
+            )
         ok = await self.broker.wait_quiescent(request.timeout_s or 10.0)
         self.broker.events.flush()
         return pb.DrainReply(quiescent=ok)
 
     async def SetLinkCapacity(self, request: pb.LinkCapacityRequest, context: Any) -> pb.LinkCapacityReply:
-        if request.capacity_msgs_per_s < 0:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "capacity_msgs_per_s must be >= 0")
+        capacity = request.capacity_msgs_per_s
+        if not (math.isfinite(capacity) and capacity >= 0):
+            await self._refuse(
+                context,
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"capacity_msgs_per_s must be finite, >= 0: {capacity}",
+            )
         try:
-            self.broker.set_capacity(request.neighbour, request.capacity_msgs_per_s)
+            self.broker.set_capacity(request.neighbour, capacity)
         except KeyError:
-            await context.abort(
-                grpc.StatusCode.NOT_FOUND, f"{request.neighbour!r} is not a neighbour of {self.broker.id}"
+            await self._refuse(
+                context,
+                grpc.StatusCode.NOT_FOUND,
+                f"{request.neighbour!r} is not a neighbour of {self.broker.id}",
             )
         return pb.LinkCapacityReply()
 
@@ -150,15 +171,23 @@ def build_server(broker: Broker) -> tuple[grpc.aio.Server, health.aio.HealthServ
     gRPC's own receive limit is twice ``max_message_bytes`` so that a client request between the two is
     refused by the handler — counted and with a message naming the limit; beyond that gRPC refuses it.
     """
-    server = grpc.aio.server(options=channel_options(2 * broker.cfg.limits.max_message_bytes))
-    pbg.add_BrokerServicer_to_server(BrokerService(broker), server)
-    pbg.add_LinkServicer_to_server(LinkService(broker), server)
-    pbg.add_AdminServicer_to_server(AdminService(broker), server)
+    server = grpc.aio.server(options=server_options(2 * broker.cfg.limits.max_message_bytes))
     health_servicer = health.aio.HealthServicer()
-    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable_server_reflection(
-        (*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server
+    reflector = reflection.aio.ReflectionServicer(
+        (*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME)
     )
+
+    def malformed() -> None:
+        broker.counters["rejected"] += 1
+
+    for servicer, service in (
+        (BrokerService(broker), pb.DESCRIPTOR.services_by_name["Broker"]),
+        (LinkService(broker), pb.DESCRIPTOR.services_by_name["Link"]),
+        (AdminService(broker), pb.DESCRIPTOR.services_by_name["Admin"]),
+        (health_servicer, health_pb2.DESCRIPTOR.services_by_name["Health"]),
+        (reflector, reflection_pb2.DESCRIPTOR.services_by_name["ServerReflection"]),
+    ):
+        guard.add_service(server, servicer, service, malformed)
     port = server.add_insecure_port(broker.cfg.listen)
     if port == 0:
         raise OSError(f"{broker.cfg.listen}: cannot bind (address in use or not available)")

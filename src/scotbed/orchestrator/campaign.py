@@ -15,13 +15,19 @@ Runs go in sequence into one campaign directory ``OUT/<name>/`` whose
 ``index.json`` records every cell's run directory and outcome. The directory
 name has no timestamp on purpose: running the same campaign again resumes it
 — finished runs are skipped, failed or unfinished ones are run again — and
-then the aggregate analysis runs over everything.
+then the aggregate analysis runs over everything. A cell counts as finished
+only for the resolved spec it ran (its fingerprint is in ``index.json``): a
+cell whose spec changed since (a new ``set:``, an edited base) runs again.
+The name is one path component, so the directory stays inside ``--out``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
+import re
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,7 +39,11 @@ import yaml
 from scotbed import contract
 from scotbed.errors import UserError
 from scotbed.loader import read_document
-from scotbed.orchestrator.spec import SpecError, load_spec
+from scotbed.orchestrator.spec import SpecError, dump_spec, load_spec
+
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+CHECKS_FAILED = "run finished but its checks failed"
+INDEX = "index.json"  # in the campaign directory
 
 
 class CampaignError(UserError):
@@ -102,8 +112,13 @@ def load_campaign(path: str | Path) -> Campaign:
     for k, vs in matrix.items():
         if not isinstance(vs, list) or not vs:
             raise CampaignError(f"{p}: matrix.{k}: a non-empty list of values, got {vs!r}")
+    if not isinstance(doc["name"], str) or not NAME.fullmatch(doc["name"]):
+        raise CampaignError(
+            f"{p}: name: {doc['name']!r} must be one directory name (letters, digits, '.', '_', '-'; "
+            "not starting with '.'), so the campaign stays inside --out"
+        )
     reps = doc.get("repetitions", 1)
-    if not isinstance(reps, int) or reps < 1:
+    if not isinstance(reps, int) or isinstance(reps, bool) or reps < 1:
         raise CampaignError(f"{p}: repetitions: a whole number >= 1, got {reps!r}")
     sets = doc.get("set", [])
     if not isinstance(sets, list) or not all(isinstance(s, str) for s in sets):
@@ -118,6 +133,11 @@ def load_campaign(path: str | Path) -> Campaign:
     )
     _check_cells(campaign)
     return campaign
+
+
+def fingerprint(base: Path, sets: list[str] | tuple[str, ...]) -> str:
+    """What identifies a cell's run: a hash of its resolved spec."""
+    return hashlib.sha256(dump_spec(load_spec(base, sets)).encode()).hexdigest()[:16]
 
 
 def _check_cells(c: Campaign) -> None:
@@ -137,6 +157,7 @@ class CellOutcome:
     run_dir: str | None
     seconds: float
     error: str = ""
+    fingerprint: str = ""
 
 
 class CampaignIndex:
@@ -146,11 +167,24 @@ class CampaignIndex:
         self.path = path
         self.cells: dict[str, dict[str, Any]] = {}
         if path.exists():
-            self.cells = json.loads(path.read_text()).get("cells", {})
+            try:
+                doc = json.loads(path.read_text())
+                self.cells = doc["cells"]
+                if not isinstance(self.cells, dict) or not all(
+                    isinstance(r, dict) for r in self.cells.values()
+                ):
+                    raise TypeError("'cells' is not a mapping of records")
+            except (ValueError, KeyError, TypeError) as e:
+                raise CampaignError(
+                    f"{path}: the campaign index is corrupt ({type(e).__name__}: {e}); "
+                    "move it away to run every cell again"
+                ) from None
 
-    def finished(self, key: str) -> bool:
+    def finished(self, key: str, fingerprint: str | None = None) -> bool:
         rec = self.cells.get(key)
         if not rec or rec.get("status") != "done" or not rec.get("run_dir"):
+            return False
+        if fingerprint is not None and rec.get("fingerprint") != fingerprint:
             return False
         return (Path(rec["run_dir"]) / contract.SUMMARY).exists()
 
@@ -161,6 +195,7 @@ class CampaignIndex:
             "seconds": round(outcome.seconds, 1),
             "error": outcome.error,
             "values": values,
+            "fingerprint": outcome.fingerprint,
         }
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps({"cells": self.cells}, indent=1, sort_keys=True))
@@ -192,12 +227,13 @@ def run_campaign(
             sort_keys=False,
         )
     )
-    index = CampaignIndex(cdir / "index.json")
+    index = CampaignIndex(cdir / INDEX)
     base_seed = load_spec(campaign.base).seed
     cells = campaign.cells(base_seed)
     outcomes = []
     for i, cell in enumerate(cells, 1):
-        if index.finished(cell.key):
+        fp = fingerprint(campaign.base, cell.sets)
+        if index.finished(cell.key, fp):
             on_cell(i, len(cells), cell, "skipped (finished earlier)")
             continue
         on_cell(i, len(cells), cell, "running")
@@ -205,12 +241,11 @@ def run_campaign(
         values = {**dict(cell.values), "repetition": cell.repetition}
         try:
             run_dir = run_one(campaign.base, list(cell.sets), cdir / "runs")
-            outcome = CellOutcome(cell.key, "done", str(run_dir), time.monotonic() - t0)
+            outcome = CellOutcome(cell.key, "done", str(run_dir), time.monotonic() - t0, "", fp)
         except Exception as e:  # a failed run is recorded; Ctrl-C (BaseException) stops the campaign
             run_dir_attr = getattr(e, "run_dir", None)
-            outcome = CellOutcome(
-                cell.key, "failed", str(run_dir_attr) if run_dir_attr else None, time.monotonic() - t0, str(e)
-            )
+            run_dir_text = str(run_dir_attr) if run_dir_attr else None
+            outcome = CellOutcome(cell.key, "failed", run_dir_text, time.monotonic() - t0, str(e), fp)
         index.record(outcome, values)
         outcomes.append(outcome)
         on_cell(i, len(cells), cell, outcome.status)
@@ -220,6 +255,7 @@ def run_campaign(
 def main(args: Any) -> int:
     """`scotbed campaign CAMPAIGN.yaml [--backend B] [--out DIR]`."""
     from scotbed.orchestrator.commands import CommandError
+    from scotbed.orchestrator.outdir import writable_dir
     from scotbed.orchestrator.progress import make_progress
     from scotbed.orchestrator.run import RunFailed, SignalGuard, options_from_args, run_spec
 
@@ -227,6 +263,7 @@ def main(args: Any) -> int:
         campaign = load_campaign(args.campaign)
     except CampaignError as e:
         raise CommandError(str(e)) from None
+    writable_dir(Path(args.out))
     progress = make_progress(getattr(args, "quiet", False), getattr(args, "log_json", False))
     backend = args.backend or campaign.backend
 
@@ -234,7 +271,7 @@ def main(args: Any) -> int:
         options = options_from_args(args, backend=backend, out=runs, quiet=True)
         result = run_spec(spec, sets, options)
         if not result.ok:
-            raise RunFailed(f"run finished but its checks failed: {result.verdict}", result.run_dir)
+            raise RunFailed(f"{CHECKS_FAILED}: {result.verdict}", result.run_dir)
         return result.run_dir
 
     def on_cell(i: int, n: int, cell: Cell, status: str) -> None:
@@ -243,15 +280,26 @@ def main(args: Any) -> int:
     from scotbed.analysis.session import shared_session
 
     # SIGTERM between two runs stops the campaign as cleanly as during one; one Spark session for all runs
-    with SignalGuard(), shared_session():
-        cdir, outcomes = run_campaign(campaign, Path(args.out), run_one, on_cell)
+    try:
+        with SignalGuard(), shared_session():
+            cdir, outcomes = run_campaign(campaign, Path(args.out), run_one, on_cell)
+    except CampaignError as e:
+        raise CommandError(str(e)) from None
+    failed = [o for o in outcomes if o.status != "done"]
+    for o in failed:
+        progress.warn(f"{o.key}: {o.error}")
+    index = CampaignIndex(cdir / INDEX)
+    if not any(index.finished(key) for key in index.cells):
+        print(
+            f"scotbed campaign: failed: no cell finished ({len(failed)} failed); see above", file=sys.stderr
+        )
+        return 3
     with progress.phase("aggregate"):
         from scotbed.analysis.campaign import aggregate
 
         aggregate(cdir)
-    failed = [o for o in outcomes if o.status != "done"]
-    for o in failed:
-        progress.warn(f"{o.key}: {o.error}")
     progress.info(f"campaign directory: {cdir}")
     progress.info(f"report: {cdir / contract.REPORT}")
+    if any(not o.error.startswith(CHECKS_FAILED) for o in failed):
+        return 3
     return 1 if failed else 0

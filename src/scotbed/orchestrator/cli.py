@@ -15,14 +15,15 @@ import sys
 from collections.abc import Callable, Sequence
 
 from scotbed.errors import UserError
+from scotbed.orchestrator import interrupts
 from scotbed.orchestrator.run import Terminated
 from scotbed.orchestrator.spec import SpecError
 
 #: subcommand modules under scotbed.orchestrator.commands, in help order
 COMMANDS: list[str] = ["validate", "topology", "render", "run", "analyze", "campaign", "saturate", "down"]
 
-#: exceptions that are the user's to fix (spec, topology, broker config, filter, command): message only,
-#: exit 2 (:mod:`scotbed.errors`)
+#: exceptions that are the user's to fix (spec, topology, broker config, filter, command, host capacity):
+#: message only, exit 2 (:mod:`scotbed.errors`)
 USER_ERRORS: tuple[type[BaseException], ...] = (UserError,)
 
 
@@ -74,6 +75,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Terminated:
         print(f"scotbed {args.command}: terminated (SIGTERM)", file=sys.stderr)
         return 143
+    except Exception as e:
+        code = interrupts.exit_code()  # an error while unwinding from a signal (Py4JError from Spark's stop)
+        if code is not None:
+            print(f"scotbed {args.command}: {interrupts.WORDS[code]}", file=sys.stderr)
+            return code
+        if isinstance(e, OSError):  # the host refused something mid-command (disk full, permissions)
+            print(f"scotbed {args.command}: failed: {e}", file=sys.stderr)
+            return 3
+        raise
 
 
 if __name__ == "__main__":

@@ -59,18 +59,41 @@ def broker_configs(
         prometheus_port=prometheus_port,
     )
     per_kind = {topo.ACOL: links.acol_capacity_msgs_per_s, topo.ICOL: links.icol_capacity_msgs_per_s}
-    if all(v is None for v in per_kind.values()):
-        return configs
+    delays = link_delays(spec)
     out = []
     for cfg in configs:
         neighbours = tuple(
-            n
-            if per_kind[n.kind] is None
-            else dataclasses.replace(n, capacity_msgs_per_s=scaled_capacity(per_kind[n.kind] or 0.0, ts))
+            dataclasses.replace(
+                n,
+                capacity_msgs_per_s=n.capacity_msgs_per_s
+                if per_kind[n.kind] is None
+                else scaled_capacity(per_kind[n.kind] or 0.0, ts),
+                latency_ms=delays[n.kind][0],
+                jitter_ms=delays[n.kind][1],
+            )
             for n in cfg.neighbours
         )
         out.append(dataclasses.replace(cfg, neighbours=neighbours))
     return out
+
+
+def link_delays(spec: Spec) -> dict[str, tuple[float, float]]:
+    """(latency_ms, jitter_ms) per neighbour kind (aCOL, iCOL), × time_scale."""
+    links, ts = spec.links, spec.workload.time_scale
+
+    def pick(v: float | None, default: float) -> float:
+        return (default if v is None else v) * ts
+
+    return {
+        topo.ACOL: (
+            pick(links.acol_latency_ms, links.latency_ms),
+            pick(links.acol_jitter_ms, links.jitter_ms),
+        ),
+        topo.ICOL: (
+            pick(links.icol_latency_ms, links.latency_ms),
+            pick(links.icol_jitter_ms, links.jitter_ms),
+        ),
+    }
 
 
 @dataclass(frozen=True)

@@ -39,10 +39,13 @@ from typing import Any, Literal
 import yaml
 
 from scotbed import contract
+from scotbed.analysis import unreadable
+from scotbed.orchestrator import faults, interrupts, schedule
 from scotbed.orchestrator import plan as deploy_plan
 from scotbed.orchestrator.backends.base import Backend, BackendError, Deployment, DeployRequest
 from scotbed.orchestrator.images import BROKER_IMAGE, WORKLOAD_IMAGE
 from scotbed.orchestrator.locust_driver import HostLocust, WorkloadFailed
+from scotbed.orchestrator.outdir import writable_dir
 from scotbed.orchestrator.progress import Phase, Progress, make_progress
 from scotbed.orchestrator.script_driver import HostScript
 from scotbed.orchestrator.scripted import load_script
@@ -158,12 +161,20 @@ class SignalGuard:
 
     def __enter__(self) -> SignalGuard:
         self._old = signal.getsignal(signal.SIGTERM)
+        self._old_int = signal.getsignal(signal.SIGINT)
 
         def handler(signum: int, frame: Any) -> None:
+            interrupts.note(signum)
             raise Terminated()
+
+        def int_handler(signum: int, frame: Any) -> None:
+            interrupts.note(signum)
+            raise KeyboardInterrupt
 
         try:
             signal.signal(signal.SIGTERM, handler)
+            if self._old_int is signal.default_int_handler:
+                signal.signal(signal.SIGINT, int_handler)
             self._installed = True
         except ValueError:  # not the main thread: leave signals alone
             self._installed = False
@@ -172,6 +183,7 @@ class SignalGuard:
     def __exit__(self, *exc: object) -> None:
         if self._installed:
             signal.signal(signal.SIGTERM, self._old)
+            signal.signal(signal.SIGINT, self._old_int)
 
 
 class Lifecycle:
@@ -187,6 +199,7 @@ class Lifecycle:
         self.run_dir: Path | None = None
         self.state: RunState | None = None
         self.collected = False
+        self.injector: faults.Injector | None = None
 
     # --- phases ---------------------------------------------------------------------------
 
@@ -209,6 +222,7 @@ class Lifecycle:
 
         with self.progress.phase("topology") as ph:
             scot = build_scot(spec)
+            faults.validate(spec, scot, backend_name)
             (run_dir / contract.TOPOLOGY).write_text(json.dumps(scot.to_json(), indent=1))
             s = scot.summary()
             ph.update(
@@ -257,11 +271,18 @@ class Lifecycle:
 
         with self.progress.phase("collect") as ph:
             self._collect(ph)
+        lag = schedule.publisher_lag(run_dir / contract.PUBLICATIONS)
+        if (late := schedule.warning(lag)) is not None:
+            self.progress.warn(late)
 
         summary: dict[str, Any] = {}
         if self.options.analyse:
             with self.progress.phase("analyse") as ph:
                 summary = self._analyse(run_dir, ph)
+            schedule.record(run_dir, lag, summary)
+            faults.attribute(summary, run_dir)
+            if (note := unreadable.describe(summary)) is not None:
+                self.progress.warn(note)
         ok, verdict = verdict_of(summary) if self.options.analyse else (True, "not analysed")
         return RunResult(run_id, run_dir, summary, ok, verdict)
 
@@ -295,7 +316,10 @@ class Lifecycle:
     def _check_brokers(self) -> None:
         if self.deployment is None:
             return
-        dead = self.deployment.dead()
+        if self.injector is not None and self.injector.error:
+            raise RunFailed(self.injector.error, self.run_dir)
+        down = self.injector.down if self.injector is not None else set()
+        dead = {b: why for b, why in self.deployment.dead().items() if b not in down}
         if dead:
             names = "; ".join(f"{b}: {why}" for b, why in sorted(dead.items()))
             raise RunFailed(f"broker(s) stopped during the run: {names}", self.run_dir)
@@ -334,6 +358,7 @@ class Lifecycle:
 
         with self.progress.phase("publish") as ph:
             locust.release()
+            self.injector = faults.inject(spec, self.deployment, self.run_dir)
             locust.watch(spec.timeouts.run_s, ph)
 
         with self.progress.phase("drain") as ph:
@@ -455,6 +480,8 @@ class Lifecycle:
                     self.progress.warn(f"{what}: {e}")
 
     def _stop_workload(self) -> None:
+        if self.injector is not None:
+            self.injector.stop()
         if self.driver is not None:
             self.driver.stop()
 
@@ -530,10 +557,13 @@ def options_from_args(args: Any, **overrides: Any) -> RunOptions:
 
 def main(args: Any) -> int:
     options = options_from_args(args)
+    writable_dir(options.out)
     progress = make_progress(options.quiet, options.log_json)
     try:
         result = run_spec(args.spec, args.sets, options, progress)
     except RunFailed as e:
+        if interrupts.exit_code() is not None:
+            raise
         print(f"scotbed run: failed: {e}", file=sys.stderr)
         if e.run_dir is not None:
             print(f"scotbed run: the partial run directory is kept: {e.run_dir}", file=sys.stderr)

@@ -34,10 +34,12 @@ from pydantic import (
 )
 
 from scotbed import topology as topo
+from scotbed import yamlload
 from scotbed.broker import routing as routing_registry
 from scotbed.errors import UserError
 from scotbed.loader import read_document
 from scotbed.matching import implemented as matching_implemented
+from scotbed.orchestrator.faults import FaultSpec
 from scotbed.orchestrator.spec_errors import describe
 from scotbed.workloads import params as wp
 
@@ -54,7 +56,8 @@ class SpecError(UserError):
 
 
 class _Block(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    # strict: no bool -> int, no "3" -> 3; allow_inf_nan=False: every number is finite
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True, allow_inf_nan=False)
 
 
 # --- topology ---------------------------------------------------------------------------------
@@ -142,7 +145,8 @@ class TopologySpec(_Block):
 
 
 class LinksSpec(_Block):
-    """Link emulation at each broker's output queue (divided by workload.time_scale)."""
+    """Link emulation at each broker's output queue: capacity (divided by workload.time_scale), then
+    latency and jitter (multiplied by it; see :mod:`scotbed.broker.latency`)."""
 
     capacity_msgs_per_s: float = Field(default=0.0, ge=0, description="messages/s per link; 0 = unlimited")
     acol_capacity_msgs_per_s: float | None = Field(
@@ -151,6 +155,14 @@ class LinksSpec(_Block):
     icol_capacity_msgs_per_s: float | None = Field(
         default=None, ge=0, description="messages/s on iCOLs; default: capacity_msgs_per_s"
     )
+    latency_ms: float = Field(
+        default=0.0, ge=0, le=60_000, description="one-way delay per link in ms (× workload.time_scale)"
+    )
+    jitter_ms: float = Field(default=0.0, ge=0, le=60_000, description="the delay varies by ± this many ms")
+    acol_latency_ms: float | None = Field(default=None, ge=0, le=60_000, description="default: latency_ms")
+    icol_latency_ms: float | None = Field(default=None, ge=0, le=60_000, description="default: latency_ms")
+    acol_jitter_ms: float | None = Field(default=None, ge=0, le=60_000, description="default: jitter_ms")
+    icol_jitter_ms: float | None = Field(default=None, ge=0, le=60_000, description="default: jitter_ms")
 
 
 class CongestionSpec(_Block):
@@ -268,7 +280,7 @@ class WorkloadSpec(_Block):
         default=None,
         description="daily-quote CSV files to replay instead of the synthetic market (relative to the spec)",
     )
-    subscribers: int = Field(default=60, ge=0, description="subscriber clients, one subscription each")
+    subscribers: int = Field(default=60, ge=1, description="subscriber clients, one subscription each")
     selectivity: float = Field(
         default=0.02, gt=0, le=1, description="expected fraction of notifications a filter matches"
     )
@@ -361,6 +373,10 @@ class Spec(_Block):
     analysis: AnalysisSpec = Field(default_factory=lambda: AnalysisSpec())
     backend: Literal["local", "compose", "k8s"] = "local"
     timeouts: TimeoutsSpec = Field(default_factory=lambda: TimeoutsSpec())
+    faults: list[FaultSpec] = Field(
+        default_factory=list,
+        description="fault timeline during the publish phase (scotbed.orchestrator.faults)",
+    )
 
     _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
 
@@ -391,9 +407,9 @@ def apply_sets(doc: dict[str, Any], sets: Iterable[str]) -> dict[str, Any]:
         if not sep or not key or any(not part for part in key.split(".")):
             raise SpecError(f"--set {item!r}: expected key.path=value, e.g. workload.subscribers=100")
         try:
-            value = yaml.safe_load(raw) if raw.strip() else ""
-        except yaml.YAMLError as e:
-            raise SpecError(f"--set {key}: cannot parse {raw!r} as a YAML value: {e}") from None
+            value = yamlload.loads(raw, f"--set {key}") if raw.strip() else ""
+        except yamlload.YamlError as e:
+            raise SpecError(f"cannot parse {raw!r} as a YAML value: {e}") from None
         parts = key.split(".")
         node: Any = out
         for depth, part in enumerate(parts[:-1]):

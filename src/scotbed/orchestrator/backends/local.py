@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from scotbed.broker.launcher import LaunchError, LocalCluster
+from scotbed.orchestrator.backends import capacity
 from scotbed.orchestrator.backends.base import BackendError, DeployRequest, HostWorkload
 from scotbed.orchestrator.plan import Addressing
 
@@ -53,6 +54,7 @@ class LocalBackend:
         return LOCAL_ADDRESSING
 
     def deploy(self, request: DeployRequest) -> LocalDeployment:
+        capacity.require(len(request.configs))
         cluster = LocalCluster(
             request.configs,
             request.run_dir,

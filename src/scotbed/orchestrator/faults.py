@@ -1,0 +1,233 @@
+"""Fault timeline (spec ``faults:``): injected on purpose during the publish phase, and losses attributed.
+
+A spec lists faults with times relative to the release of the publishers::
+
+    faults:
+      - {at_s: 2, action: kill, broker: b-v1-0}       # SIGKILL
+      - {at_s: 4, action: restart, broker: b-v1-0}    # start it again (same port, same config)
+      - {at_s: 1, action: cut, broker: b-v0-0, neighbour: b-v1-0}     # both directions hold their batches
+      - {at_s: 3, action: restore, broker: b-v0-0, neighbour: b-v1-0}
+      - {at_s: 5, action: capacity, broker: b-v0-0, neighbour: b-v1-0, capacity_msgs_per_s: 50}
+
+``stop`` is a SIGTERM (the broker drains what it can). A stopped or killed
+broker must be restarted later in the timeline and a cut link restored, so the
+run can drain. Local backend only in this build.
+
+Rejoining (the guarantee). A restarted broker dials its neighbours with a new
+incarnation; each neighbour resends every batch the old process had not
+acknowledged (they wait in its unacknowledged window and output queue), so
+nothing that was still on a link is lost. Lost are the envelopes the old
+process had acknowledged but not yet forwarded, and its routing table: a
+restarted broker starts empty, which is exact for flooding (no state) and
+loses the subscriptions stored there for the other algorithms — so an
+experiment with restarts uses flooding or accepts those losses as the
+fault's effect. Clients of the restarted broker lose their sessions.
+
+Windows and attribution. ``faults.jsonl`` in the run directory records when
+each action actually happened. A *fault window* runs from a kill/stop/cut to
+its restart/restore being done, widened by :data:`GRACE_S` on both sides
+(publications in flight at the fault). After the analysis, a missing delivery
+whose publication was intended inside a window is counted as
+``missing_in_fault_windows``; only the rest count as ``missing`` for the
+verdict.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from scotbed import contract
+
+GRACE_S = 1.0
+CUT_MSGS_PER_S = 1e-6  # a cut link: the token bucket releases nothing until restored
+OPENS = {"kill": "restart", "stop": "restart", "cut": "restore"}
+
+
+class FaultSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+    at_s: float = Field(ge=0, description="seconds after the publishers are released")
+    action: Literal["kill", "stop", "restart", "cut", "restore", "capacity"]
+    broker: str
+    neighbour: str | None = Field(default=None, description="cut, restore, capacity: the link's other end")
+    capacity_msgs_per_s: float | None = Field(default=None, ge=0, description="capacity: the new rate")
+
+
+def check(faults: list[FaultSpec], brokers: set[str], neighbours: Callable[[str], set[str]]) -> list[str]:
+    """Problems of a timeline against the overlay, one ``faults[k]...: why`` line each."""
+    problems = []
+    for k, f in enumerate(faults):
+        where = f"faults[{k}]"
+        if f.broker not in brokers:
+            problems.append(f"{where}.broker: {f.broker!r} is not a broker of this overlay")
+            continue
+        link = f.action in ("cut", "restore", "capacity")
+        if link and (f.neighbour is None or f.neighbour not in neighbours(f.broker)):
+            problems.append(f"{where}.neighbour: {f.neighbour!r} is not a neighbour of {f.broker}")
+        if not link and f.neighbour is not None:
+            problems.append(f"{where}.neighbour: only cut, restore and capacity name a link")
+        if (f.action == "capacity") != (f.capacity_msgs_per_s is not None):
+            problems.append(f"{where}.capacity_msgs_per_s: required for capacity, and only there")
+        if f.action in OPENS and not any(
+            g.action == OPENS[f.action]
+            and g.broker == f.broker
+            and g.neighbour == f.neighbour
+            and g.at_s > f.at_s
+            for g in faults
+        ):
+            problems.append(f"{where}: a {f.action} needs a later {OPENS[f.action]} of the same target")
+    return problems
+
+
+@dataclass(frozen=True)
+class Window:
+    target: str
+    start_ns: int
+    end_ns: int
+
+    def covers(self, t_ns: int) -> bool:
+        grace = int(GRACE_S * 1e9)
+        return self.start_ns - grace <= t_ns <= self.end_ns + grace
+
+
+def windows(records: list[dict[str, Any]]) -> list[Window]:
+    """Fault windows from the executed timeline (``faults.jsonl`` records, in order)."""
+    open_at: dict[str, int] = {}
+    out = []
+    for r in records:
+        target = r["target"]
+        if r["action"] in OPENS:
+            open_at.setdefault(target, r["start_ns"])
+        elif r["action"] in ("restart", "restore") and target in open_at:
+            out.append(Window(target, open_at.pop(target), r["end_ns"]))
+    now = time.time_ns()
+    out += [Window(t, s, now) for t, s in open_at.items()]  # never closed: open until the end
+    return out
+
+
+def attribute(summary: dict[str, Any], run_dir: Path) -> None:
+    """Split the missing deliveries of ``summary`` into inside and outside the fault windows."""
+    path = run_dir / contract.FAULTS
+    offenders = run_dir / contract.OFFENDERS
+    if not path.exists() or not offenders.exists():
+        return
+    import pandas as pd
+
+    wins = windows([json.loads(line) for line in path.read_text().splitlines() if line.strip()])
+    pairs = pd.read_parquet(offenders, columns=["t_ns", "missing"])
+    times = pairs.loc[pairs["missing"], "t_ns"].astype("int64")
+    inside = int(sum(1 for t in times if any(w.covers(int(t)) for w in wins)))
+    outside = len(times) - inside
+    n, c = summary.setdefault("notifications", {}), summary.setdefault("correctness", {})
+    n["missing_in_fault_windows"] = c["missing_in_fault_windows"] = inside
+    n["missing"] = c["missing"] = outside
+    n["fault_windows"] = [{"target": w.target, "start_ns": w.start_ns, "end_ns": w.end_ns} for w in wins]
+    c["ok"] = outside == 0 and not c.get("duplicates") and not c.get("false_positives")
+    (run_dir / contract.SUMMARY).write_text(json.dumps(summary, indent=2, default=str))
+
+
+class Injector:
+    """Runs a timeline against a local deployment in a thread; knows which brokers are down on purpose."""
+
+    def __init__(self, faults: list[FaultSpec], cluster: Any, run_dir: Path) -> None:
+        self.faults = sorted(faults, key=lambda f: f.at_s)
+        self.cluster = cluster  # scotbed.broker.launcher.LocalCluster
+        self.log = run_dir / contract.FAULTS
+        self.down: set[str] = set()
+        self.error: str | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="faults", daemon=True)
+
+    def start(self) -> None:
+        self._t0 = time.monotonic()
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=60)
+
+    def _run(self) -> None:
+        for f in self.faults:
+            if self._stop.wait(max(0.0, self._t0 + f.at_s - time.monotonic())):
+                return
+            start = time.time_ns()
+            try:
+                self._apply(f)
+            except Exception as e:  # reported by the run (fails it); the thread must not die silently
+                self.error = f"faults: {f.action} {f.broker}: {type(e).__name__}: {e}"
+                return
+            target = f.broker if f.neighbour is None else f"{f.broker}<->{f.neighbour}"
+            rec = {
+                "action": f.action,
+                "target": target,
+                "at_s": f.at_s,
+                "start_ns": start,
+                "end_ns": time.time_ns(),
+            }
+            with self.log.open("a") as fh:
+                fh.write(json.dumps(rec) + "\n")
+
+    def _apply(self, f: FaultSpec) -> None:
+        c = self.cluster
+        if f.action in ("kill", "stop"):
+            self.down.add(f.broker)
+            c.kill(f.broker) if f.action == "kill" else c.terminate(f.broker)
+        elif f.action == "restart":
+            c.start_broker(f.broker)
+            c.wait_ready([f.broker])
+            self.down.discard(f.broker)
+        else:
+            assert f.neighbour is not None
+            for a, b in ((f.broker, f.neighbour), (f.neighbour, f.broker)):
+                self._set_capacity(a, b, self._rate(f, a, b))
+
+    def _rate(self, f: FaultSpec, broker: str, neighbour: str) -> float:
+        if f.action == "cut":
+            return CUT_MSGS_PER_S
+        if f.action == "capacity":
+            return float(f.capacity_msgs_per_s or 0.0)
+        cfg = next(c for c in self.cluster.configs if c.id == broker)
+        n = cfg.neighbour(neighbour)
+        return n.capacity_msgs_per_s if n.capacity_msgs_per_s is not None else cfg.link_capacity_msgs_per_s
+
+    def _set_capacity(self, broker: str, neighbour: str, rate: float) -> None:
+        import asyncio
+
+        from scotbed.broker.client import BrokerClient
+
+        async def go() -> None:
+            async with BrokerClient(self.cluster.address(broker)) as client:
+                await client.set_link_capacity(rate, neighbour)
+
+        asyncio.run(go())
+
+
+def validate(spec: Any, scot: Any, backend: str) -> None:
+    """Raise SpecError when the spec's timeline does not fit the overlay or the backend."""
+    from scotbed.orchestrator.spec import SpecError
+
+    if not spec.faults:
+        return
+    if backend != "local":
+        raise SpecError(f"faults: injected on the local backend only in this build, not {backend}")
+    ids = {b.id for b in scot.brokers}
+    problems = check(spec.faults, ids, lambda b: {n.id for n in scot.neighbours(b)})
+    if problems:
+        raise SpecError(problems)
+
+
+def inject(spec: Any, deployment: Any, run_dir: Path | None) -> Injector | None:
+    """Start the spec's timeline now (the publishers were just released); None without faults."""
+    if not spec.faults or run_dir is None:
+        return None
+    injector = Injector(list(spec.faults), deployment.cluster, run_dir)
+    injector.start()
+    return injector

@@ -1,0 +1,43 @@
+"""Publishers that fall behind their schedule are measured, warned about and summarised."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from scotbed.orchestrator.schedule import publisher_lag, record, warning
+
+
+def _pubs(path: Path, rows: list[tuple[str, int, int]]) -> Path:
+    path.write_text(
+        "".join(
+            json.dumps({"publisher": p, "intended_ns": i, "ts_ns": t, "pub_id": "x"}) + "\n"
+            for p, i, t in rows
+        )
+        + "{not json\n"
+    )
+    return path
+
+
+def test_lag_per_publisher_and_the_warning_names_who_fell_behind(tmp_path: Path) -> None:
+    ms = 1_000_000
+    rows = [("p0", k * 100 * ms, k * 100 * ms + 2 * ms) for k in range(50)]  # 2 ms late: on time
+    rows += [("p1", k * 100 * ms, k * 100 * ms + k * 60 * ms) for k in range(50)]  # 60 ms more each: 2.94 s
+    lag = publisher_lag(_pubs(tmp_path / "publications.jsonl", rows))
+    assert lag["notifications"] == 100 and lag["publishers_behind"] == ["p1"]
+    assert lag["max_lag_ms"] == 2940.0 and lag["late"] == 33  # k = 17..49
+    text = warning(lag)
+    assert text is not None and "1 publisher(s) fell behind schedule (up to 2.9 s; 33 of 100" in text
+    assert "): p1; delays from the intended time include this lag" in text
+
+
+def test_on_time_publishers_get_no_warning_and_the_summary_gets_the_field(tmp_path: Path) -> None:
+    lag = publisher_lag(_pubs(tmp_path / "publications.jsonl", [("p0", 0, 5_000_000)]))
+    assert warning(lag) is None and lag["max_lag_ms"] == 5.0
+    (tmp_path / "analysis").mkdir()
+    (tmp_path / "analysis" / "summary.json").write_text(json.dumps({"notifications": {}}))
+    summary: dict[str, object] = {}
+    record(tmp_path, lag, summary)
+    assert summary["publish_schedule"] == lag
+    assert json.loads((tmp_path / "analysis" / "summary.json").read_text())["publish_schedule"] == lag
+    assert publisher_lag(tmp_path / "missing.jsonl")["notifications"] == 0
