@@ -64,6 +64,7 @@ from scotbed.orchestrator.render.k8s import (
     namespace_for,
     render_k8s,
 )
+from scotbed.orchestrator.render.k8s_versions import ServerVersion, parse_server_version
 from scotbed.orchestrator.spec import Spec
 from scotbed.workloads.k8s import RESULTS_DIR
 
@@ -104,6 +105,7 @@ class Kube:
     streams: Streams
     context: str | None  # the kubeconfig context name; None in-cluster
     in_cluster: bool = False
+    server_version: ServerVersion | None = None  # None: unknown, rendered for a current server
 
 
 class ClientStreams:
@@ -170,6 +172,12 @@ def connect(context: str | None = None) -> Kube:
         config.load_incluster_config(client_configuration=cfg)
         api_client, in_cluster = client.ApiClient(cfg), True
     core = client.CoreV1Api(api_client)
+    server: ServerVersion | None = None
+    try:  # unreachable now: the first real call says so with its own context
+        code = client.VersionApi(api_client).get_code()
+        server = parse_server_version(code.major, code.minor)
+    except Exception as e:
+        log.info("server version unknown (%s); rendering for a current server", api_message(e))
     return Kube(
         core=core,
         batch=client.BatchV1Api(api_client),
@@ -177,6 +185,7 @@ def connect(context: str | None = None) -> Kube:
         streams=ClientStreams(core),
         context=context,
         in_cluster=in_cluster,
+        server_version=server,
     )
 
 
@@ -323,6 +332,7 @@ class K8sBackend:
             port=self.port,
             preferred_anti_affinity=preferred,
             resources=self.resources,
+            server_version=kube.server_version,
         )
         meta = objects[0]["metadata"]
         objects[0] = {**objects[0], "metadata": {**meta, "labels": {**meta["labels"], MANAGED_BY: MANAGER}}}

@@ -25,6 +25,7 @@ from typing import Any
 from scotbed import topology as topo
 from scotbed.config import BrokerConfig, dump_all
 from scotbed.orchestrator.plan import broker_configs
+from scotbed.orchestrator.render.k8s_versions import ServerVersion, broker_probe
 from scotbed.orchestrator.spec import Spec
 
 LABEL_RUN = "scotbed.io/run-id"
@@ -104,7 +105,14 @@ def _anti_affinity(run_id: str, neighbours: list[str], preferred: bool) -> dict[
 
 
 def _pod(
-    cfg: BrokerConfig, run_id: str, namespace: str, image: str, port: int, res: Resources, preferred: bool
+    cfg: BrokerConfig,
+    run_id: str,
+    namespace: str,
+    image: str,
+    port: int,
+    res: Resources,
+    preferred: bool,
+    server: ServerVersion | None,
 ) -> dict[str, Any]:
     labels = {
         **run_labels(run_id),
@@ -113,7 +121,6 @@ def _pod(
         LABEL_CLUSTER: str(cfg.cluster),
         LABEL_REGION: cfg.region,
     }
-    probe_grpc = {"grpc": {"port": port}}
     container = {
         "name": "broker",
         "image": image,
@@ -132,9 +139,14 @@ def _pod(
             {"name": "PYTHONUNBUFFERED", "value": "1"},
             {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
         ],
-        "readinessProbe": {**probe_grpc, "periodSeconds": 2, "timeoutSeconds": 2, "failureThreshold": 3},
+        "readinessProbe": {
+            **broker_probe(port, server, 2),
+            "periodSeconds": 2,
+            "timeoutSeconds": 2,
+            "failureThreshold": 3,
+        },
         "livenessProbe": {
-            **probe_grpc,
+            **broker_probe(port, server, 5),
             "initialDelaySeconds": 10,
             "periodSeconds": 10,
             "timeoutSeconds": 5,
@@ -206,9 +218,11 @@ def render_k8s(
     preferred_anti_affinity: bool = False,
     resources: Resources = Resources(),
     extra_objects: Sequence[dict[str, Any]] = (),
+    server_version: ServerVersion | None = None,
 ) -> list[dict[str, Any]]:
     """Every object of the run in apply order; ``extra_objects`` (e.g. Locust Jobs) come last and
-    get the run's namespace when they have none."""
+    get the run's namespace when they have none. ``server_version``: the target server's, for the
+    features that depend on it (:mod:`.k8s_versions`); None = a current server."""
     ns = namespace or namespace_for(run_id)
     configs = k8s_broker_configs(spec, scot, run_id, ns, port)
     base = run_labels(run_id)
@@ -255,6 +269,8 @@ def render_k8s(
             },
         },
     ]
-    objects += [_pod(c, run_id, ns, image, port, resources, preferred_anti_affinity) for c in configs]
+    objects += [
+        _pod(c, run_id, ns, image, port, resources, preferred_anti_affinity, server_version) for c in configs
+    ]
     objects += [{**obj, "metadata": {"namespace": ns, **obj.get("metadata", {})}} for obj in extra_objects]
     return objects

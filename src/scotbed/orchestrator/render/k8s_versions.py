@@ -1,0 +1,47 @@
+"""What differs between Kubernetes server versions, for the broker pods: one home for each feature gate.
+
+The manifests are rendered for the server they go to (its version read from the API): a feature the
+server does not have is replaced by an equivalent it has. gRPC probes came in 1.24; older servers
+(the local cluster's 1.20, long-lived clusters) get an exec probe that runs the broker's own health
+check (``python -m scotbed.broker.health``, the compose healthcheck), which asks the same gRPC health
+service. ``None`` (version unknown, e.g. ``scotbed render``) means a current server.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+#: (major, minor) of a Kubernetes server
+ServerVersion = tuple[int, int]
+
+#: the first server version with ``grpc`` probes
+GRPC_PROBE_SINCE: ServerVersion = (1, 24)
+#: the oldest server the k8s backend supports
+OLDEST_SUPPORTED: ServerVersion = (1, 20)
+
+
+def parse_server_version(major: str, minor: str) -> ServerVersion:
+    """The API's ``/version`` fields (``minor`` may carry a vendor suffix, e.g. ``"27+"``)."""
+    numbers = [re.match(r"\d+", part) for part in (major, minor)]
+    if not all(numbers):
+        raise ValueError(f"unparsable server version major={major!r} minor={minor!r}")
+    return int(numbers[0].group()), int(numbers[1].group())  # type: ignore[union-attr]
+
+
+def broker_probe(port: int, server: ServerVersion | None, timeout_s: int) -> dict[str, Any]:
+    """The handler part of a broker's readiness/liveness probe for ``server``."""
+    if server is None or server >= GRPC_PROBE_SINCE:
+        return {"grpc": {"port": port}}
+    return {
+        "exec": {
+            "command": [
+                "python",
+                "-m",
+                "scotbed.broker.health",
+                f"127.0.0.1:{port}",
+                "--timeout",
+                str(timeout_s),
+            ]
+        }
+    }

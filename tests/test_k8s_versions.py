@@ -1,0 +1,56 @@
+"""Manifests follow the server's version: exec probes before 1.24, gRPC probes from 1.24 on."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kubernetes_validate
+import pytest
+
+from scotbed.orchestrator.render import k8s
+from scotbed.orchestrator.render.k8s_versions import GRPC_PROBE_SINCE, parse_server_version
+from scotbed.orchestrator.spec import build_scot, parse_spec
+
+RUN_ID = "quickstart-20250102T030405-0a1b2c3d"
+
+
+def broker_pods(server: tuple[int, int] | None) -> list[dict[str, Any]]:
+    spec = parse_spec({"name": "quickstart", "topology": {"acyclic": "paper-fig2", "connectivity": 3}})
+    objects = k8s.render_k8s(spec, build_scot(spec), RUN_ID, server_version=server)
+    return [o for o in objects if o["kind"] == "Pod"]
+
+
+@pytest.mark.parametrize("server", [(1, 20), (1, 23)])
+def test_servers_before_grpc_probes_get_the_brokers_own_health_check(server: tuple[int, int]) -> None:
+    pods = broker_pods(server)
+    assert len(pods) == 18
+    for pod in pods:
+        (c,) = pod["spec"]["containers"]
+        for probe in (c["readinessProbe"], c["livenessProbe"]):
+            assert "grpc" not in probe
+            cmd = probe["exec"]["command"]
+            assert cmd[:4] == ["python", "-m", "scotbed.broker.health", f"127.0.0.1:{k8s.DEFAULT_PORT}"]
+            # the check gives up before the kubelet does, so a slow broker reads as not serving
+            assert float(cmd[cmd.index("--timeout") + 1]) <= probe["timeoutSeconds"]
+
+
+@pytest.mark.parametrize("server", [None, GRPC_PROBE_SINCE, (1, 31), (2, 0)])
+def test_current_servers_get_grpc_probes(server: tuple[int, int] | None) -> None:
+    for pod in broker_pods(server):
+        (c,) = pod["spec"]["containers"]
+        assert c["readinessProbe"]["grpc"] == {"port": k8s.DEFAULT_PORT}
+        assert c["livenessProbe"]["grpc"] == {"port": k8s.DEFAULT_PORT}
+        assert "exec" not in c["readinessProbe"]
+
+
+@pytest.mark.parametrize("version", sorted({k8s.KUBERNETES_VERSION, kubernetes_validate.latest_version()}))
+def test_old_server_manifests_pass_the_current_official_schemas(version: str) -> None:
+    for pod in broker_pods((1, 20)):
+        kubernetes_validate.validate(pod, version, strict=True)
+
+
+def test_server_version_parsing() -> None:
+    assert parse_server_version("1", "20") == (1, 20)
+    assert parse_server_version("1", "27+") == (1, 27)  # vendor builds (GKE, EKS) add a suffix
+    with pytest.raises(ValueError, match="unparsable server version"):
+        parse_server_version("", "x")
