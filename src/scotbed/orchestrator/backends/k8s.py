@@ -64,6 +64,7 @@ from scotbed.orchestrator.render.k8s import (
     namespace_for,
     render_k8s,
 )
+from scotbed.orchestrator.render.k8s_placement import ANYWHERE, Placement
 from scotbed.orchestrator.render.k8s_versions import ServerVersion, parse_server_version
 from scotbed.orchestrator.spec import Spec
 from scotbed.workloads.k8s import RESULTS_DIR
@@ -238,14 +239,16 @@ def apply(kube: Kube, obj: dict[str, Any]) -> None:
         raise BackendError(f"creating {kind} {name}: {api_message(e)}") from None
 
 
-def schedulable_nodes(nodes: Sequence[Any]) -> int:
-    """Nodes a broker pod can land on: Ready, not cordoned, without NoSchedule/NoExecute taints."""
+def schedulable_nodes(nodes: Sequence[Any], placement: Placement = ANYWHERE) -> int:
+    """Nodes a broker pod can land on: Ready, not cordoned, in the placement's pool (labels, and every
+    NoSchedule/NoExecute taint tolerated)."""
     count = 0
     for n in nodes:
         if n.spec is not None and n.spec.unschedulable:
             continue
         taints = (n.spec.taints if n.spec else None) or []
-        if any(t.effect in ("NoSchedule", "NoExecute") for t in taints):
+        taint_docs = [{"key": t.key, "value": t.value, "effect": t.effect} for t in taints]
+        if not placement.admits((n.metadata.labels if n.metadata else None) or {}, taint_docs):
             continue
         conds = (n.status.conditions if n.status else None) or []
         if not any(c.type == "Ready" and c.status == "True" for c in conds):
@@ -280,6 +283,7 @@ class K8sBackend:
         namespace_prefix: str | None = None,
         preferred_anti_affinity: bool = False,
         resources: Resources | None = None,
+        placement: Placement = ANYWHERE,
         port: int = DEFAULT_PORT,
         keep_on_failure: bool = False,
         notify: Callable[[str], None] | None = None,
@@ -295,6 +299,7 @@ class K8sBackend:
         self.namespace_prefix = namespace_prefix
         self.preferred_anti_affinity = preferred_anti_affinity
         self.resources = resources or Resources()
+        self.placement = placement
         self.port = port
         self.keep_on_failure = keep_on_failure
         self.notify = notify or (lambda text: log.info("%s", text))
@@ -312,7 +317,7 @@ class K8sBackend:
     def deploy(self, request: DeployRequest) -> K8sDeployment:
         kube = self.kube()
         try:
-            nodes = schedulable_nodes(kube.core.list_node().items)
+            nodes = schedulable_nodes(kube.core.list_node().items, self.placement)
         except Exception as e:
             raise BackendError(f"listing nodes of context {kube.context!r}: {api_message(e)}") from None
         need = self.scot.chromatic_need()
@@ -333,6 +338,7 @@ class K8sBackend:
             preferred_anti_affinity=preferred,
             resources=self.resources,
             server_version=kube.server_version,
+            placement=self.placement,
         )
         meta = objects[0]["metadata"]
         objects[0] = {**objects[0], "metadata": {**meta, "labels": {**meta["labels"], MANAGED_BY: MANAGER}}}

@@ -25,6 +25,7 @@ from typing import Any
 from scotbed import topology as topo
 from scotbed.config import BrokerConfig, dump_all
 from scotbed.orchestrator.plan import broker_configs
+from scotbed.orchestrator.render.k8s_placement import ANYWHERE, Placement
 from scotbed.orchestrator.render.k8s_versions import ServerVersion, broker_probe
 from scotbed.orchestrator.spec import Spec
 
@@ -113,6 +114,7 @@ def _pod(
     res: Resources,
     preferred: bool,
     server: ServerVersion | None,
+    placement: Placement,
 ) -> dict[str, Any]:
     labels = {
         **run_labels(run_id),
@@ -187,6 +189,7 @@ def _pod(
             {"name": "tmp", "emptyDir": {"medium": "Memory", "sizeLimit": "64Mi"}},
         ],
     }
+    spec.update(placement.pod_spec())
     if neighbours:
         spec["affinity"] = {"podAntiAffinity": _anti_affinity(run_id, neighbours, preferred)}
     return {
@@ -219,10 +222,12 @@ def render_k8s(
     resources: Resources = Resources(),
     extra_objects: Sequence[dict[str, Any]] = (),
     server_version: ServerVersion | None = None,
+    placement: Placement = ANYWHERE,
 ) -> list[dict[str, Any]]:
     """Every object of the run in apply order; ``extra_objects`` (e.g. Locust Jobs) come last and
     get the run's namespace when they have none. ``server_version``: the target server's, for the
-    features that depend on it (:mod:`.k8s_versions`); None = a current server."""
+    features that depend on it (:mod:`.k8s_versions`); None = a current server. ``placement``: the
+    node pool the brokers go to (:mod:`.k8s_placement`)."""
     ns = namespace or namespace_for(run_id)
     configs = k8s_broker_configs(spec, scot, run_id, ns, port)
     base = run_labels(run_id)
@@ -270,7 +275,8 @@ def render_k8s(
         },
     ]
     objects += [
-        _pod(c, run_id, ns, image, port, resources, preferred_anti_affinity, server_version) for c in configs
+        _pod(c, run_id, ns, image, port, resources, preferred_anti_affinity, server_version, placement)
+        for c in configs
     ]
     objects += [{**obj, "metadata": {"namespace": ns, **obj.get("metadata", {})}} for obj in extra_objects]
     return objects
