@@ -22,6 +22,7 @@ from typing import Any
 
 PREFIX = "scotbed-fake-"
 POOL_LABEL = "scotbed.io/node-pool"
+PAIR_LABEL = "scotbed.io/fake-pair"
 LEASE_NS = "kube-node-lease"
 LEASE_S = 40
 HEARTBEAT_S = 10.0
@@ -37,7 +38,7 @@ def now() -> datetime:
     return datetime.now(UTC)
 
 
-def node_body(name: str, taint: str) -> dict[str, Any]:
+def node_body(name: str, index: int, taint: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Node",
@@ -48,6 +49,7 @@ def node_body(name: str, taint: str) -> dict[str, Any]:
                 "kubernetes.io/os": "linux",
                 "kubernetes.io/arch": "amd64",
                 POOL_LABEL: "fake",
+                PAIR_LABEL: f"p{index // 2}",  # two nodes per value: a pool too small on purpose
             },
         },
         "spec": {"taints": [{"key": taint, "value": "true", "effect": "NoSchedule"}]},
@@ -123,9 +125,9 @@ class FakeNodes:
         self.last_heartbeat = 0.0
 
     def register(self) -> None:
-        for name in self.names:
+        for i, name in enumerate(self.names):
             try:
-                self.core.create_node(node_body(name, self.taint))
+                self.core.create_node(node_body(name, i, self.taint))
             except Exception as e:
                 if getattr(e, "status", None) != 409:
                     raise
