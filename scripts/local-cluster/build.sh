@@ -15,6 +15,7 @@ bins=(kube-apiserver kube-scheduler kube-controller-manager kubelet)
 have_all() {
     local b
     for b in "${bins[@]}" pause; do [[ -x "$K8S_BIN/$b" ]] || return 1; done
+    [[ "$(cat "$K8S_BIN/BUILD" 2>/dev/null)" == "$K8S_BUILD" ]]
 }
 
 if have_all; then
@@ -50,6 +51,16 @@ if [[ ! -f "$tree/Makefile" ]]; then
 fi
 
 cd "$tree"
+# The tree vendors reflect2 1.0.1, which crashes under Go >= 1.18 (the API server panics decoding
+# maps, in reflect2's Type2): use Debian's reflect2 1.0.2, the upstream fix, in its place.
+reflect2=/usr/share/gocode/src/github.com/modern-go/reflect2
+[[ -f "$reflect2/go_above_118.go" ]] ||
+    { echo "build: install golang-github-modern-go-reflect2-dev (reflect2 >= 1.0.2)" >&2; exit 1; }
+if [[ ! -f vendor/github.com/modern-go/reflect2/go_above_118.go ]]; then
+    rm -f vendor/github.com/modern-go/reflect2/*.go vendor/github.com/modern-go/reflect2/*.s
+    cp "$reflect2"/*.go "$reflect2"/*.s vendor/github.com/modern-go/reflect2/
+    rm -f vendor/github.com/modern-go/reflect2/*_test.go
+fi
 go_bin=$(ls -d /usr/lib/go-1.*/bin | sort -V | tail -1)
 # Without rsync the code generators come out empty: start from a clean _output after a failure.
 if [[ -d _output && ! -x _output/bin/kubelet ]]; then rm -rf _output; fi
@@ -60,4 +71,5 @@ PATH="$go_bin:$PATH" CGO_ENABLED=0 GOPROXY=off GOFLAGS=-mod=vendor \
 mkdir -p "$K8S_BIN"
 for b in "${bins[@]}"; do install -m 0755 "_output/bin/$b" "$K8S_BIN/$b"; done
 gcc -Os -static -o "$K8S_BIN/pause" build/pause/linux/pause.c
+echo "$K8S_BUILD" >"$K8S_BIN/BUILD"
 echo "kubernetes $K8S_VERSION: built into $K8S_BIN"

@@ -4,6 +4,8 @@
 K8S_VERSION=v1.20.2
 K8S_CACHE_DIR="${SCOTBED_K8S_CACHE:-/var/cache/scotbed}/kubernetes-$K8S_VERSION"
 K8S_BIN="$K8S_CACHE_DIR/bin"
+# what the cached binaries were built from: a change here rebuilds them
+K8S_BUILD="$K8S_VERSION+reflect2-1.0.2"
 # everything one cluster instance writes: certificates, tokens, etcd data, kubelet root, logs, pids
 CLUSTER_DIR="${SCOTBED_CLUSTER_DIR:-/var/lib/scotbed/local-cluster}"
 PID_DIR="$CLUSTER_DIR/pids"

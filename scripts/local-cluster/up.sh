@@ -21,14 +21,22 @@ die() { echo "local-cluster: $*" >&2; exit 1; }
 admin_token() { cut -d, -f1 "$CLUSTER_DIR/tokens.csv" | head -1; }
 api_get() { curl -fsS --max-time 5 --cacert "$CLUSTER_DIR/pki/ca.crt" -H "Authorization: Bearer $(admin_token)" "$APISERVER_URL$1"; }
 
+node_ready() {
+    api_get "/api/v1/nodes/$1" 2>/dev/null | grep -Eq '"type": ?"Ready", ?"status": ?"True"'
+}
+fake_nodes_ready() {
+    local n
+    n=$(api_get '/api/v1/nodes?labelSelector=scotbed.io%2Fnode-pool%3Dfake' | grep -Eo '"type": ?"Ready", ?"status": ?"True"' | wc -l)
+    ((n == FAKE_NODES))
+}
+
 healthy() {
     local f
     [[ -f "$CLUSTER_DIR/tokens.csv" ]] || return 1
     for f in "$PID_DIR"/*.pid; do
         [[ -f "$f" ]] && kill -0 "$(cut -d' ' -f1 "$f")" 2>/dev/null || return 1
     done
-    api_get /readyz >/dev/null 2>&1 &&
-        api_get "/api/v1/nodes/$NODE_NAME" 2>/dev/null | grep -q '"type": "Ready",[[:space:]]*"status": "True"'
+    api_get /readyz >/dev/null 2>&1 && node_ready "$NODE_NAME"
 }
 
 # start NAME CMD...: a background process in its own session, logged, its pid recorded
@@ -134,8 +142,7 @@ start kube-controller-manager "$K8S_BIN/kube-controller-manager" \
 start kube-scheduler "$K8S_BIN/kube-scheduler" \
     --kubeconfig "$CLUSTER_DIR/scheduler.kubeconfig" --leader-elect=false \
     --bind-address 127.0.0.1 --port 0 --profiling=false --v 1
-wait_for kube-controller-manager 60 sh -c "$(declare -f api_get admin_token); \
-    CLUSTER_DIR='$CLUSTER_DIR' APISERVER_URL='$APISERVER_URL'; api_get /api/v1/namespaces/default/serviceaccounts/default"
+wait_for kube-controller-manager 60 api_get /api/v1/namespaces/default/serviceaccounts/default
 
 # -- cluster DNS: answers from the API, listens on the bridge -------------------------------------------
 start cluster-dns "$PY" "$here/cluster_dns.py" --kubeconfig "$CLUSTER_DIR/admin.kubeconfig" \
@@ -152,22 +159,19 @@ start kubelet "$K8S_BIN/kubelet" \
     --tls-cert-file "$pki/kubelet.crt" --tls-private-key-file "$pki/kubelet.key" \
     --container-runtime docker --pod-infra-container-image "$PAUSE_IMAGE" \
     --root-dir "$CLUSTER_DIR/kubelet" --cert-dir "$CLUSTER_DIR/kubelet/pki" \
+    --experimental-dockershim-root-directory "$CLUSTER_DIR/dockershim" \
     --cgroups-per-qos=false --enforce-node-allocatable= --fail-swap-on=false --cgroup-driver cgroupfs \
     --eviction-hard 'memory.available<100Mi,nodefs.available<1%,imagefs.available<1%' \
     --image-gc-high-threshold 100 --image-gc-low-threshold 99 \
     --make-iptables-util-chains=false --hairpin-mode none \
     --cluster-dns "$bridge" --cluster-domain "$CLUSTER_DOMAIN" \
     --node-labels "scotbed.io/node-pool=real" --v 1
-wait_for kubelet 120 sh -c "$(declare -f api_get admin_token); \
-    CLUSTER_DIR='$CLUSTER_DIR' APISERVER_URL='$APISERVER_URL'; \
-    api_get /api/v1/nodes/$NODE_NAME | grep -q '\"type\": \"Ready\",[[:space:]]*\"status\": \"True\"'"
+wait_for kubelet 120 node_ready "$NODE_NAME"
 
 # -- fake nodes -------------------------------------------------------------------------------------
 start fake-nodes "$PY" "$here/fake_nodes.py" --kubeconfig "$CLUSTER_DIR/admin.kubeconfig" \
     --count "$FAKE_NODES" --taint "$FAKE_TAINT_KEY"
-wait_for fake-nodes 60 sh -c "$(declare -f api_get admin_token); \
-    CLUSTER_DIR='$CLUSTER_DIR' APISERVER_URL='$APISERVER_URL'; \
-    test \"\$(api_get '/api/v1/nodes?labelSelector=scotbed.io/node-pool%3Dfake' | grep -c '\"type\": \"Ready\",')\" -eq $FAKE_NODES"
+wait_for fake-nodes 60 fake_nodes_ready
 
 # -- the user's kubeconfig --------------------------------------------------------------------------
 "$PY" "$here/kubeconfig.py" merge "$KUBECONFIG_FILE" "$CLUSTER_DIR/admin.kubeconfig" "$CONTEXT"
