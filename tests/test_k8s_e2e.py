@@ -87,6 +87,17 @@ def scotbed(*args: str, env: dict[str, str], timeout: float = 900) -> subprocess
     )
 
 
+def phase_seconds(log_json: str) -> dict[str, float]:
+    """Each finished phase's duration from `scotbed run --log-json` output."""
+    out = {}
+    for line in log_json.splitlines():
+        if line.startswith("{"):
+            doc = json.loads(line)
+            if doc.get("event") == "phase_done":
+                out[doc["phase"]] = doc["seconds"]
+    return out
+
+
 def run_namespaces(kube: Kube, run_id: str) -> list[str]:
     return [n.metadata.name for n in kube.core.list_namespace(label_selector=f"{LABEL_RUN}={run_id}").items]
 
@@ -172,8 +183,8 @@ def test_scotbed_run_on_the_real_kubelet_end_to_end(kube: Kube, images: None, tm
     env = {**os.environ, "SCOTBED_STATE_DIR": str(tmp_path / "state")}
     start = time.monotonic()
     done = scotbed("run", str(QUICKSTART), *K8S_RUN, "--kube-context", str(KUBE_CONTEXT), *SMALL,
-                   "--out", str(tmp_path / "runs"), env=env, timeout=1200)  # fmt: skip
-    print(f"k8s e2e took {time.monotonic() - start:.0f} s\n{done.stdout[-3000:]}")
+                   "--out", str(tmp_path / "runs"), "--log-json", env=env, timeout=1200)  # fmt: skip
+    print(f"k8s e2e took {time.monotonic() - start:.0f} s; phases: {phase_seconds(done.stderr)}")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-4000:]
     (run_dir,) = (tmp_path / "runs").iterdir()
     n = json.loads((run_dir / "analysis" / "summary.json").read_text())["notifications"]
