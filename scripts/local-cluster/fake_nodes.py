@@ -29,6 +29,8 @@ HEARTBEAT_S = 10.0
 POLL_S = 1.0
 NODE_NET = ipaddress.ip_network("192.0.2.0/24")  # TEST-NET-1: the fake nodes' own addresses
 POD_NET = ipaddress.ip_network("198.18.0.0/15")
+#: a dict body is a strategic merge patch (the client would send JSON Patch by default)
+MERGE = "application/strategic-merge-patch+json"
 CAPACITY = {"cpu": "32", "memory": "128Gi", "pods": "110", "ephemeral-storage": "100Gi"}
 
 log = logging.getLogger("fake-nodes")
@@ -135,7 +137,7 @@ class FakeNodes:
 
     def heartbeat(self) -> None:
         for i, name in enumerate(self.names):
-            self.core.patch_node_status(name, node_status(i))
+            self.core.patch_node_status(name, node_status(i), _content_type=MERGE)
         self.last_heartbeat = time.monotonic()
 
     def renew_leases(self) -> None:
@@ -144,7 +146,7 @@ class FakeNodes:
         for name in self.names:
             spec = client.V1LeaseSpec(holder_identity=name, lease_duration_seconds=LEASE_S, renew_time=now())
             try:
-                self.coordination.patch_namespaced_lease(name, LEASE_NS, {"spec": spec})
+                self.coordination.patch_namespaced_lease(name, LEASE_NS, {"spec": spec}, _content_type=MERGE)
             except Exception as e:
                 if getattr(e, "status", None) != 404:
                     raise
@@ -165,7 +167,7 @@ class FakeNodes:
                     pod_ip = str(POD_NET[self.next_ip])
                     self.next_ip += 1
                     status = pod_running_status(pod, hosts[node], pod_ip)
-                    self.core.patch_namespaced_pod_status(name, ns, status)
+                    self.core.patch_namespaced_pod_status(name, ns, status, _content_type=MERGE)
             except Exception as e:  # gone meanwhile, or a conflict: the next round sees it again
                 log.info("pod %s/%s: %s", ns, name, getattr(e, "reason", e))
 
