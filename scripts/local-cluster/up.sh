@@ -138,7 +138,7 @@ start kube-controller-manager "$K8S_BIN/kube-controller-manager" \
     --kubeconfig "$CLUSTER_DIR/controller-manager.kubeconfig" --leader-elect=false \
     --bind-address 127.0.0.1 --port 0 \
     --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" \
-    --use-service-account-credentials=false --profiling=false --v 1
+    --use-service-account-credentials=true --profiling=false --v 1
 start kube-scheduler "$K8S_BIN/kube-scheduler" \
     --kubeconfig "$CLUSTER_DIR/scheduler.kubeconfig" --leader-elect=false \
     --bind-address 127.0.0.1 --port 0 --profiling=false --v 1
