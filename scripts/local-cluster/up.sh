@@ -77,6 +77,9 @@ port_free() {
 
 [[ "$(id -u)" -eq 0 ]] || die "needs root (the kubelet manages containers, mounts and cgroups)"
 [[ -x "$PY" ]] || die "no Python environment at $PY: run make setup first"
+for tool in etcd socat nsenter curl openssl ip ss; do
+    command -v "$tool" >/dev/null || die "$tool is missing (Debian: etcd-server socat util-linux curl openssl iproute2)"
+done
 
 if healthy; then
     say "already up (context $CONTEXT)"
