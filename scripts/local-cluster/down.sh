@@ -36,8 +36,8 @@ stop() {
 
 # the nodes first (the kubelet stops its pods' containers no more: remove them below), then the
 # controllers, the API server, etcd
-for name in fake-nodes kubelet cluster-dns kube-scheduler kube-controller-manager kube-apiserver etcd; do
-    stop "$name"
+for ((i = ${#PROCESSES[@]} - 1; i >= 0; i--)); do
+    stop "${PROCESSES[i]}"
 done
 
 # containers the kubelet made (dockershim labels every one of them)

@@ -9,6 +9,8 @@ K8S_BUILD="$K8S_VERSION+reflect2-1.0.2"
 # everything one cluster instance writes: certificates, tokens, etcd data, kubelet root, logs, pids
 CLUSTER_DIR="${SCOTBED_CLUSTER_DIR:-/var/lib/scotbed/local-cluster}"
 PID_DIR="$CLUSTER_DIR/pids"
+# every process of a cluster, in start order (down.sh stops them in reverse)
+PROCESSES=(etcd kube-apiserver kube-controller-manager kube-scheduler cluster-dns kubelet fake-nodes)
 LOG_DIR="$CLUSTER_DIR/logs"
 ETCD_CLIENT_PORT=2379
 ETCD_PEER_PORT=2380

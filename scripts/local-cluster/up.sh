@@ -21,20 +21,18 @@ die() { echo "local-cluster: $*" >&2; exit 1; }
 admin_token() { cut -d, -f1 "$CLUSTER_DIR/tokens.csv" | head -1; }
 api_get() { curl -fsS --max-time 5 --cacert "$CLUSTER_DIR/pki/ca.crt" -H "Authorization: Bearer $(admin_token)" "$APISERVER_URL$1"; }
 
-node_ready() {
-    api_get "/api/v1/nodes/$1" 2>/dev/null | grep -Eq '"type": ?"Ready", ?"status": ?"True"'
+# ready_count PATH: how many Ready=True conditions the API's answer at PATH holds
+ready_count() {
+    api_get "$1" 2>/dev/null | tr -d ' \n' | grep -o '"type":"Ready","status":"True"' | wc -l
 }
-fake_nodes_ready() {
-    local n
-    n=$(api_get '/api/v1/nodes?labelSelector=scotbed.io%2Fnode-pool%3Dfake' | grep -Eo '"type": ?"Ready", ?"status": ?"True"' | wc -l)
-    ((n == FAKE_NODES))
-}
+node_ready() { (($(ready_count "/api/v1/nodes/$1") == 1)); }
+fake_nodes_ready() { (($(ready_count '/api/v1/nodes?labelSelector=scotbed.io%2Fnode-pool%3Dfake') == FAKE_NODES)); }
 
 healthy() {
     local f
     [[ -f "$CLUSTER_DIR/tokens.csv" ]] || return 1
-    for f in "$PID_DIR"/*.pid; do
-        [[ -f "$f" ]] && kill -0 "$(cut -d' ' -f1 "$f")" 2>/dev/null || return 1
+    for name in "${PROCESSES[@]}"; do
+        [[ -f "$PID_DIR/$name.pid" ]] && kill -0 "$(pid_of "$name")" 2>/dev/null || return 1
     done
     api_get /readyz >/dev/null 2>&1 && node_ready "$NODE_NAME"
 }
@@ -54,10 +52,10 @@ pid_of() { cut -d' ' -f1 "$PID_DIR/$1.pid"; }
 
 # wait_for WHAT SECONDS CMD...: poll CMD until it succeeds, failing with the named process's log
 wait_for() {
-    local what=$1 limit=$2 waited=0
+    local what=$1 limit=$2 deadline=$((SECONDS + $2))
     shift 2
     until "$@" >/dev/null 2>&1; do
-        if ((waited >= limit * 2)); then
+        if ((SECONDS >= deadline)); then
             tail -n 20 "$LOG_DIR/$what.log" >&2 2>/dev/null || true
             die "$what not ready after ${limit}s (log: $LOG_DIR/$what.log)"
         fi
@@ -66,7 +64,6 @@ wait_for() {
             die "$what exited (log: $LOG_DIR/$what.log)"
         fi
         sleep 0.5
-        waited=$((waited + 1))
     done
     say "$what ready"
 }
@@ -135,7 +132,7 @@ start kube-apiserver "$K8S_BIN/kube-apiserver" \
     --kubelet-certificate-authority "$pki/ca.crt" \
     --kubelet-preferred-address-types InternalIP,Hostname \
     --profiling=false --v 1
-wait_for kube-apiserver 90 api_get /readyz
+wait_for kube-apiserver 180 api_get /readyz
 
 start kube-controller-manager "$K8S_BIN/kube-controller-manager" \
     --kubeconfig "$CLUSTER_DIR/controller-manager.kubeconfig" --leader-elect=false \
@@ -145,7 +142,7 @@ start kube-controller-manager "$K8S_BIN/kube-controller-manager" \
 start kube-scheduler "$K8S_BIN/kube-scheduler" \
     --kubeconfig "$CLUSTER_DIR/scheduler.kubeconfig" --leader-elect=false \
     --bind-address 127.0.0.1 --port 0 --profiling=false --v 1
-wait_for kube-controller-manager 60 api_get /api/v1/namespaces/default/serviceaccounts/default
+wait_for kube-controller-manager 180 api_get /api/v1/namespaces/default/serviceaccounts/default
 
 # -- cluster DNS: answers from the API, listens on the bridge -------------------------------------------
 start cluster-dns "$PY" "$here/cluster_dns.py" --kubeconfig "$CLUSTER_DIR/admin.kubeconfig" \
@@ -169,12 +166,12 @@ start kubelet "$K8S_BIN/kubelet" \
     --make-iptables-util-chains=false --hairpin-mode none \
     --cluster-dns "$bridge" --cluster-domain "$CLUSTER_DOMAIN" \
     --node-labels "scotbed.io/node-pool=real" --v 1
-wait_for kubelet 120 node_ready "$NODE_NAME"
+wait_for kubelet 300 node_ready "$NODE_NAME"
 
 # -- fake nodes -------------------------------------------------------------------------------------
 start fake-nodes "$PY" "$here/fake_nodes.py" --kubeconfig "$CLUSTER_DIR/admin.kubeconfig" \
     --count "$FAKE_NODES" --taint "$FAKE_TAINT_KEY"
-wait_for fake-nodes 60 fake_nodes_ready
+wait_for fake-nodes 180 fake_nodes_ready
 
 # -- the user's kubeconfig --------------------------------------------------------------------------
 "$PY" "$here/kubeconfig.py" merge "$KUBECONFIG_FILE" "$CLUSTER_DIR/admin.kubeconfig" "$CONTEXT"
