@@ -50,6 +50,7 @@ FAKE_POOL = Placement(
 SMALL = [
     "--set", "workload.subscribers=10", "--set", "workload.publishers=2",
     "--set", "workload.notifications_per_publisher=50",
+    "--set", "timeouts.ready_s=300",  # 18 pods start on one node, on a machine others share
 ]  # fmt: skip
 K8S_RUN = ["--backend", "k8s", "--preferred-anti-affinity", "--pod-cpu", "50m", "--workers", "1"]
 

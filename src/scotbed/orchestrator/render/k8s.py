@@ -26,7 +26,7 @@ from scotbed import topology as topo
 from scotbed.config import BrokerConfig, dump_all
 from scotbed.orchestrator.plan import broker_configs
 from scotbed.orchestrator.render.k8s_placement import ANYWHERE, Placement
-from scotbed.orchestrator.render.k8s_versions import ServerVersion, broker_probe
+from scotbed.orchestrator.render.k8s_versions import ServerVersion, broker_probes
 from scotbed.orchestrator.spec import Spec
 
 LABEL_RUN = "scotbed.io/run-id"
@@ -123,6 +123,7 @@ def _pod(
         LABEL_CLUSTER: str(cfg.cluster),
         LABEL_REGION: cfg.region,
     }
+    readiness, liveness = broker_probes(port, server)
     container = {
         "name": "broker",
         "image": image,
@@ -141,19 +142,8 @@ def _pod(
             {"name": "PYTHONUNBUFFERED", "value": "1"},
             {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
         ],
-        "readinessProbe": {
-            **broker_probe(port, server, 2),
-            "periodSeconds": 2,
-            "timeoutSeconds": 2,
-            "failureThreshold": 3,
-        },
-        "livenessProbe": {
-            **broker_probe(port, server, 5),
-            "initialDelaySeconds": 10,
-            "periodSeconds": 10,
-            "timeoutSeconds": 5,
-            "failureThreshold": 6,
-        },
+        "readinessProbe": readiness,
+        "livenessProbe": liveness,
         "resources": {
             "requests": {"cpu": res.cpu_request, "memory": res.memory_request},
             "limits": {"cpu": res.cpu_limit, "memory": res.memory_limit},
