@@ -33,6 +33,8 @@ def test_servers_before_grpc_probes_get_the_brokers_own_health_check(server: tup
         # the check gives up before the kubelet does, so a slow broker reads as not serving
         assert float(cmd[cmd.index("--timeout") + 1]) < ready["timeoutSeconds"]
         assert live["tcpSocket"] == {"port": k8s.DEFAULT_PORT}
+        # liveness waits for the startup probe: a slow start on a busy node is no death
+        assert c["startupProbe"]["tcpSocket"] == {"port": k8s.DEFAULT_PORT}
 
 
 @pytest.mark.parametrize("server", [None, GRPC_PROBE_SINCE, (1, 31), (2, 0)])

@@ -123,7 +123,6 @@ def _pod(
         LABEL_CLUSTER: str(cfg.cluster),
         LABEL_REGION: cfg.region,
     }
-    readiness, liveness = broker_probes(port, server)
     container = {
         "name": "broker",
         "image": image,
@@ -142,8 +141,7 @@ def _pod(
             {"name": "PYTHONUNBUFFERED", "value": "1"},
             {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
         ],
-        "readinessProbe": readiness,
-        "livenessProbe": liveness,
+        **broker_probes(port, server),
         "resources": {
             "requests": {"cpu": res.cpu_request, "memory": res.memory_request},
             "limits": {"cpu": res.cpu_limit, "memory": res.memory_limit},

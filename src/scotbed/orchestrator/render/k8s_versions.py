@@ -30,18 +30,22 @@ def parse_server_version(major: str, minor: str) -> ServerVersion:
     return int(numbers[0].group()), int(numbers[1].group())  # type: ignore[union-attr]
 
 
-def broker_probes(port: int, server: ServerVersion | None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(readiness, liveness) probes of a broker container on ``server``.
+def broker_probes(port: int, server: ServerVersion | None) -> dict[str, dict[str, Any]]:
+    """The startup, readiness and liveness probes of a broker container on ``server``.
 
-    Before gRPC probes, readiness runs the health check in the container: a Python start per probe,
-    so it runs every 5 s, not 2 (18 brokers would otherwise keep a small node's CPUs busy starting
-    Pythons); liveness, which only has to notice a broker that stopped accepting, is a TCP connect.
+    The startup probe (a TCP connect, cheap) holds the other two back until the broker listens, so a
+    broker that starts slowly on a busy node is not killed by its liveness probe. Before gRPC probes,
+    readiness runs the health check in the container: a Python start per probe, so every 5 s, not 2
+    (18 brokers would otherwise keep a small node's CPUs busy starting Pythons); liveness, which only
+    has to notice a broker that stopped accepting, is a TCP connect there.
     """
-    liveness = {"initialDelaySeconds": 10, "periodSeconds": 10, "timeoutSeconds": 5, "failureThreshold": 6}
+    tcp = {"tcpSocket": {"port": port}}
+    startup = {**tcp, "periodSeconds": 2, "timeoutSeconds": 5, "failureThreshold": 150}
+    liveness = {"periodSeconds": 10, "timeoutSeconds": 5, "failureThreshold": 6}
     if server is None or server >= GRPC_PROBE_SINCE:
         grpc = {"grpc": {"port": port}}
         readiness = {**grpc, "periodSeconds": 2, "timeoutSeconds": 2, "failureThreshold": 3}
-        return readiness, {**grpc, **liveness}
+        return {"startupProbe": startup, "readinessProbe": readiness, "livenessProbe": {**grpc, **liveness}}
     check = ["python", "-m", "scotbed.broker.health", f"127.0.0.1:{port}", "--timeout", "4"]
     readiness = {"exec": {"command": check}, "periodSeconds": 5, "timeoutSeconds": 5, "failureThreshold": 3}
-    return readiness, {"tcpSocket": {"port": port}, **liveness}
+    return {"startupProbe": startup, "readinessProbe": readiness, "livenessProbe": {**tcp, **liveness}}
