@@ -210,7 +210,8 @@ def test_ctrl_c_during_a_k8s_run_exits_130_and_removes_the_namespace(
             "--kube-context", str(KUBE_CONTEXT), *SMALL, "--out", str(tmp_path / "runs")]  # fmt: skip
     log = tmp_path / "run.log"  # a file, not a pipe: nobody reads while it runs
     with log.open("w") as sink:
-        proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT, text=True,
+                                preexec_fn=_default_sigint)  # fmt: skip
         try:
             run_id = _wait_for_running_brokers(kube, tmp_path / "runs", proc, 600)
             proc.send_signal(signal.SIGINT)
@@ -221,6 +222,11 @@ def test_ctrl_c_during_a_k8s_run_exits_130_and_removes_the_namespace(
     assert proc.returncode == 130, log.read_text()[-3000:]
     assert (tmp_path / "runs" / run_id).is_dir()
     assert run_namespaces(kube, run_id) == []
+
+
+def _default_sigint() -> None:
+    """A child of a background job starts with SIGINT ignored (POSIX); Ctrl-C must reach it here."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _wait_for_running_brokers(kube: Kube, runs: Path, proc: subprocess.Popen[str], timeout_s: float) -> str:
