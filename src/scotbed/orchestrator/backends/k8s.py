@@ -110,10 +110,21 @@ class Kube:
 
 
 class ClientStreams:
-    """:class:`Streams` over ``kubernetes.stream`` (exec with a binary stdout, port-forward)."""
+    """:class:`Streams` over ``kubernetes.stream`` (exec with a binary stdout, port-forward).
+
+    ``kubernetes.stream.stream`` swaps the ``request`` method of the API client it is given while it
+    runs, so every call gets an API client of its own: the port-forward threads open streams while
+    the main thread creates objects, and a shared client sends those creates down the websocket path
+    ("Missing required parameter `ports`", seen on a real API server)."""
 
     def __init__(self, core: Any) -> None:
-        self.core = core
+        self.configuration = core.api_client.configuration
+
+    @property
+    def core(self) -> Any:
+        from kubernetes import client
+
+        return client.CoreV1Api(client.ApiClient(self.configuration))
 
     def exec_to(
         self, namespace: str, pod: str, container: str, command: list[str], out: IO[bytes], timeout_s: float
