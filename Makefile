@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup demo test test-fast fuzz lint proto image base-image wheelhouse kind-up clean
+.PHONY: setup demo test test-fast fuzz lint proto image base-image wheelhouse kind-up local-cluster local-cluster-down clean
 
 setup: $(VENV)/.installed
 
@@ -57,6 +57,14 @@ wheelhouse:
 # A multi-node kind cluster (manifests/kind-cluster.yaml) with the broker image loaded; see docs/kubernetes.md.
 kind-up: setup
 	scripts/kind-up.sh
+
+# A real Kubernetes v1.20 on this machine, built once from Debian's source package (cached in
+# /var/cache/scotbed); context scotbed-local. See docs/kubernetes.md.
+local-cluster: setup
+	scripts/local-cluster/up.sh
+
+local-cluster-down:
+	scripts/local-cluster/down.sh
 
 clean:
 	rm -rf build dist .pytest_cache .mypy_cache .ruff_cache

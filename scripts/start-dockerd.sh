@@ -74,6 +74,11 @@ try_start() {
     return 1
 }
 
+# The kubelet of `make local-cluster` needs the runc wrapper as the engine's default runtime; it is
+# harmless for every other container, so the engine gets it from the start (no restart later).
+"${sudo_cmd[@]}" "$(dirname "$0")/local-cluster/docker-runtime.sh" --config-only ||
+    echo "start-dockerd: could not register the runc wrapper; make local-cluster will retry" >&2
+
 read -r -a first_args <<<"${DOCKERD_ARGS:-}"
 if try_start "${first_args[@]}"; then
     exit 0

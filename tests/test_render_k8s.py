@@ -10,6 +10,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
+from scotbed import contract
 from scotbed.config import BrokerConfig
 from scotbed.orchestrator.images import BROKER_IMAGE
 from scotbed.orchestrator.plan import deployed_configs
@@ -114,6 +115,8 @@ def test_pods_labels_dns_and_security() -> None:
             "/etc/scotbed/brokers.json",
             "--id",
             b.id,
+            "--ready-file",
+            contract.BROKER_READY_FILE,
         ]
         assert c["image"] == BROKER_IMAGE
         sc = c["securityContext"]

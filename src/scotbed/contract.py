@@ -85,3 +85,11 @@ def events_file(process: str, suffix: str = ".jsonl") -> str:
 def workload_part(kind: str, process: str) -> str:
     """One workload process's part of ``workload/<kind>.jsonl``."""
     return f"{WORKLOAD_DIR}/{kind}.{process}.jsonl"
+
+
+# --- inside a broker pod ---------------------------------------------------------------------------
+
+#: the file a broker keeps while its health service says SERVING (``--ready-file``), read by the exec
+#: readiness probe on servers without gRPC probes; under /tmp, the pod's writable emptyDir (the root
+#: file system is read-only)
+BROKER_READY_FILE = "/tmp/scotbed-broker.ready"

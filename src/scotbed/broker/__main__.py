@@ -17,6 +17,7 @@ import signal
 import sys
 
 from scotbed.broker.links import LinkSender, new_incarnation
+from scotbed.broker.readyfile import ReadyFile
 from scotbed.broker.runtime import Broker
 from scotbed.broker.server import NOT_SERVING, SERVICE_NAMES, SERVING, build_server
 from scotbed.config import BrokerConfig, ConfigError, load
@@ -24,9 +25,11 @@ from scotbed.config import BrokerConfig, ConfigError, load
 log = logging.getLogger("scotbed.broker")
 
 
-async def serve(cfg: BrokerConfig, stop_grace_s: float = 2.0) -> None:
+async def serve(cfg: BrokerConfig, stop_grace_s: float = 2.0, ready_file: str | None = None) -> None:
     broker = Broker(cfg)
     server, health, port = build_server(broker)
+    ready = ReadyFile(ready_file)
+    ready.not_serving()  # a file left by an earlier start says nothing about this one
     for name in ("", *SERVICE_NAMES):
         await health.set(name, NOT_SERVING)
     await server.start()
@@ -49,17 +52,20 @@ async def serve(cfg: BrokerConfig, stop_grace_s: float = 2.0) -> None:
     for name in ("", *SERVICE_NAMES):
         await health.set(name, SERVING)
     host = cfg.listen.rpartition(":")[0]
+    ready.serving(f"SERVING {cfg.id} {host}:{port}")
     print(f"READY {cfg.id} {host}:{port}", flush=True)
     try:
         await stop.wait()
         log.info("%s: stopping", cfg.id)
         broker.stopping = True
+        ready.not_serving()
         await health.enter_graceful_shutdown()
         await server.stop(grace=0.2)
         if not await broker.wait_input_empty(timeout_s=30.0):
             log.error("%s: input queue not empty after 30 s; stopping anyway", cfg.id)
         await broker.wait_drained(timeout_s=stop_grace_s)
     finally:
+        ready.not_serving()
         for t in senders + extra:
             t.cancel()
         await asyncio.gather(*senders, *extra, return_exceptions=True)
@@ -76,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--id", required=True, help="this broker's id (selects it from an all-brokers file)")
     ap.add_argument("--stop-grace", type=float, default=2.0, help="seconds to drain output queues on stop")
     ap.add_argument("--log-level", default="INFO")
+    ap.add_argument("--ready-file", help="a file kept while the health service says SERVING (exec probes)")
     args = ap.parse_args(argv)
     logging.basicConfig(
         level=args.log_level.upper(),
@@ -94,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"scotbed.broker: bad config: routing: {e}", file=sys.stderr)
         return 2
     try:
-        asyncio.run(serve(cfg, args.stop_grace))
+        asyncio.run(serve(cfg, args.stop_grace, args.ready_file))
     except OSError as e:
         print(f"scotbed.broker: {cfg.id}: listen: {e}", file=sys.stderr)
         return 1

@@ -80,6 +80,7 @@ class RunOptions:
     kube_context: str | None = None
     namespace_prefix: str = "scotbed"
     preferred_anti_affinity: bool = False
+    pod_cpu: str | None = None  # k8s: CPU request of broker and Locust pods (None: their defaults)
     spark_master: str | None = None
     workers: int = 2  # Locust worker processes
     analyse: bool = True
@@ -105,11 +106,13 @@ def make_backend(name: str, options: RunOptions, progress: Progress) -> Backend:
         return ComposeBackend(keep_on_failure=options.keep, notify=progress.info)
     if name == "k8s":
         from scotbed.orchestrator.backends.k8s import K8sBackend
+        from scotbed.orchestrator.render.k8s import Resources
 
         return K8sBackend(
             context=options.kube_context,
             namespace_prefix=options.namespace_prefix,
             preferred_anti_affinity=options.preferred_anti_affinity,
+            resources=Resources(cpu_request=options.pod_cpu) if options.pod_cpu else None,
             keep_on_failure=options.keep,
             notify=progress.info,
             warn=progress.warn,
@@ -395,8 +398,10 @@ class Lifecycle:
         assert self.run_dir is not None and self.deployment is not None
         with self.progress.phase("workload (Kubernetes Jobs)") as ph:
             plan = self._plan(spec, scot, run_id, "auto")
+            cpu = {"cpu": self.options.pod_cpu} if self.options.pod_cpu else {}
+            labels = run_labels(run_id)
             objects = render_locust(
-                plan, run_id, self.options.workload_image, self.options.workers, labels=run_labels(run_id)
+                plan, run_id, self.options.workload_image, self.options.workers, labels=labels, **cpu
             )
             ph.update(f"{len(plan.subscribers)} subscribers, {len(plan.publishers)} publishers")
             try:
@@ -548,6 +553,7 @@ def options_from_args(args: Any, **overrides: Any) -> RunOptions:
         "kube_context": getattr(args, "kube_context", None),
         "namespace_prefix": getattr(args, "namespace_prefix", "scotbed"),
         "preferred_anti_affinity": getattr(args, "preferred_anti_affinity", False),
+        "pod_cpu": getattr(args, "pod_cpu", None),
         "spark_master": getattr(args, "spark_master", None),
         "workers": getattr(args, "workers", 2),
     }

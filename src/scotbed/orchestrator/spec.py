@@ -316,7 +316,17 @@ class WorkloadSpec(_Block):
     def params(self, base_dir: Path) -> wp.WorkloadParams:
         """The typed parameters the plan builder takes; CSV files resolved against ``base_dir``.
         Placement is not part of them: the orchestrator places the clients."""
-        blocks = {"script", "placement", "schema_", "gryphon", "csv", "covering", "hrp", "churn", "unsub_burst"}
+        blocks = {
+            "script",
+            "placement",
+            "schema_",
+            "gryphon",
+            "csv",
+            "covering",
+            "hrp",
+            "churn",
+            "unsub_burst",
+        }
         d = self.model_dump(exclude=blocks)
         gryphon = self.gryphon or (GryphonWorkloadSpec() if self.schema_ == "gryphon" else None)
         return wp.WorkloadParams(

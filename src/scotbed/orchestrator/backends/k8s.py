@@ -66,6 +66,7 @@ from scotbed.orchestrator.render.k8s import (
     namespace_for,
     render_k8s,
 )
+from scotbed.orchestrator.render.k8s_placement import ANYWHERE, Placement
 from scotbed.workloads.k8s import RESULTS_DIR
 
 log = logging.getLogger(__name__)
@@ -104,6 +105,7 @@ class K8sBackend:
         namespace_prefix: str | None = None,
         preferred_anti_affinity: bool = False,
         resources: Resources | None = None,
+        placement: Placement = ANYWHERE,
         port: int = DEFAULT_PORT,
         keep_on_failure: bool = False,
         notify: Callable[[str], None] | None = None,
@@ -117,6 +119,7 @@ class K8sBackend:
         self.namespace_prefix = namespace_prefix
         self.preferred_anti_affinity = preferred_anti_affinity
         self.resources = resources or Resources()
+        self.placement = placement
         self.port = port
         self.keep_on_failure = keep_on_failure
         self.notify = notify or (lambda text: log.info("%s", text))
@@ -137,7 +140,7 @@ class K8sBackend:
     def deploy(self, request: DeployRequest) -> K8sDeployment:
         kube = self.kube()
         try:
-            nodes = schedulable_nodes(kube.core.list_node().items)
+            nodes = schedulable_nodes(kube.core.list_node().items, self.placement)
         except Exception as e:
             raise BackendError(f"listing nodes of context {kube.context!r}: {api_message(e)}") from None
         need = request.nodes_needed
@@ -156,6 +159,8 @@ class K8sBackend:
             port=self.port,
             preferred_anti_affinity=preferred,
             resources=self.resources,
+            server_version=kube.server_version,
+            placement=self.placement,
         )
         meta = objects[0]["metadata"]
         objects[0] = {**objects[0], "metadata": {**meta, "labels": {**meta["labels"], MANAGED_BY: MANAGER}}}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import time
 from collections.abc import Sequence
@@ -16,6 +17,10 @@ from dataclasses import dataclass
 from typing import IO, Any, Protocol
 
 from scotbed.orchestrator.backends.base import BackendError
+from scotbed.orchestrator.render.k8s_placement import ANYWHERE, Placement
+from scotbed.orchestrator.render.k8s_versions import ServerVersion, parse_server_version
+
+log = logging.getLogger(__name__)
 
 
 class Streams(Protocol):
@@ -42,13 +47,25 @@ class Kube:
     streams: Streams
     context: str | None  # the kubeconfig context name; None in-cluster
     in_cluster: bool = False
+    server_version: ServerVersion | None = None  # None: unknown, rendered for a current server
 
 
 class ClientStreams:
-    """:class:`Streams` over ``kubernetes.stream`` (exec with a binary stdout, port-forward)."""
+    """:class:`Streams` over ``kubernetes.stream`` (exec with a binary stdout, port-forward).
+
+    ``kubernetes.stream.stream`` swaps the ``request`` method of the API client it is given while it
+    runs, so every call gets an API client of its own: the port-forward threads open streams while
+    the main thread creates objects, and a shared client sends those creates down the websocket path
+    ("Missing required parameter `ports`", seen on a real API server)."""
 
     def __init__(self, core: Any) -> None:
-        self.core = core
+        self.configuration = core.api_client.configuration
+
+    @property
+    def core(self) -> Any:
+        from kubernetes import client
+
+        return client.CoreV1Api(client.ApiClient(self.configuration))
 
     def exec_to(
         self, namespace: str, pod: str, container: str, command: list[str], out: IO[bytes], timeout_s: float
@@ -108,6 +125,12 @@ def connect(context: str | None = None) -> Kube:
         config.load_incluster_config(client_configuration=cfg)
         api_client, in_cluster = client.ApiClient(cfg), True
     core = client.CoreV1Api(api_client)
+    server: ServerVersion | None = None
+    try:  # unreachable now: the first real call says so with its own context
+        code = client.VersionApi(api_client).get_code()
+        server = parse_server_version(code.major, code.minor)
+    except Exception as e:
+        log.info("server version unknown (%s); rendering for a current server", api_message(e))
     return Kube(
         core=core,
         batch=client.BatchV1Api(api_client),
@@ -115,6 +138,7 @@ def connect(context: str | None = None) -> Kube:
         streams=ClientStreams(core),
         context=context,
         in_cluster=in_cluster,
+        server_version=server,
     )
 
 
@@ -167,14 +191,16 @@ def apply(kube: Kube, obj: dict[str, Any]) -> None:
         raise BackendError(f"creating {kind} {name}: {api_message(e)}") from None
 
 
-def schedulable_nodes(nodes: Sequence[Any]) -> int:
-    """Nodes a broker pod can land on: Ready, not cordoned, without NoSchedule/NoExecute taints."""
+def schedulable_nodes(nodes: Sequence[Any], placement: Placement = ANYWHERE) -> int:
+    """Nodes a broker pod can land on: Ready, not cordoned, in the placement's pool (labels, and every
+    NoSchedule/NoExecute taint tolerated)."""
     count = 0
     for n in nodes:
         if n.spec is not None and n.spec.unschedulable:
             continue
         taints = (n.spec.taints if n.spec else None) or []
-        if any(t.effect in ("NoSchedule", "NoExecute") for t in taints):
+        taint_docs = [{"key": t.key, "value": t.value, "effect": t.effect} for t in taints]
+        if not placement.admits((n.metadata.labels if n.metadata else None) or {}, taint_docs):
             continue
         conds = (n.status.conditions if n.status else None) or []
         if not any(c.type == "Ready" and c.status == "True" for c in conds):

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 from typing import Any
 
 from scotbed.orchestrator.commands import add_spec_arguments, call_lazy
@@ -31,6 +32,20 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="k8s: neighbours may share a node when the cluster has too few (warns)",
     )
+    p.add_argument(
+        "--pod-cpu",
+        type=cpu_quantity,
+        metavar="QTY",
+        help="k8s: CPU request of every broker and Locust pod, e.g. 50m (default 100m per broker, "
+        "500m per Locust pod); lower it to fit a small cluster",
+    )
+
+
+def cpu_quantity(text: str) -> str:
+    """A Kubernetes CPU quantity (``0.5``, ``250m``, ``2``)."""
+    if not re.fullmatch(r"(\d+(\.\d+)?|\d+m)", text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a CPU quantity (e.g. 50m, 0.5, 2)")
+    return text
 
 
 def add_parser(sub: Any) -> None:

@@ -22,9 +22,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from scotbed import contract
 from scotbed.config import BrokerConfig, dump_all
 from scotbed.orchestrator.images import BROKER_IMAGE
 from scotbed.orchestrator.plan import Addressing
+from scotbed.orchestrator.render.k8s_placement import ANYWHERE, Placement
+from scotbed.orchestrator.render.k8s_versions import ServerVersion, broker_probes
 
 LABEL_RUN = "scotbed.io/run-id"
 LABEL_BROKER = "scotbed.io/broker"
@@ -102,7 +105,15 @@ def _anti_affinity(run_id: str, neighbours: list[str], preferred: bool) -> dict[
 
 
 def _pod(
-    cfg: BrokerConfig, run_id: str, namespace: str, image: str, port: int, res: Resources, preferred: bool
+    cfg: BrokerConfig,
+    run_id: str,
+    namespace: str,
+    image: str,
+    port: int,
+    res: Resources,
+    preferred: bool,
+    server: ServerVersion | None,
+    placement: Placement,
 ) -> dict[str, Any]:
     labels = {
         **run_labels(run_id),
@@ -111,7 +122,6 @@ def _pod(
         LABEL_CLUSTER: str(cfg.cluster),
         LABEL_REGION: cfg.region,
     }
-    probe_grpc = {"grpc": {"port": port}}
     container = {
         "name": "broker",
         "image": image,
@@ -124,20 +134,15 @@ def _pod(
             f"{CONFIG_DIR}/brokers.json",
             "--id",
             cfg.id,
+            "--ready-file",
+            contract.BROKER_READY_FILE,
         ],
         "ports": [{"name": "grpc", "containerPort": port, "protocol": "TCP"}],
         "env": [
             {"name": "PYTHONUNBUFFERED", "value": "1"},
             {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
         ],
-        "readinessProbe": {**probe_grpc, "periodSeconds": 2, "timeoutSeconds": 2, "failureThreshold": 3},
-        "livenessProbe": {
-            **probe_grpc,
-            "initialDelaySeconds": 10,
-            "periodSeconds": 10,
-            "timeoutSeconds": 5,
-            "failureThreshold": 6,
-        },
+        **broker_probes(port, server),
         "resources": {
             "requests": {"cpu": res.cpu_request, "memory": res.memory_request},
             "limits": {"cpu": res.cpu_limit, "memory": res.memory_limit},
@@ -173,6 +178,7 @@ def _pod(
             {"name": "tmp", "emptyDir": {"medium": "Memory", "sizeLimit": "64Mi"}},
         ],
     }
+    spec.update(placement.pod_spec())
     if neighbours:
         spec["affinity"] = {"podAntiAffinity": _anti_affinity(run_id, neighbours, preferred)}
     return {
@@ -202,10 +208,14 @@ def render_k8s(
     preferred_anti_affinity: bool = False,
     resources: Resources = Resources(),
     extra_objects: Sequence[dict[str, Any]] = (),
+    server_version: ServerVersion | None = None,
+    placement: Placement = ANYWHERE,
 ) -> list[dict[str, Any]]:
     """Every object of the run in apply order, for ``configs`` rendered with :func:`addressing` in
     the same namespace; ``extra_objects`` (e.g. Locust Jobs) come last and get the run's namespace
-    when they have none."""
+    when they have none. ``server_version``: the target server's, for the features that depend on it
+    (:mod:`.k8s_versions`); None = a current server. ``placement``: the node pool the brokers go to
+    (:mod:`.k8s_placement`)."""
     ns = namespace or namespace_for(run_id)
     base = run_labels(run_id)
     broker_selector = {LABEL_RUN: run_id, LABEL_COMPONENT: "broker"}
@@ -251,6 +261,9 @@ def render_k8s(
             },
         },
     ]
-    objects += [_pod(c, run_id, ns, image, port, resources, preferred_anti_affinity) for c in configs]
+    objects += [
+        _pod(c, run_id, ns, image, port, resources, preferred_anti_affinity, server_version, placement)
+        for c in configs
+    ]
     objects += [{**obj, "metadata": {"namespace": ns, **obj.get("metadata", {})}} for obj in extra_objects]
     return objects
