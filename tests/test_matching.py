@@ -11,14 +11,15 @@ from scotbed.matching import make_matcher
 from scotbed.matching.pst import PstMatcher
 
 ATTRS = ["a", "b", "c", "sym"]
+# filter values are finite (filters refuse inf/NaN); notifications may still carry them
 numbers = st.one_of(
     st.integers(-5, 5),
     st.floats(-5, 5, allow_nan=False).map(lambda x: round(x * 2) / 2),
-    st.sampled_from([2**53, 2**53 + 1, float(2**53), -0.0, float("inf"), float("-inf")]),
+    st.sampled_from([2**53, 2**53 + 1, float(2**53), -0.0]),
 )
 strings = st.sampled_from(["", "A", "AB", "ABC", "B", "IBM", "IB", "a", "1", "\x00", "A\x00"])
 values = st.one_of(numbers, strings)
-event_values = st.one_of(values, st.just(float("nan")))
+event_values = st.one_of(values, st.sampled_from([float("nan"), float("inf"), float("-inf")]))
 
 
 @st.composite
