@@ -98,8 +98,8 @@ def test_decisions_are_executed_into_output_queues_sessions_and_events(tmp_path:
         b._handle(("b-v0-0", Publication("p1", "pub", {"price": 60}, hops=1), None))
         ev = session.queue.get_nowait()
         assert ev is not None and ev.delivery.notification.pub_id == "p1" and ev.delivery.hops == 1
-        out = b.links["b-v2-0"].queue[-1]
-        assert out.notification.notification.attrs["price"].i == 60
+        out, size = b.links["b-v2-0"].queue[-1]
+        assert out.notification.notification.attrs["price"].i == 60 and size == out.ByteSize()
         assert b.link_state("b-v2-0").overloaded  # queue_threshold 1, two envelopes waiting
         assert dict(b.counters) == {
             "client_sub": 1,

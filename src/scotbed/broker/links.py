@@ -188,15 +188,18 @@ class LinkSender:
 ENVELOPE_TAG_BYTES = 6  # field tag and length prefix of one envelope inside a batch, at most
 
 
-def _take(queue: deque[pb.Envelope], n: int, max_bytes: int) -> list[pb.Envelope]:
-    """Up to ``n`` envelopes off the queue's head, at most ``max_bytes`` of them (always at least one)."""
-    out = [queue.popleft()]
-    size = out[0].ByteSize()
+def _take(queue: deque[tuple[pb.Envelope, int]], n: int, max_bytes: int) -> list[pb.Envelope]:
+    """Up to ``n`` envelopes off the queue's head, at most ``max_bytes`` of them (always at least one).
+
+    Sizes come with the queued envelopes (measured once by the runtime), so batching encodes nothing.
+    """
+    env, size = queue.popleft()
+    out = [env]
     while len(out) < n:
-        size += queue[0].ByteSize() + ENVELOPE_TAG_BYTES
+        size += queue[0][1] + ENVELOPE_TAG_BYTES
         if size > max_bytes:
             break
-        out.append(queue.popleft())
+        out.append(queue.popleft()[0])
     return out
 
 

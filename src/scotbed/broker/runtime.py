@@ -75,7 +75,7 @@ class LinkOut:
     def __init__(self, neighbour: NeighbourConfig, capacity: float, backlog: int) -> None:
         self.neighbour = neighbour
         self.id = neighbour.id
-        self.queue: deque[pb.Envelope] = deque()
+        self.queue: deque[tuple[pb.Envelope, int]] = deque()  # (envelope, its encoded bytes)
         self.backlog = backlog
         self.capacity = 0.0
         self.tokens = 0.0
@@ -381,7 +381,7 @@ class Broker:
             self.events.emit(DELIVER, pub_id=pub.pub_id, sub_id=sub_id, hops=pub.hops)
 
     def _forward(self, d: Decision, ev: str, id_field: str, raw: pb.Notification | None = None) -> None:
-        cache: dict[int, pb.Envelope | None] = {}
+        cache: dict[int, tuple[pb.Envelope, int] | None] = {}  # one encoding and one size per message
         emit = self.events.emit
         for f in d.forwards:
             link = self.links.get(f.hop)
@@ -391,19 +391,19 @@ class Broker:
                 continue
             msg = f.msg
             if id(msg) not in cache:
-                cache[id(msg)] = self._sendable(_encode(msg, raw), ev, id_field, msg)
-            env = cache[id(msg)]
-            if env is None:
+                cache[id(msg)] = self._sendable(_encode(msg, raw), id_field, msg)
+            sized = cache[id(msg)]
+            if sized is None:
                 link.dropped += 1
                 continue
             if len(link.queue) >= link.backlog:
                 link.dropped += 1
                 self.drop(f.hop, "backlog_overflow", **{id_field: getattr(msg, id_field)})
                 continue
-            link.queue.append(env)
+            link.queue.append(sized)
             link.window_in += 1
             link.wake.set()
-            if ev != "notif_out":  # a decision on an unsubscription may send subscriptions, and back
+            if ev != NOTIF_OUT:  # a decision on an unsubscription may send subscriptions, and back
                 ev = "sub_out" if isinstance(msg, Subscription) else "unsub_out"
             self.counters[ev] += 1
             if ev == NOTIF_OUT:
@@ -412,11 +412,14 @@ class Broker:
             else:
                 emit(ev, sub_id=getattr(msg, "sub_id", ""), link=f.hop, hops=msg.hops)
 
-    def _sendable(self, env: pb.Envelope, ev: str, id_field: str, msg: Message) -> pb.Envelope | None:
-        """``env``, or None (dropped and counted) when it is larger than any batch may be."""
+    def _sendable(self, env: pb.Envelope, id_field: str, msg: Message) -> tuple[pb.Envelope, int] | None:
+        """``(env, its bytes)``, or None (dropped and counted) when it is larger than any batch may be.
+
+        The size is measured here once (``ByteSize`` encodes the message); the link sender batches by it.
+        """
         size = env.ByteSize()
         if envelope_fits(size, self.cfg.limits):
-            return env
+            return env, size
         self.drop(
             "",
             "oversized",

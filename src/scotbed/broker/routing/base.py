@@ -30,6 +30,7 @@ from scotbed.messages import (
     SubState,
     Unsubscription,
 )
+from scotbed.topology import ACOL, ICOL
 
 LOCAL = ""  # the last hop of a subscription whose subscriber is attached to this broker
 
@@ -149,6 +150,14 @@ class RoutingAlgorithm(ABC):
     def __init__(self, view: BrokerView) -> None:
         self.view = view
         self.table = RoutingTable(view.make_matcher())
+        # the neighbourhood is fixed for a broker's life: derived once here, never per message
+        nbrs = view.neighbours
+        self.acols = sorted(n for n, c in nbrs.items() if c.kind == ACOL)
+        self.icols = sorted(n for n, c in nbrs.items() if c.kind == ICOL)
+        self.icol_to = {nbrs[n].cluster: n for n in self.icols}  # cluster -> the iCOL into it
+        everyone = list(nbrs)
+        self._others: dict[str | None, list[str]] = {None: everyone}
+        self._others.update((n, [m for m in everyone if m != n]) for n in everyone)
 
     @abstractmethod
     def on_subscription(self, sub: Subscription, from_hop: str | None) -> Decision: ...
@@ -177,4 +186,10 @@ class RoutingAlgorithm(ABC):
         return [e.sub_id for e in matched if e.last_hop == LOCAL]
 
     def other_neighbours(self, from_hop: str | None) -> list[str]:
-        return [n for n in self.view.neighbours if n != from_hop]
+        """Every neighbour but ``from_hop`` (a shared list: do not change it)."""
+        return self._others.get(from_hop, self._others[None])
+
+    @staticmethod
+    def copies(msg: Message, hops: Iterable[str]) -> list[Forward]:
+        """One copy of ``msg`` to each of ``hops``."""
+        return [Forward(n, msg) for n in hops]

@@ -81,7 +81,7 @@ class BidRouting(RoutingAlgorithm):
             self.local.add(key, entry)
         elif sub.host_broker not in self.route:
             self.route[sub.host_broker] = from_hop
-        return Decision(forwards=[Forward(n, sub) for n in self.other_neighbours(from_hop)], stored=True)
+        return Decision(forwards=self.copies(sub, self.other_neighbours(from_hop)), stored=True)
 
     def on_unsubscription(self, unsub: Unsubscription, from_hop: str | None) -> Decision:
         key = (unsub.sub_id, unsub.host_broker)
@@ -91,7 +91,7 @@ class BidRouting(RoutingAlgorithm):
         self._tombstones[key] = self._origin.pop(key, 0)
         if len(self._tombstones) > self._capacity:
             self._tombstones.popitem(last=False)
-        return Decision(forwards=[Forward(n, unsub) for n in self.other_neighbours(from_hop)], stored=True)
+        return Decision(forwards=self.copies(unsub, self.other_neighbours(from_hop)), stored=True)
 
     def on_publication(self, pub: Publication, from_hop: str | None) -> Decision:
         me = self.view.id

@@ -16,7 +16,6 @@ from scotbed.broker.routing.base import (
     BrokerView,
     Decision,
     Entry,
-    Forward,
     Publication,
     RoutingAlgorithm,
     Subscription,
@@ -51,5 +50,5 @@ class Flooding(RoutingAlgorithm):
         if len(self._seen) > self._capacity:
             self._seen.popitem(last=False)
         matched, us = self.table.match(pub.attrs)
-        forwards = [Forward(n, pub) for n in self.other_neighbours(from_hop)]
+        forwards = self.copies(pub, self.other_neighbours(from_hop))
         return Decision(forwards=forwards, deliver=self.local_deliveries(matched), match_us=us)

@@ -32,14 +32,12 @@ from scotbed.broker.routing.base import (
     BrokerView,
     Decision,
     Entry,
-    Forward,
     Publication,
     RoutingAlgorithm,
     Subscription,
     Unsubscription,
 )
 from scotbed.matching.trits import TritPst
-from scotbed.topology import ACOL, ICOL
 
 
 def cluster_of(broker_id: str) -> int:
@@ -55,20 +53,15 @@ class LinkMatching(RoutingAlgorithm):
         super().__init__(view)  # self.table: the local subscriptions, matched only when LOCAL is Yes
         self.links = [LOCAL, *sorted(view.neighbours)]
         self.bit = {link: 1 << i for i, link in enumerate(self.links)}
-        self.icol_to = {n.cluster: nid for nid, n in view.neighbours.items() if n.kind == ICOL}
-        self.acols = 0
-        for nid, n in view.neighbours.items():
-            if n.kind == ACOL:
-                self.acols |= self.bit[nid]
-        self.everything = (1 << len(self.links)) - 1
+        acol_bits = sum(self.bit[n] for n in self.acols)
+        # per arrival hop (None: a local client), fixed at build: spanning-tree children, initialisation mask
+        self._children: dict[str | None, list[str]] = {None: self.links[1:]}
+        self._mask: dict[str | None, int] = {None: (1 << len(self.links)) - 1}
+        for n in view.neighbours:
+            self._children[n] = [a for a in self.acols if a != n]
+            self._mask[n] = (acol_bits | self.bit[LOCAL]) & ~self.bit[n]
         self.pst = TritPst()
         self.remote: dict[str, Entry] = {}
-
-    def _spanning_tree_next(self, from_hop: str | None) -> list[str]:
-        """This broker's children in the origin's spanning tree (the message came from ``from_hop``)."""
-        if from_hop is None:
-            return sorted(self.view.neighbours)
-        return sorted(n for n, c in self.view.neighbours.items() if c.kind == ACOL and n != from_hop)
 
     def _link_of(self, sub: Subscription, from_hop: str | None) -> str:
         if from_hop is None:
@@ -79,9 +72,7 @@ class LinkMatching(RoutingAlgorithm):
         return from_hop
 
     def initialisation_mask(self, from_hop: str | None) -> int:
-        if from_hop is None:
-            return self.everything
-        return (self.acols | self.bit[LOCAL]) & ~self.bit[from_hop]
+        return self._mask[from_hop]
 
     def on_subscription(self, sub: Subscription, from_hop: str | None) -> Decision:
         if sub.sub_id in self.remote or sub.sub_id in self.table:
@@ -93,26 +84,25 @@ class LinkMatching(RoutingAlgorithm):
         else:
             self.remote[sub.sub_id] = entry
         self.pst.add_link_filter(sub.sub_id, sub.filter, self.bit[link])
-        forwards = [Forward(n, sub) for n in self._spanning_tree_next(from_hop)]
-        return Decision(forwards=forwards, stored=True)
+        return Decision(forwards=self.copies(sub, self._children[from_hop]), stored=True)
 
     def on_unsubscription(self, unsub: Unsubscription, from_hop: str | None) -> Decision:
         found = self.remote.pop(unsub.sub_id, None) or self.table.remove(unsub.sub_id)
         if found is None:
             return Decision(duplicate=from_hop is not None)
         self.pst.remove(unsub.sub_id)
-        return Decision(forwards=[Forward(n, unsub) for n in self._spanning_tree_next(from_hop)], stored=True)
+        return Decision(forwards=self.copies(unsub, self._children[from_hop]), stored=True)
 
     def on_publication(self, pub: Publication, from_hop: str | None) -> Decision:
         t0 = time.perf_counter_ns()
-        yes = self.pst.links(pub.attrs, self.initialisation_mask(from_hop))
+        yes = self.pst.links(pub.attrs, self._mask[from_hop])
         steps = self.pst.last_steps
         deliver: list[str] = []
         if yes & 1:
             matched, _ = self.table.match(pub.attrs)
             deliver = [e.sub_id for e in matched]
         us = (time.perf_counter_ns() - t0) / 1000.0
-        forwards = [Forward(link, pub) for i, link in enumerate(self.links) if i and yes >> i & 1]
+        forwards = self.copies(pub, [link for i, link in enumerate(self.links) if i and yes >> i & 1])
         return Decision(forwards=forwards, deliver=deliver, match_us=us, matched=len(deliver), steps=steps)
 
     def table_size(self) -> int:

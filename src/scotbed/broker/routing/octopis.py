@@ -59,7 +59,6 @@ from scotbed.broker.routing.base import (
     RoutingTable,
 )
 from scotbed.messages import Publication, Subscription, SubState, Unsubscription
-from scotbed.topology import ACOL, ICOL
 
 
 def cbv_clusters(cbv: int | None) -> set[int]:
@@ -93,10 +92,6 @@ class StaticNotificationRouting(RoutingAlgorithm):
     def __init__(self, view: BrokerView) -> None:
         super().__init__(view)
         self.secondary = RoutingTable(view.make_matcher())
-        nbrs = view.neighbours
-        self._acols = sorted(n for n, c in nbrs.items() if c.kind == ACOL)
-        self._icols = sorted(n for n, c in nbrs.items() if c.kind == ICOL)
-        self._icol_to = {nbrs[n].cluster: n for n in self._icols}
         self._bit = 1 << view.cluster
 
     # --- subscription broadcast (Algorithm 1) -----------------------------------------------
@@ -127,8 +122,8 @@ class StaticNotificationRouting(RoutingAlgorithm):
         """Primary step over the other aCOLs of the host cluster, secondary step over every iCOL."""
         primary = replace(msg, state=SubState.PRIMARY)
         secondary = replace(msg, state=SubState.SECONDARY)
-        return [Forward(n, primary) for n in self._acols if n != from_hop] + [
-            Forward(n, secondary) for n in self._icols
+        return [Forward(n, primary) for n in self.acols if n != from_hop] + [
+            Forward(n, secondary) for n in self.icols
         ]
 
     # --- notification routing ----------------------------------------------------------------
@@ -149,7 +144,7 @@ class StaticNotificationRouting(RoutingAlgorithm):
     def route(self, pub: Publication, acols: list[str], tscs: set[int]) -> list[Forward]:
         """One plain copy per target aCOL and per TSC's iCOL."""
         plain = replace(pub, cbv=None, dynamic=False)
-        return [Forward(n, plain) for n in sorted([*acols, *(self._icol_to[j] for j in tscs)])]
+        return [Forward(n, plain) for n in sorted([*acols, *(self.icol_to[j] for j in tscs)])]
 
     def table_size(self) -> int:
         return len(self.table) + len(self.secondary)
@@ -176,24 +171,24 @@ class DynamicNotificationRouting(StaticNotificationRouting):
     def route(self, pub: Publication, acols: list[str], tscs: set[int]) -> list[Forward]:
         self.last_case = None
         marked_in = cbv_clusters(pub.cbv) - {self.view.cluster}
-        served = {j for j in tscs if not self.view.link_state(self._icol_to[j]).overloaded}
+        served = {j for j in tscs if not self.view.link_state(self.icol_to[j]).overloaded}
         blocked = tscs - served
         plain = replace(pub, cbv=None, dynamic=False)
         relay = replace(pub, cbv=None, dynamic=True)  # serves a cluster marked upstream
         out: dict[str, Publication] = {n: plain for n in acols}
         for j in served:
-            out[self._icol_to[j]] = relay if j in marked_in else plain
+            out[self.icol_to[j]] = relay if j in marked_in else plain
         if blocked:
             free_acols = [n for n in acols if not self.view.link_state(n).overloaded]
             if served:
                 case = "I"
-                hop = min((self._icol_to[j] for j in served), key=self._load)
+                hop = min((self.icol_to[j] for j in served), key=self._load)
             elif free_acols:
                 case = "II"
                 hop = min(free_acols, key=self._load)
             else:
                 case = "III"
-                hop = min((self._icol_to[j] for j in blocked), key=self._load)
+                hop = min((self.icol_to[j] for j in blocked), key=self._load)
                 blocked = blocked - {self.view.neighbours[hop].cluster}
             header = cbv_of(blocked)
             rerouted = header is not None or self.view.neighbours[hop].cluster in marked_in

@@ -17,7 +17,6 @@ from scotbed.broker.routing.base import (
     LOCAL,
     Decision,
     Entry,
-    Forward,
     Publication,
     RoutingAlgorithm,
     Subscription,
@@ -33,18 +32,18 @@ class ReversePathForwarding(RoutingAlgorithm):
             return Decision(duplicate=True)  # impossible on a tree; kept as a guard against cycles
         last_hop = from_hop if from_hop is not None else LOCAL
         self.table.add(sub.sub_id, Entry(sub.sub_id, sub.filter, last_hop, sub.host_broker))
-        return Decision(forwards=[Forward(n, sub) for n in self.other_neighbours(from_hop)], stored=True)
+        return Decision(forwards=self.copies(sub, self.other_neighbours(from_hop)), stored=True)
 
     def on_unsubscription(self, unsub: Unsubscription, from_hop: str | None) -> Decision:
         if self.table.remove(unsub.sub_id) is None:
             return Decision(duplicate=from_hop is not None)
-        return Decision(forwards=[Forward(n, unsub) for n in self.other_neighbours(from_hop)], stored=True)
+        return Decision(forwards=self.copies(unsub, self.other_neighbours(from_hop)), stored=True)
 
     def on_publication(self, pub: Publication, from_hop: str | None) -> Decision:
         matched, us = self.table.match(pub.attrs)
         hops = {e.last_hop for e in matched if e.last_hop != LOCAL and e.last_hop != from_hop}
         return Decision(
-            forwards=[Forward(h, pub) for h in sorted(hops)],
+            forwards=self.copies(pub, sorted(hops)),
             deliver=self.local_deliveries(matched),
             match_us=us,
             matched=len(matched),
