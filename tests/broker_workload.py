@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from scotbed.filters import Filter
+
+if TYPE_CHECKING:
+    from scotbed.broker.sim import SimNetwork
 
 SYMBOLS = ["IBM", "SUN", "HP", "DELL", "ACME"]
 
@@ -18,6 +22,13 @@ class Workload:
     def expected(self) -> set[tuple[str, str]]:
         """(pub_id, sub_id) pairs that must be delivered exactly once."""
         return {(p, s) for p, _, attrs in self.pubs for s, _, f in self.subs if f.matches(attrs)}
+
+    def assert_delivered_exactly_once(self, net: SimNetwork) -> None:
+        """Every expected pair delivered once, at the subscriber's host broker, and nothing else."""
+        assert set(net.deliveries) == self.expected()
+        assert set(net.deliveries.values()) <= {1}
+        hosts = {s: h for s, h, _ in self.subs}
+        assert all(net.delivered_at[k] == hosts[k[1]] for k in net.deliveries)
 
 
 def make_workload(brokers: list[str], n_subs: int, n_pubs: int, seed: int) -> Workload:

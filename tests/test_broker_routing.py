@@ -68,10 +68,7 @@ def test_every_matching_subscriber_gets_each_notification_exactly_once(
         net.subscribe(sub_id, host, flt)
     for pub_id, host, attrs in wl.pubs:
         net.publish(pub_id, host, attrs)
-    assert set(net.deliveries) == wl.expected()
-    assert set(net.deliveries.values()) <= {1}
-    hosts = {s: h for s, h, _ in wl.subs}
-    assert all(net.delivered_at[k] == hosts[k[1]] for k in net.deliveries)
+    wl.assert_delivered_exactly_once(net)
 
 
 def test_bid_matches_only_at_the_publisher_host_and_matching_hosts() -> None:

@@ -37,7 +37,7 @@ def test_on_random_trees_link_matching_sends_on_rpf_links(seed: int, matching: s
         lm.publish(pub_id, host, attrs)
         rpf.publish(pub_id, host, attrs)
     assert _links_per_publication(lm) == _links_per_publication(rpf)
-    assert set(lm.deliveries) == wl.expected() and set(lm.deliveries.values()) <= {1}
+    wl.assert_delivered_exactly_once(lm)
     for sub_id, _, _ in wl.subs[::2]:
         lm.unsubscribe(sub_id)
     assert sum(lm.table_sizes().values()) == len(brokers) * (len(wl.subs) - len(wl.subs[::2]))
@@ -79,10 +79,7 @@ def test_on_a_scot_delivery_is_exactly_once_over_the_publishers_spanning_tree(sc
     assert len({(s.dst, s.msg.sub_id) for s in subs}) == len(subs)  # every broker got each once
     for pub_id, host, attrs in wl.pubs:
         net.publish(pub_id, host, attrs)
-    assert set(net.deliveries) == wl.expected()
-    assert set(net.deliveries.values()) <= {1}
-    hosts = {s: h for s, h, _ in wl.subs}
-    assert all(net.delivered_at[k] == hosts[k[1]] for k in net.deliveries)
+    wl.assert_delivered_exactly_once(net)
     sent = _links_per_publication(net)
     for pub_id, phb, attrs in wl.pubs:
         want = {e for s, h, f in wl.subs if f.matches(attrs) for e in _spanning_tree_path(scot, phb, h)}
