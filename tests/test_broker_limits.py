@@ -15,7 +15,7 @@ from scotbed.broker.client import BrokerClient
 from scotbed.broker.eventlog import read_events
 from scotbed.broker.fleet import wait_quiescent
 from scotbed.broker.launcher import LocalCluster
-from scotbed.broker.limits import KEEPALIVE, Keepalive, client_channel_options, server_options
+from scotbed.broker.limits import KEEPALIVE, Keepalive, check_publish, client_channel_options, server_options
 from scotbed.broker.links import ENVELOPE_TAG_BYTES, _take
 from scotbed.broker.runtime import Broker
 from scotbed.config import ConfigError, LimitsConfig, LogConfig, build_configs
@@ -42,6 +42,24 @@ def test_batches_are_bounded_by_bytes_and_take_at_least_one_envelope() -> None:
     assert len(_take(q, 10, 3 * size)) == 3 and len(q) == 7
     assert len(_take(q, 2, 10 * size)) == 2 and len(q) == 5
     assert len(_take(q, 10, 1)) == 1 and len(q) == 4  # a lone envelope always goes (it was checked to fit)
+
+
+def test_publish_request_size_is_the_encoded_size_to_the_byte() -> None:
+    """The request size derived from its notifications' sizes refuses exactly one byte over the limit."""
+    limits = LimitsConfig(max_message_bytes=4096)
+    for pad in range(120, 140):  # notification sizes around the one-to-two-byte length prefix
+        req = pb.PublishRequest()
+        for k in range(20):
+            req.notifications.add(pub_id=f"p{k}", publisher="x" * pad)
+        at_limit = LimitsConfig(max_message_bytes=req.ByteSize())
+        assert check_publish(req, at_limit) is None
+        over = check_publish(req, LimitsConfig(max_message_bytes=req.ByteSize() - 1))
+        assert over is not None and f"publish request bytes: {req.ByteSize()} exceeds" in over.text
+    big = pb.PublishRequest()
+    big.notifications.add(pub_id="p", publisher="x").attrs["s"].s = "y" * 70_000
+    refusal = check_publish(big, LimitsConfig())
+    assert refusal is not None and "notifications[0]: bytes" in refusal.text
+    assert check_publish(big, limits) is not None
 
 
 def test_limits_are_checked_with_the_field_named() -> None:

@@ -35,26 +35,26 @@ class Keepalive:
 KEEPALIVE = Keepalive()
 
 
-def client_channel_options(max_message_bytes: int, ka: Keepalive = KEEPALIVE) -> list[tuple[str, Any]]:
-    """Options of a link sender's channel (pings on idle streams)."""
+def _channel_options(max_message_bytes: int, ka: Keepalive) -> list[tuple[str, Any]]:
+    """What both ends set alike: message size limits, and pinging every ``time_ms``, also without calls."""
     return [
         ("grpc.max_send_message_length", max_message_bytes),
         ("grpc.max_receive_message_length", max_message_bytes),
         ("grpc.keepalive_time_ms", ka.time_ms),
         ("grpc.keepalive_timeout_ms", ka.timeout_ms),
-        ("grpc.http2.max_pings_without_data", 0),
         ("grpc.keepalive_permit_without_calls", 1),
     ]
+
+
+def client_channel_options(max_message_bytes: int, ka: Keepalive = KEEPALIVE) -> list[tuple[str, Any]]:
+    """Options of a link sender's channel (pings on idle streams)."""
+    return [*_channel_options(max_message_bytes, ka), ("grpc.http2.max_pings_without_data", 0)]
 
 
 def server_options(max_receive_bytes: int, ka: Keepalive = KEEPALIVE) -> list[tuple[str, Any]]:
     """Options of a broker's server: accepts the pings :func:`client_channel_options` sends."""
     return [
-        ("grpc.max_send_message_length", max_receive_bytes),
-        ("grpc.max_receive_message_length", max_receive_bytes),
-        ("grpc.keepalive_time_ms", ka.time_ms),
-        ("grpc.keepalive_timeout_ms", ka.timeout_ms),
-        ("grpc.keepalive_permit_without_calls", 1),
+        *_channel_options(max_receive_bytes, ka),
         ("grpc.http2.min_ping_interval_without_data_ms", ka.server_min_ping_interval_ms),
         ("grpc.http2.max_ping_strikes", 2),
     ]
@@ -100,7 +100,8 @@ def check_subscribe(req: pb.SubscribeRequest, limits: LimitsConfig) -> Refusal |
     )
 
 
-def check_notification(k: int, n: pb.Notification, limits: LimitsConfig) -> Refusal | None:
+def check_notification(k: int, n: pb.Notification, size: int, limits: LimitsConfig) -> Refusal | None:
+    """Checks of the ``k``-th notification of a request, ``size`` its encoded bytes."""
     where = f"notifications[{k}]"
     return (
         _id(f"{where}.pub_id", n.pub_id, limits)
@@ -108,17 +109,27 @@ def check_notification(k: int, n: pb.Notification, limits: LimitsConfig) -> Refu
         or _too_big(
             f"{where}: attributes", len(n.attrs), "max_notification_attrs", limits.max_notification_attrs
         )
-        or _too_big(f"{where}: bytes", n.ByteSize(), "max_notification_bytes", limits.max_notification_bytes)
+        or _too_big(f"{where}: bytes", size, "max_notification_bytes", limits.max_notification_bytes)
     )
 
 
+def _field_bytes(size: int) -> int:
+    """Encoded bytes of a length-delimited field numbered below 16 holding ``size`` bytes."""
+    return 1 + max(1, (size.bit_length() + 6) // 7) + size
+
+
 def check_publish(req: pb.PublishRequest, limits: LimitsConfig) -> Refusal | None:
-    size = req.ByteSize()
+    """The request's and each notification's limits; every notification is encoded once, to measure it.
+
+    The request's size is derived from its notifications' (its only field), not encoded a second time.
+    """
+    sizes = [n.ByteSize() for n in req.notifications]
+    size = sum(_field_bytes(s) for s in sizes)
     refusal = _too_big("publish request bytes", size, "max_message_bytes", limits.max_message_bytes)
     if refusal is not None:
         return refusal
     for k, n in enumerate(req.notifications):
-        refusal = check_notification(k, n, limits)
+        refusal = check_notification(k, n, sizes[k], limits)
         if refusal is not None:
             return refusal
     return None
