@@ -85,6 +85,22 @@ def test_bid_matches_only_at_the_publisher_host_and_matching_hosts() -> None:
     assert len(copies) == len({(s.src, s.dst) for s in copies})
 
 
+def test_match_steps_are_those_of_the_table_the_broker_matched() -> None:
+    """A BID broker matches its local table, an SNR publisher's host its secondary table too: steps say so."""
+    net = SimNetwork(FIG2_K3, "bid", matching="pst")
+    net.subscribe("s1", "b-f-2", 'symbol = "IBM"')
+    algo = net.brokers["b-f-2"]  # never the publisher's host: its whole table never matched
+    d = algo.on_publication(Publication("p1", "x", {"symbol": "IBM"}, bids=("b-f-2",)), "b-f-1")
+    assert d.deliver == ["s1"] and algo.match_steps(d) == algo.local.last_steps
+    assert algo.table.last_steps is None and isinstance(algo.match_steps(d), int)
+    snr = SimNetwork(FIG2_K3, "snr", matching="pst")
+    snr.subscribe("s2", "b-f-2", 'symbol = "IBM"')
+    phb = snr.brokers["b-a-0"]
+    d = phb.on_publication(Publication("p2", "x", {"symbol": "IBM"}), None)
+    both = phb.table.last_steps + phb.secondary.last_steps  # type: ignore[attr-defined]
+    assert phb.secondary.last_steps >= 1 and phb.match_steps(d) == both  # type: ignore[attr-defined]
+
+
 def test_bid_late_subscription_copy_does_not_resurrect_a_removed_subscription() -> None:
     net = SimNetwork(FIG2_K3, "bid")
     algo = net.brokers["b-c-0"]

@@ -135,6 +135,12 @@ class RoutingTable:
         return self.entries.values()
 
 
+def steps_of(*tables: RoutingTable) -> int | None:
+    """The matching steps of the tables one decision matched, summed; None when no engine counts them."""
+    counts = [t.last_steps for t in tables if t.last_steps is not None]
+    return sum(counts) if counts else None
+
+
 class RoutingAlgorithm(ABC):
     """Base of every routing plug-in; one module per algorithm."""
 
@@ -176,7 +182,10 @@ class RoutingAlgorithm(ABC):
         return len(self.table)
 
     def match_steps(self, d: Decision) -> int | None:
-        """Gryphon's matching steps for a publication decision, when the engine counts them."""
+        """Gryphon's matching steps for a publication decision, when the engine counts them.
+
+        A plug-in that matched another table than ``self.table`` sets ``Decision.steps`` (:func:`steps_of`).
+        """
         return d.steps if d.steps is not None else self.table.last_steps
 
     def entries(self) -> list[Entry]:

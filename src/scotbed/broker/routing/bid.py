@@ -47,6 +47,7 @@ from scotbed.broker.routing.base import (
     RoutingTable,
     Subscription,
     Unsubscription,
+    steps_of,
 )
 from scotbed.messages import copy_with
 
@@ -100,17 +101,19 @@ class BidRouting(RoutingAlgorithm):
             deliver = self.local_deliveries(matched)
             targets = {e.host_broker for e in matched} - {me}
             n_matched: int | None = len(matched)
+            steps = steps_of(self.table)
         elif me in pub.bids:
             local, us = self.local.match(pub.attrs)
             deliver = [e.sub_id for e in local]
             targets = set(pub.bids) - {me}
             n_matched = len(local)
+            steps = steps_of(self.local)
         else:
-            us, deliver, targets, n_matched = None, [], set(pub.bids), None
+            us, deliver, targets, n_matched, steps = None, [], set(pub.bids), None, None
         split: defaultdict[str, list[str]] = defaultdict(list)
         for b in sorted(targets):
             hop = self.route.get(b)
             if hop is not None and hop != from_hop:
                 split[hop].append(b)
         forwards = [Forward(hop, copy_with(pub, bids=tuple(bids))) for hop, bids in sorted(split.items())]
-        return Decision(forwards=forwards, deliver=deliver, match_us=us, matched=n_matched)
+        return Decision(forwards=forwards, deliver=deliver, match_us=us, matched=n_matched, steps=steps)

@@ -57,6 +57,7 @@ from scotbed.broker.routing.base import (
     Forward,
     RoutingAlgorithm,
     RoutingTable,
+    steps_of,
 )
 from scotbed.messages import Publication, Subscription, SubState, Unsubscription
 
@@ -130,16 +131,18 @@ class StaticNotificationRouting(RoutingAlgorithm):
 
     def on_publication(self, pub: Publication, from_hop: str | None) -> Decision:
         matched, us = self.table.match(pub.attrs)
+        steps = steps_of(self.table)
         acols = sorted({e.last_hop for e in matched if e.last_hop not in (LOCAL, from_hop)})
         tscs: set[int] = set()
         if from_hop is None:  # the publisher's host broker also routes to the TSCs
             secondary, us2 = self.secondary.match(pub.attrs)
             us += us2
+            steps = steps_of(self.table, self.secondary)
             tscs = {self.view.neighbours[e.last_hop].cluster for e in secondary}
         tscs |= cbv_clusters(pub.cbv)
         tscs.discard(self.view.cluster)
         forwards = self.route(pub, acols, tscs)
-        return Decision(forwards=forwards, deliver=self.local_deliveries(matched), match_us=us)
+        return Decision(forwards=forwards, deliver=self.local_deliveries(matched), match_us=us, steps=steps)
 
     def route(self, pub: Publication, acols: list[str], tscs: set[int]) -> list[Forward]:
         """One plain copy per target aCOL and per TSC's iCOL."""
