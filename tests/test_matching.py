@@ -168,3 +168,15 @@ def test_pst_order_factoring_and_steps() -> None:
     # root, sym=S10, its kind=k0 child, the prefix child S1, then past the trivial root '*' node
     # straight to the venue level and its X child
     assert pst.last_steps == 6
+
+
+def test_pst_compares_many_ranges_of_one_shape_with_numpy() -> None:
+    """Enough residuals of one range shape at a node go into one numpy shape; its matches stay exact."""
+    pst = PstMatcher()
+    for k in range(40):
+        pst.add(("ge", k), Filter.parse(f"a >= {k}"))
+        pst.add(("bt", k), Filter.parse(f"a between [{k}, {k + 2}] and b < {k}"))
+    assert len(pst._root.compiled().shapes) == 2
+    got = sorted(pst.match({"a": 3, "b": 2.5}))
+    assert got == sorted([("ge", k) for k in range(4)] + [("bt", k) for k in (3,)])
+    assert pst.match({"a": float("nan")}) == [] and pst.match({"b": 1}) == []

@@ -54,6 +54,14 @@ EXACT = 2**53  # |int| up to which float64 holds it exactly
 _STAR: Any = object()
 _MISSING: Any = object()
 _HALF = {">=": "ge", ">": "gt", "<=": "le", "<": "lt", "between": "ge"}
+# per half-range op, the comparison ``bound ? x`` that holds for a satisfied predicate (chosen at build)
+_BOUND_HOLDS = {
+    ">=": np.less_equal,
+    "between": np.less_equal,
+    ">": np.less,
+    "<=": np.greater_equal,
+    "<": np.greater,
+}
 
 
 def _is_number(v: object) -> bool:
@@ -95,13 +103,14 @@ class _Shape:
 
     def __init__(self, rows: list[tuple[tuple[Predicate, ...], list[Hashable]]]) -> None:
         first = rows[0][0]
-        self.columns: list[tuple[str, str, np.ndarray, np.ndarray | None]] = []
+        # (attribute, the comparison bound ? x that holds, lower bounds, upper bounds of a between)
+        self.columns: list[tuple[str, Any, np.ndarray, np.ndarray | None]] = []
         for j, p in enumerate(first):
             lows = [r[0][j].value[0] if p.op == "between" else r[0][j].value for r in rows]
             highs = (
                 np.asarray([r[0][j].value[1] for r in rows], dtype=np.float64) if p.op == "between" else None
             )
-            self.columns.append((p.attr, p.op, np.asarray(lows, dtype=np.float64), highs))
+            self.columns.append((p.attr, _BOUND_HOLDS[p.op], np.asarray(lows, dtype=np.float64), highs))
         self.keys = [r[1] for r in rows]
         self.groups: list[tuple[tuple[Test, ...], list[Hashable]]] = [
             (tuple(p.matches for p in r[0]), r[1]) for r in rows
@@ -109,23 +118,16 @@ class _Shape:
 
     def collect(self, attrs: Attributes, out: list[Hashable]) -> None:
         mask: np.ndarray | None = None
-        for attr, op, low, high in self.columns:
+        for attr, holds, low, high in self.columns:
             x = attrs.get(attr, _MISSING)
             if not _is_number(x) or (isinstance(x, float) and math.isnan(x)):
                 return
             if isinstance(x, int) and abs(x) > EXACT:
                 _collect_groups(self.groups, attrs, out)
                 return
-            if op == ">=" or op == "between":
-                m = low <= x
-                if high is not None:
-                    m &= high >= x
-            elif op == ">":
-                m = low < x
-            elif op == "<=":
-                m = low >= x
-            else:
-                m = low > x
+            m = holds(low, x)
+            if high is not None:
+                m &= high >= x
             mask = m if mask is None else mask & m
         assert mask is not None
         keys = self.keys
