@@ -75,9 +75,8 @@ def _too_big(what: str, size: int, name: str, limit: int) -> Refusal | None:
 
 
 def _id(what: str, value: str, limits: LimitsConfig) -> Refusal | None:
-    return _too_big(
-        f"{what} of {len(value.encode())} bytes", len(value.encode()), "max_id_bytes", limits.max_id_bytes
-    )
+    size = len(value.encode())
+    return _too_big(f"{what} of {size} bytes", size, "max_id_bytes", limits.max_id_bytes)
 
 
 def check_subscribe(req: pb.SubscribeRequest, limits: LimitsConfig) -> Refusal | None:
