@@ -68,8 +68,7 @@ def test_losses_inside_a_fault_window_are_counted_apart(tmp_path: Path) -> None:
     assert (
         summary["notifications"]["missing"] == 1 and summary["notifications"]["missing_in_fault_windows"] == 2
     )
-    assert summary["correctness"]["ok"] is False
-    assert json.loads((tmp_path / "analysis" / "summary.json").read_text())["notifications"]["missing"] == 1
+    assert summary["correctness"]["ok"] is False  # summary.json on disk: the end-to-end test below
 
 
 @pytest.mark.slow

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from scotbed.orchestrator.schedule import publisher_lag, record, warning
+from scotbed.orchestrator.schedule import publisher_lag, warning
 
 
 def _pubs(path: Path, rows: list[tuple[str, int, int]]) -> Path:
@@ -31,13 +31,8 @@ def test_lag_per_publisher_and_the_warning_names_who_fell_behind(tmp_path: Path)
     assert "): p1; delays from the intended time include this lag" in text
 
 
-def test_on_time_publishers_get_no_warning_and_the_summary_gets_the_field(tmp_path: Path) -> None:
+def test_on_time_publishers_get_no_warning(tmp_path: Path) -> None:
+    """The summary's ``publish_schedule`` on disk: tests/test_run_local.py (the run writes it)."""
     lag = publisher_lag(_pubs(tmp_path / "publications.jsonl", [("p0", 0, 5_000_000)]))
     assert warning(lag) is None and lag["max_lag_ms"] == 5.0
-    (tmp_path / "analysis").mkdir()
-    (tmp_path / "analysis" / "summary.json").write_text(json.dumps({"notifications": {}}))
-    summary: dict[str, object] = {}
-    record(tmp_path, lag, summary)
-    assert summary["publish_schedule"] == lag
-    assert json.loads((tmp_path / "analysis" / "summary.json").read_text())["publish_schedule"] == lag
     assert publisher_lag(tmp_path / "missing.jsonl")["notifications"] == 0

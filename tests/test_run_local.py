@@ -88,6 +88,9 @@ def test_run_delivers_exactly_once(routing: str, topology: list[str], tmp_path: 
     run_dir = result.run_dir
     for name in ("spec.resolved.yaml", "topology.json", "report.html", "analysis/summary.json"):
         assert (run_dir / name).is_file(), name
+    on_disk = json.loads((run_dir / "analysis" / "summary.json").read_text())
+    assert on_disk["publish_schedule"] == result.summary["publish_schedule"]  # the run's additions
+    assert on_disk["publish_schedule"]["notifications"] == n["published"]
     assert (run_dir / "workload" / "subscriptions.jsonl").stat().st_size > 0
     topology = json.loads((run_dir / "topology.json").read_text())
     assert len(list((run_dir / "events").glob("b-*.jsonl"))) == len(topology["brokers"])

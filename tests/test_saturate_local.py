@@ -49,3 +49,21 @@ def test_saturate_brackets_the_rate_and_resumes(tmp_path: Path) -> None:
     assert (sdir / "queue-growth.png").stat().st_size > 0
     again = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300, check=True).stdout
     assert again.count("sustainable (") == 2 and len(list((sdir / "runs").iterdir())) == 2  # nothing re-run
+    # an edited spec is a different experiment: its probes run again, like a campaign's changed cells
+    spec.write_text(SPEC.replace("notifications_per_publisher: 80", "notifications_per_publisher: 60"))
+    edited = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900, check=True).stdout
+    assert "maximum sustainable workload.rate_per_minute in [300, 12000)" in edited
+    assert len(list((sdir / "runs").iterdir())) == 4
+    edited_probes = json.loads((sdir / "index.json").read_text())["probes"]
+    assert {p["run_dir"] for p in edited_probes.values()}.isdisjoint(p["run_dir"] for p in probes.values())
+
+
+def test_saturate_refuses_a_corrupt_index_in_one_line(tmp_path: Path) -> None:
+    spec = tmp_path / "sat.yaml"
+    spec.write_text(SPEC)
+    sdir = tmp_path / "sat-saturate-workload.rate_per_minute"
+    sdir.mkdir()
+    (sdir / "index.json").write_text('{"probes": [')
+    cmd = [sys.executable, "-m", "scotbed.orchestrator.cli", "saturate", str(spec), "--out", str(tmp_path)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "index is corrupt" in proc.stderr

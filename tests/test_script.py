@@ -129,8 +129,12 @@ def test_generated_workload_keys_next_to_a_script_are_spec_errors(tmp_path: Path
         "workload.schema: not used with workload.script (the script is the workload)",
         "workload.subscribers: not used with workload.script (the script is the workload)",
     ]
-    with pytest.raises(SpecError, match=r"workload.script: cannot read '.*missing.jsonl'"):
+    with pytest.raises(SpecError, match=r"^workload.script: .*missing.jsonl: no such script file$"):
         spec = load_spec(_spec(tmp_path, "").with_name("spec.yaml"), ["workload.script=missing.jsonl"])
+        load_script(spec, build_scot(spec))
+    (tmp_path / "latin1.jsonl").write_bytes(b'{"op": "sleep", "ms": 1}\n{"op": "sleep", "ms": 1} # \xe9\n')
+    with pytest.raises(SpecError, match=r"^workload.script: .*latin1.jsonl:2: not UTF-8 text \(byte 0xe9"):
+        spec = load_spec(spec.base_dir / "spec.yaml", ["workload.script=latin1.jsonl"])
         load_script(spec, build_scot(spec))
 
 

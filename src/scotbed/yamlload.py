@@ -4,8 +4,8 @@
 that is not UTF-8 as a Python traceback. Here a duplicate key is an error
 naming the key and both lines, and undecodable bytes are an error naming
 the byte offset; every problem is a :class:`~scotbed.errors.UserError`
-whose message starts with ``file:line:column``. Files are read by
-:func:`scotbed.loader.read_document`, which parses YAML here.
+whose message starts with ``file:line:column``. Files are read (and
+decoded) by :func:`scotbed.loader.read_document`, which parses YAML here.
 """
 
 from __future__ import annotations
@@ -71,15 +71,3 @@ def loads(text: str, source: str, error: type[UserError] = YamlError) -> Any:
         mark = getattr(e, "problem_mark", None)
         where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark is not None else source
         raise error(f"{where}: not valid YAML: {getattr(e, 'problem', None) or e}") from None
-
-
-def decode(data: bytes, source: str, what: str, error: type[UserError] = YamlError) -> str:
-    """A user file's bytes as UTF-8 text; ``error`` names the line and byte offset of a bad byte."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = data[: e.start].count(b"\n") + 1
-        raise error(
-            f"{source}:{line}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}); "
-            f"save the {what} as UTF-8"
-        ) from None

@@ -160,25 +160,43 @@ class CellOutcome:
     fingerprint: str = ""
 
 
-class CampaignIndex:
-    """``index.json``: what each cell produced; written after every run so an interruption loses nothing."""
+class RecordIndex:
+    """A JSON file of records by key (under ``section``), rewritten after every record so an
+    interruption loses nothing: running the same command again reads it back and resumes."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, section: str) -> None:
         self.path = path
-        self.cells: dict[str, dict[str, Any]] = {}
+        self.section = section
+        self.records: dict[str, dict[str, Any]] = {}
         if path.exists():
             try:
-                doc = json.loads(path.read_text())
-                self.cells = doc["cells"]
-                if not isinstance(self.cells, dict) or not all(
-                    isinstance(r, dict) for r in self.cells.values()
+                self.records = json.loads(path.read_text())[section]
+                if not isinstance(self.records, dict) or not all(
+                    isinstance(r, dict) for r in self.records.values()
                 ):
-                    raise TypeError("'cells' is not a mapping of records")
+                    raise TypeError(f"{section!r} is not a mapping of records")
             except (ValueError, KeyError, TypeError) as e:
                 raise CampaignError(
-                    f"{path}: the campaign index is corrupt ({type(e).__name__}: {e}); "
-                    "move it away to run every cell again"
+                    f"{path}: the index is corrupt ({type(e).__name__}: {e}); "
+                    "move it away to run everything again"
                 ) from None
+
+    def put(self, key: str, rec: dict[str, Any]) -> None:
+        self.records[key] = rec
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({self.section: self.records}, indent=1, sort_keys=True))
+        tmp.replace(self.path)
+
+
+class CampaignIndex(RecordIndex):
+    """``index.json``: what each cell produced."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path, "cells")
+
+    @property
+    def cells(self) -> dict[str, dict[str, Any]]:
+        return self.records
 
     def finished(self, key: str, fingerprint: str | None = None) -> bool:
         rec = self.cells.get(key)
@@ -189,17 +207,17 @@ class CampaignIndex:
         return (Path(rec["run_dir"]) / contract.SUMMARY).exists()
 
     def record(self, outcome: CellOutcome, values: dict[str, Any]) -> None:
-        self.cells[outcome.key] = {
-            "status": outcome.status,
-            "run_dir": outcome.run_dir,
-            "seconds": round(outcome.seconds, 1),
-            "error": outcome.error,
-            "values": values,
-            "fingerprint": outcome.fingerprint,
-        }
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"cells": self.cells}, indent=1, sort_keys=True))
-        tmp.replace(self.path)
+        self.put(
+            outcome.key,
+            {
+                "status": outcome.status,
+                "run_dir": outcome.run_dir,
+                "seconds": round(outcome.seconds, 1),
+                "error": outcome.error,
+                "values": values,
+                "fingerprint": outcome.fingerprint,
+            },
+        )
 
 
 RunOne = Callable[[Path, list[str], Path], Path]

@@ -114,7 +114,8 @@ def windows(records: list[dict[str, Any]]) -> list[Window]:
 
 
 def attribute(summary: dict[str, Any], run_dir: Path) -> None:
-    """Split the missing deliveries of ``summary`` into inside and outside the fault windows."""
+    """Split the missing deliveries of ``summary`` into inside and outside the fault windows (in the
+    dict; the run writes ``summary.json`` once)."""
     path = run_dir / contract.FAULTS
     offenders = run_dir / contract.OFFENDERS
     if not path.exists() or not offenders.exists():
@@ -131,7 +132,6 @@ def attribute(summary: dict[str, Any], run_dir: Path) -> None:
     n["missing"] = c["missing"] = outside
     n["fault_windows"] = [{"target": w.target, "start_ns": w.start_ns, "end_ns": w.end_ns} for w in wins]
     c["ok"] = outside == 0 and not c.get("duplicates") and not c.get("false_positives")
-    (run_dir / contract.SUMMARY).write_text(json.dumps(summary, indent=2, default=str))
 
 
 class Injector:

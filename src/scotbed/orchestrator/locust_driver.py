@@ -22,17 +22,32 @@ class WorkloadFailed(RuntimeError):
     """The host-side workload could not go on; the message starts with the phase."""
 
 
-class HostLocust:
+class HostDriver:
+    """What the lifecycle needs of a workload driver on this host: its session once started, and a stop."""
+
+    def __init__(self, run_dir: Path, check_brokers: Callable[[], None]) -> None:
+        self.run_dir = run_dir
+        self.check_brokers = check_brokers  # raises when a broker died; called on every poll
+        self.session: Any = None
+
+    @property
+    def started(self) -> bool:
+        return self.session is not None
+
+    def stop(self) -> None:
+        if self.session is not None:
+            self.session.stop()
+
+
+class HostLocust(HostDriver):
     """One run's Locust master and workers (:class:`scotbed.workloads.runner.WorkloadSession`)."""
 
     def __init__(
         self, run_dir: Path, state: RunState, workers: int, check_brokers: Callable[[], None]
     ) -> None:
-        self.run_dir = run_dir
+        super().__init__(run_dir, check_brokers)
         self.state = state
         self.workers = workers
-        self.check_brokers = check_brokers  # raises when a broker died; called on every poll
-        self.session: Any = None
 
     def start(self, plan_path: Path, total: int, timeout_s: float, ph: Phase) -> int:
         """Start Locust and wait until the ``total`` initial subscriptions are acknowledged."""
@@ -89,11 +104,3 @@ class HostLocust:
     def wait(self, timeout_s: float) -> Any:
         """The processes' end and what they wrote (:class:`scotbed.workloads.runner.WorkloadResult`)."""
         return self.session.wait(timeout_s=timeout_s)
-
-    @property
-    def started(self) -> bool:
-        return self.session is not None
-
-    def stop(self) -> None:
-        if self.session is not None:
-            self.session.stop()

@@ -282,8 +282,10 @@ class Lifecycle:
         if self.options.analyse:
             with self.progress.phase("analyse") as ph:
                 summary = self._analyse(run_dir, ph)
-            schedule.record(run_dir, lag, summary)
+            summary["publish_schedule"] = lag
             faults.attribute(summary, run_dir)
+            if (run_dir / contract.SUMMARY).exists():  # the analysis wrote it; add what the run knows
+                (run_dir / contract.SUMMARY).write_text(json.dumps(summary, indent=2, default=str))
             if (note := unreadable.describe(summary)) is not None:
                 self.progress.warn(note)
         ok, verdict = verdict_of(summary) if self.options.analyse else (True, "not analysed")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from scotbed import contract
+from scotbed.orchestrator.campaign import INDEX, RecordIndex, fingerprint
 from scotbed.orchestrator.saturation import Criterion, Search, Verdict, bisect_rate, judge
 
 
@@ -41,26 +42,6 @@ def read_run(run_dir: Path) -> tuple[dict[str, int], list[tuple[str, int]], dict
             elif e["ev"] == contract.QUEUE and e.get("link"):
                 queues.setdefault(f"{e['node']}->{e['link']}", []).append((int(e["ts_ns"]), int(e["len"])))
     return intended, deliveries, queues
-
-
-class Probes:
-    """``index.json``: rate -> run directory and verdict, written after every probe."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.probes: dict[str, dict[str, Any]] = {}
-        if path.exists():
-            self.probes = json.loads(path.read_text()).get("probes", {})
-
-    def get(self, key: str) -> dict[str, Any] | None:
-        rec = self.probes.get(key)
-        return rec if rec and Path(rec.get("run_dir", "")).exists() else None
-
-    def put(self, key: str, rec: dict[str, Any]) -> None:
-        self.probes[key] = rec
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"probes": self.probes}, indent=1, sort_keys=True))
-        tmp.replace(self.path)
 
 
 def plot(probes: dict[str, dict[str, Any]], out: Path) -> Path:
@@ -98,19 +79,22 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.=-]+", "_", text)
 
 
-def search(args: Any, sets: list[str], series: str, probes: Probes, criterion: Criterion) -> tuple[Any, Any]:
+def search(
+    args: Any, sets: list[str], series: str, probes: RecordIndex, criterion: Criterion
+) -> tuple[Any, Any]:
     """One bisection with the extra ``sets``; returns (sustainable, unsustainable) bounds."""
     from scotbed.orchestrator.run import RunFailed, options_from_args, run_spec
 
     out_dir = probes.path.parent / "runs"
 
     def probe(rate: float) -> bool:
-        key = f"{series}|{rate:g}"
-        rec = probes.get(key)
-        if rec is None:
+        key, run_sets = f"{series}|{rate:g}", [*sets, f"{args.param}={rate:g}"]
+        fp = fingerprint(Path(args.spec), run_sets)  # an edited spec measures again, as in a campaign
+        rec = probes.records.get(key)
+        if rec is None or rec.get("fingerprint") != fp or not Path(rec["run_dir"]).exists():
             options = options_from_args(args, out=out_dir, quiet=True, analyse=False)
             try:
-                run_dir, error = run_spec(args.spec, [*sets, f"{args.param}={rate:g}"], options).run_dir, ""
+                run_dir, error = run_spec(args.spec, run_sets, options).run_dir, ""
             except RunFailed as e:  # an overloaded run may miss its drain barrier: not sustainable
                 if e.run_dir is None:
                     raise
@@ -119,7 +103,7 @@ def search(args: Any, sets: list[str], series: str, probes: Probes, criterion: C
             if error:
                 verdict = replace(verdict, sustainable=False)
             rec = {"series": series, "rate": rate, "run_dir": str(run_dir), "verdict": verdict.to_json()}
-            rec["error"] = error
+            rec.update(error=error, fingerprint=fp)
             probes.put(key, rec)
         v = Verdict(**rec["verdict"])
         state = "sustainable" if v.sustainable else "NOT sustainable"
@@ -144,6 +128,8 @@ def _report(series: str, lo: Any, hi: Any, args: Any) -> str:
 
 def main(args: Any) -> int:
     from scotbed.orchestrator.commands import CommandError
+    from scotbed.orchestrator.outdir import writable_dir
+    from scotbed.orchestrator.run import SignalGuard
     from scotbed.orchestrator.spec import SpecError, load_spec
 
     if not 0 < args.lo < args.hi:
@@ -155,15 +141,15 @@ def main(args: Any) -> int:
     except SpecError as e:
         raise CommandError(str(e)) from None
     criterion = Criterion()
-    cdir = Path(args.out) / f"{spec.name}-saturate-{_slug(args.param)}"
-    cdir.mkdir(parents=True, exist_ok=True)
-    probes = Probes(cdir / "index.json")
+    cdir = writable_dir(Path(args.out) / f"{spec.name}-saturate-{_slug(args.param)}")
+    probes = RecordIndex(cdir / INDEX, "probes")
     print(f"criterion: {criterion.describe()}")
     print(f"search: {args.param} in [{args.lo:g}, {args.hi:g}], tolerance {args.tolerance:.0%}, "
           f"at most {args.max_probes} runs per search; probes in {cdir}", flush=True)  # fmt: skip
     results = {}
-    for series, sets in [("spec", list(args.sets)), *((v, [*args.sets, v]) for v in args.versus or [])]:
-        results[series] = search(args, sets, series, probes, criterion)
+    with SignalGuard():  # SIGTERM between two probes stops the search as cleanly as during one
+        for series, sets in [("spec", list(args.sets)), *((v, [*args.sets, v]) for v in args.versus or [])]:
+            results[series] = search(args, sets, series, probes, criterion)
     lines = [_report(s, lo, hi, args) for s, (lo, hi) in results.items()]
     base_lo = results["spec"][0]
     for v in args.versus or []:
@@ -178,5 +164,5 @@ def main(args: Any) -> int:
     (cdir / "result.json").write_text(
         json.dumps({"criterion": criterion.describe(), "results": results, "summary": lines}, indent=1)
     )
-    print(f"plot: {plot(probes.probes, cdir / 'queue-growth.png')}")
+    print(f"plot: {plot(probes.records, cdir / 'queue-growth.png')}")
     return 0

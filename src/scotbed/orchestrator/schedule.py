@@ -3,7 +3,7 @@
 An open-loop publisher that cannot reach its rate sends late (it catches up in
 batches), so delays measured from the intended time grow for a reason that is
 not the routing's. A run whose publishers fell more than :data:`BEHIND_MS`
-behind gets a warning, and ``analysis/summary.json`` gets ``publish_schedule``.
+behind gets a warning, and ``analysis/summary.json`` gets ``publish_schedule`` (the run writes it).
 """
 
 from __future__ import annotations
@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
-
-from scotbed import contract
 
 BEHIND_MS = 1000.0
 
@@ -54,13 +52,3 @@ def warning(lag: dict[str, Any]) -> str | None:
         f"{lag['late']} of {lag['notifications']} notifications > {BEHIND_MS / 1000:.0f} s late): {shown}; "
         "delays from the intended time include this lag — lower workload.rate_per_minute or add workers"
     )
-
-
-def record(run_dir: Path, lag: dict[str, Any], summary: dict[str, Any]) -> None:
-    """Add ``publish_schedule`` to the summary and to ``analysis/summary.json`` when it exists."""
-    summary["publish_schedule"] = lag
-    path = run_dir / contract.SUMMARY
-    if path.exists():
-        doc = json.loads(path.read_text())
-        doc["publish_schedule"] = lag
-        path.write_text(json.dumps(doc, indent=2, default=str))

@@ -9,22 +9,16 @@ phase first (``script: ...``); the lifecycle adds the run directory.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
-from scotbed.orchestrator.locust_driver import WorkloadFailed
+from scotbed.orchestrator.locust_driver import HostDriver, WorkloadFailed
 from scotbed.orchestrator.progress import Phase
 from scotbed.workloads.script import Script
 
 
-class HostScript:
+class HostScript(HostDriver):
     """One run's script session (:class:`scotbed.workloads.script_runner.ScriptSession`)."""
-
-    def __init__(self, run_dir: Path, check_brokers: Callable[[], None]) -> None:
-        self.run_dir = run_dir
-        self.check_brokers = check_brokers  # raises when a broker died; called on every settle poll
-        self.session: Any = None
 
     def play(
         self, script: Script, addresses: Mapping[str, str], settle_s: float, timeout_s: float, ph: Phase
@@ -44,11 +38,3 @@ class HostScript:
             return self.session.run(timeout_s)
         except ScriptFailed as e:
             raise WorkloadFailed(f"script: {e}") from None
-
-    @property
-    def started(self) -> bool:
-        return self.session is not None
-
-    def stop(self) -> None:
-        if self.session is not None:
-            self.session.stop()

@@ -11,6 +11,7 @@ port-forwards; a broker serves clients and Admin on one port).
 from __future__ import annotations
 
 from scotbed import topology as topo
+from scotbed.loader import read_text
 from scotbed.orchestrator.spec import Spec, SpecError
 from scotbed.workloads.script import Script, ScriptError, parse
 
@@ -22,14 +23,8 @@ def load_script(spec: Spec, scot: topo.Scot) -> Script:
     name = spec.workload.script
     if name is None:
         raise SpecError(f"{KEY}: the spec has no script")
-    path = (spec.base_dir / name).resolve()
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise SpecError(f"{KEY}: cannot read {str(path)!r}: {e.strerror}") from None
-    except UnicodeDecodeError as e:
-        raise SpecError(f"{KEY}: {path}: not UTF-8 text: {e.reason}") from None
-    try:
+        text = read_text((spec.base_dir / name).resolve(), "script", ScriptError)
         return parse(text, [b.id for b in scot.brokers], source=name)
     except ScriptError as e:
         raise SpecError(f"{KEY}: {e}") from None

@@ -316,29 +316,18 @@ class WorkloadSpec(_Block):
     def params(self, base_dir: Path) -> wp.WorkloadParams:
         """The typed parameters the plan builder takes; CSV files resolved against ``base_dir``.
         Placement is not part of them: the orchestrator places the clients."""
-        blocks = {
-            "script",
-            "placement",
-            "schema_",
-            "gryphon",
-            "csv",
-            "covering",
-            "hrp",
-            "churn",
-            "unsub_burst",
-        }
-        d = self.model_dump(exclude=blocks)
         gryphon = self.gryphon or (GryphonWorkloadSpec() if self.schema_ == "gryphon" else None)
-        return wp.WorkloadParams(
-            **d,
-            schema=self.schema_,
-            gryphon=wp.GryphonParams(**gryphon.model_dump()) if gryphon else None,
-            csv=tuple(str((base_dir / f).resolve()) for f in self.csv or ()),
-            covering=wp.CoveringParams(**self.covering.model_dump()) if self.covering else None,
-            hrp=wp.HrpParams(**self.hrp.model_dump()) if self.hrp else None,
-            churn=wp.ChurnParams(**self.churn.model_dump()) if self.churn else None,
-            unsub_burst=wp.UnsubBurstParams(**self.unsub_burst.model_dump()) if self.unsub_burst else None,
-        )
+        typed: dict[str, Any] = {
+            "schema": self.schema_,
+            "gryphon": wp.GryphonParams(**gryphon.model_dump()) if gryphon else None,
+            "csv": tuple(str((base_dir / f).resolve()) for f in self.csv or ()),
+            "covering": wp.CoveringParams(**self.covering.model_dump()) if self.covering else None,
+            "hrp": wp.HrpParams(**self.hrp.model_dump()) if self.hrp else None,
+            "churn": wp.ChurnParams(**self.churn.model_dump()) if self.churn else None,
+            "unsub_burst": wp.UnsubBurstParams(**self.unsub_burst.model_dump()) if self.unsub_burst else None,
+        }
+        flat = self.model_dump(exclude={"script", "placement", "schema_", *typed})
+        return wp.WorkloadParams(**flat, **typed)
 
 
 class AnalysisSpec(_Block):

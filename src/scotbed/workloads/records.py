@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from scotbed import contract
+from scotbed.filters import Filter
 
 
 class JsonlWriter:
@@ -62,6 +63,36 @@ class ProcessRecords:
 
     def event(self, ts_ns: int, node: str, ev: str, **fields: Any) -> None:
         self.events.write({"ts_ns": ts_ns, "node": node, "ev": ev, **fields})
+
+    def subscription(
+        self, ts_ns: int, op: str, sub_id: str, subscriber: str, broker: str, flt: Filter, **fields: Any
+    ) -> None:
+        """A ``subscribe``/``unsubscribe`` sent at ``ts_ns``: its client event (with ``fields``, e.g.
+        ``ack_ns``) and its ``workload/subscriptions`` line."""
+        self.event(ts_ns, subscriber, op, sub_id=sub_id, broker=broker, **fields)
+        self.subscriptions.write(
+            {"ts_ns": ts_ns, "op": op, "sub_id": sub_id, "subscriber": subscriber, "broker": broker,
+             "filter": flt.to_json()}
+        )  # fmt: skip
+
+    def publication(
+        self, sent_ns: int, intended_ns: int, pub_id: str, publisher: str, broker: str, attrs: dict[str, Any]
+    ) -> None:
+        """A notification sent at ``sent_ns``: its ``publish`` event and its ``workload/publications``
+        line."""
+        self.event(sent_ns, publisher, contract.PUBLISH, pub_id=pub_id, intended_ns=intended_ns,
+                   sent_ns=sent_ns, broker=broker)  # fmt: skip
+        self.publications.write(
+            {"ts_ns": sent_ns, "intended_ns": intended_ns, "pub_id": pub_id, "publisher": publisher,
+             "broker": broker, "attrs": attrs}
+        )  # fmt: skip
+
+    def receive(
+        self, ts_ns: int, subscriber: str, pub_id: str, sub_id: str, hops: int, broker_ns: int, broker: str
+    ) -> None:
+        """A delivery that reached ``subscriber`` at ``ts_ns``."""
+        self.event(ts_ns, subscriber, contract.RECEIVE, pub_id=pub_id, sub_id=sub_id, hops=hops,
+                   broker_ns=broker_ns, broker=broker)  # fmt: skip
 
     def flush(self) -> None:
         for w in (self.events, self.subscriptions, self.publications):

@@ -35,6 +35,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from scotbed.errors import UserError
 from scotbed.filters import Filter, FilterError, Scalar
 
 OpName = Literal["subscribe", "unsubscribe", "publish", "settle", "sleep"]
@@ -50,7 +51,7 @@ KEYS: dict[str, frozenset[str]] = {
 PUBLISHER = "script"
 
 
-class ScriptError(ValueError):
+class ScriptError(UserError):
     """A script that cannot run: ``FILE:LINE: what is wrong``."""
 
 

@@ -38,6 +38,7 @@ import grpc
 from scotbed import contract
 from scotbed.broker.client import BrokerClient, SubscriptionStream
 from scotbed.broker.fleet import status_all, wait_quiescent
+from scotbed.filters import Filter
 from scotbed.workloads.records import JsonlWriter, ProcessRecords, merge_workload
 from scotbed.workloads.script import PUBLISHER, Op, Script
 
@@ -143,8 +144,7 @@ class ScriptSession:
             self._clients[broker] = BrokerClient(self.addresses[broker])
         return self._clients[broker]
 
-    def _event(self, ts_ns: int, node: str, ev: str, **fields: Any) -> None:
-        self.records.event(ts_ns, node, ev, **fields)
+    def _count(self, ev: str) -> None:
         self.events[ev] = self.events.get(ev, 0) + 1
 
     async def _play(self) -> None:
@@ -175,44 +175,35 @@ class ScriptSession:
         self._write_receives()
 
     async def _one(self, op: Op) -> None:
-        if op.op == "subscribe":
+        if op.op == contract.SUBSCRIBE:
             assert op.filter is not None
             sent = time.time_ns()
             stream = await self._client(op.broker).subscribe(op.sub_id, op.filter, op.sub_id)
             self.streams[op.sub_id] = stream
-            self._event(
-                sent, op.sub_id, "subscribe", sub_id=op.sub_id, broker=op.broker, ack_ns=stream.acked_ns
+            self.records.subscription(
+                sent, op.op, op.sub_id, op.sub_id, op.broker, op.filter, ack_ns=stream.acked_ns
             )
-            self.records.subscriptions.write(
-                {"ts_ns": sent, "op": "subscribe", "sub_id": op.sub_id, "subscriber": op.sub_id,
-                 "broker": op.broker, "filter": op.filter.to_json()}
-            )  # fmt: skip
-        elif op.op == "unsubscribe":
+        elif op.op == contract.UNSUBSCRIBE:
             sent = time.time_ns()
             if not await self._client(op.broker).unsubscribe(op.sub_id, op.sub_id):
                 raise ScriptFailed(f"{op.describe()}: the broker does not know the subscription")
-            self._event(sent, op.sub_id, "unsubscribe", sub_id=op.sub_id, broker=op.broker)
             # the broker ends the stream itself; its deliveries so far stay in ``received``
-            self.records.subscriptions.write(
-                {"ts_ns": sent, "op": "unsubscribe", "sub_id": op.sub_id, "subscriber": op.sub_id,
-                 "broker": op.broker, "filter": self._filter_of(op.sub_id)}
-            )  # fmt: skip
-        elif op.op == "publish":
+            self.records.subscription(
+                sent, op.op, op.sub_id, op.sub_id, op.broker, self._filter_of(op.sub_id)
+            )
+        elif op.op == contract.PUBLISH:
             sent = time.time_ns()
             await self._client(op.broker).publish([(op.pub_id, op.attrs)], PUBLISHER, intended_ns=sent)
-            self._event(sent, PUBLISHER, "publish", pub_id=op.pub_id, intended_ns=sent, sent_ns=sent,
-                        broker=op.broker)  # fmt: skip
-            self.records.publications.write(
-                {"ts_ns": sent, "intended_ns": sent, "pub_id": op.pub_id, "publisher": PUBLISHER,
-                 "broker": op.broker, "attrs": dict(op.attrs)}
-            )  # fmt: skip
+            self.records.publication(sent, sent, op.pub_id, PUBLISHER, op.broker, dict(op.attrs))
         elif op.op == "sleep":
             await asyncio.sleep(op.ms / 1000.0)
+            return
+        self._count(op.op)
 
-    def _filter_of(self, sub_id: str) -> list[dict[str, Any]]:
-        op = next(o for o in self.script.ops if o.op == "subscribe" and o.sub_id == sub_id)
+    def _filter_of(self, sub_id: str) -> Filter:
+        op = next(o for o in self.script.ops if o.op == contract.SUBSCRIBE and o.sub_id == sub_id)
         assert op.filter is not None
-        return op.filter.to_json()
+        return op.filter
 
     async def _settle(self, op: Op | None) -> None:
         try:
@@ -238,8 +229,10 @@ class ScriptSession:
                     f"the stream of {sub_id} broke: {s.error.code().name}: {s.error.details()}"
                 )
             for d, now in zip(s.received, s.received_ns, strict=True):
-                self._event(now, sub_id, "receive", pub_id=d.notification.pub_id, sub_id=d.sub_id or sub_id,
-                            hops=d.hops, broker_ns=d.broker_ns, broker=s.broker)  # fmt: skip
+                self.records.receive(
+                    now, sub_id, d.notification.pub_id, d.sub_id or sub_id, d.hops, d.broker_ns, s.broker
+                )
+                self._count(contract.RECEIVE)
 
     async def _close(self) -> None:
         await asyncio.gather(*(s.close() for s in self.streams.values()), return_exceptions=True)

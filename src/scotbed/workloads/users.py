@@ -393,21 +393,24 @@ class Subscriber(ScotbedUser):
         sent = time.time_ns()
         call, ack = client.subscribe(sub_id, self.client_name, flt)
         self.streams[sub_id] = (client, call, flt, broker)
-        rec = ctx.records
-        rec.event(sent, self.client_name, contract.SUBSCRIBE, sub_id=sub_id, broker=broker, ack_ns=ack.ts_ns)
-        rec.subscriptions.write(
-            {"ts_ns": sent, "op": contract.SUBSCRIBE, "sub_id": sub_id, "subscriber": self.client_name,
-             "broker": broker, "filter": flt.to_json()}
-        )  # fmt: skip
+        ctx.records.subscription(
+            sent, contract.SUBSCRIBE, sub_id, self.client_name, broker, flt, ack_ns=ack.ts_ns
+        )
         gevent.spawn(self._receive, client, call, sub_id, broker)
 
     def _receive(self, client: GrpcClient, call: Any, sub_id: str, broker: str) -> None:
         rec = context().records
         try:
             for d, now in client.deliveries(call):
-                n = d.notification
-                rec.event(now, self.client_name, contract.RECEIVE, pub_id=n.pub_id, sub_id=d.sub_id or sub_id,
-                          hops=d.hops, broker_ns=d.broker_ns, broker=broker)  # fmt: skip
+                rec.receive(
+                    now,
+                    self.client_name,
+                    d.notification.pub_id,
+                    d.sub_id or sub_id,
+                    d.hops,
+                    d.broker_ns,
+                    broker,
+                )
         except grpc.RpcError as e:
             self.fail(f"stream of {sub_id} at {broker} broke: {_describe(e)}")
 
@@ -416,12 +419,7 @@ class Subscriber(ScotbedUser):
         sent = time.time_ns()
         client.unsubscribe(sub_id, self.client_name)
         call.cancel()
-        rec = context().records
-        rec.event(sent, self.client_name, contract.UNSUBSCRIBE, sub_id=sub_id, broker=broker)
-        rec.subscriptions.write(
-            {"ts_ns": sent, "op": contract.UNSUBSCRIBE, "sub_id": sub_id, "subscriber": self.client_name,
-             "broker": broker, "filter": flt.to_json()}
-        )  # fmt: skip
+        context().records.subscription(sent, contract.UNSUBSCRIBE, sub_id, self.client_name, broker, flt)
 
 
 class Publisher(ScotbedUser):
@@ -456,19 +454,7 @@ class Publisher(ScotbedUser):
                 self.fail(f"publish to {pp.broker}: {_describe(e)}")
                 return
             for pid, due, q in batch:
-                rec.event(
-                    sent,
-                    pp.name,
-                    contract.PUBLISH,
-                    pub_id=pid,
-                    intended_ns=due,
-                    sent_ns=sent,
-                    broker=pp.broker,
-                )
-                rec.publications.write(
-                    {"ts_ns": sent, "intended_ns": due, "pub_id": pid, "publisher": pp.name,
-                     "broker": pp.broker, "attrs": q}
-                )  # fmt: skip
+                rec.publication(sent, due, pid, pp.name, pp.broker, q)
         context().report("publisher_done")
 
 
