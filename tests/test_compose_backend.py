@@ -368,6 +368,7 @@ def leftovers(run_id: str) -> list[str]:
 SMALL = [
     "--set", "workload.subscribers=10", "--set", "workload.publishers=2",
     "--set", "workload.notifications_per_publisher=50",
+    "--set", "timeouts.ready_s=300",  # 18 containers start on a machine others share (60 s: flaky)
 ]  # fmt: skip
 
 
