@@ -10,6 +10,8 @@ import pytest
 
 from scotbed.orchestrator.backends.docker_engine import DockerEngine, EngineUnavailable
 
+pytest_plugins = ["pytester"]
+
 
 @pytest.fixture(scope="module")
 def engine() -> DockerEngine:
@@ -22,8 +24,13 @@ def engine() -> DockerEngine:
     return e
 
 
-#: markers of tests that need a real part (.ci/run provides each one); in CI their skip is a failure
-REAL_PART_MARKERS = ("docker", "k8s")
+#: markers of tests that need a real part (.ci/run provides each one: the Docker engine and compose
+#: CLI, the local cluster, Spark with its Java and the headless Chromium); in CI their skip is a failure
+REAL_PART_MARKERS = ("docker", "k8s", "spark")
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").lower() == "true"
 
 
 def _needs_real_part(item: pytest.Item) -> bool:
@@ -32,17 +39,27 @@ def _needs_real_part(item: pytest.Item) -> bool:
     )
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
-    """With CI=true a test that needs Docker or Kubernetes and skipped fails instead: CI (.ci/run)
-    starts the engine and the local cluster, so a skip there means a real part is missing, never
-    a pass."""
-    outcome = yield
-    report = outcome.get_result()
-    if not (report.skipped and os.environ.get("CI", "").lower() == "true" and _needs_real_part(item)):
-        return
-    if hasattr(report, "wasxfail"):
-        return
+def _fail_skip(report: pytest.TestReport | pytest.CollectReport) -> None:
     reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
     report.outcome = "failed"
     report.longrepr = f"skipped in CI, where every real part must be present: {reason}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+    """With CI=true a test that needs a real part and skipped fails instead: CI (.ci/run) provides
+    every one, so a skip there means a real part is missing, never a pass."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and _in_ci() and _needs_real_part(item) and not hasattr(report, "wasxfail"):
+        _fail_skip(report)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, Any, None]:
+    """With CI=true a test module that skips as a whole (``pytest.importorskip("pyspark")``) fails:
+    its markers are never read, and its tests would silently vanish from the count."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and _in_ci() and isinstance(collector, pytest.Module):
+        _fail_skip(report)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from scotbed_cli import scotbed
 
 from scotbed.orchestrator.backends.base import BackendError, DeployRequest
 from scotbed.orchestrator.backends.docker_engine import DockerEngine
@@ -59,9 +60,11 @@ ONE_NODE = ["--set", "topology.connectivity=2"]
 BROKERS_ON_ONE_NODE = 12
 K8S_RUN = ["--backend", "k8s", "--preferred-anti-affinity", "--pod-cpu", "50m", "--workers", "1"]
 
-needs_cluster = pytest.mark.skipif(
-    not KUBE_CONTEXT, reason="SCOTBED_KUBE_CONTEXT is not set (make local-cluster, then export it)"
-)
+
+@pytest.fixture(autouse=True)
+def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run state (scotbed down's records) in the test's tmp_path, for this process and its children."""
+    monkeypatch.setenv("SCOTBED_STATE_DIR", str(tmp_path / "state"))
 
 
 @pytest.fixture(scope="module")
@@ -80,17 +83,6 @@ def images(engine: DockerEngine) -> None:
         )
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert engine.image_exists(BROKER_IMAGE) and engine.image_exists(WORKLOAD_IMAGE)
-
-
-def scotbed(*args: str, env: dict[str, str], timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "scotbed.orchestrator.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=ROOT,
-        env=env,
-    )
 
 
 def phase_seconds(log_json: str) -> dict[str, float]:
@@ -131,11 +123,7 @@ def deploy_request(tmp_path: Path, backend: K8sBackend, spec_name: str, timeout_
 # -- placement on the fake nodes -----------------------------------------------------------------------
 
 
-@needs_cluster
-def test_required_anti_affinity_places_no_two_neighbours_on_one_node(
-    kube: Kube, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("SCOTBED_STATE_DIR", str(tmp_path / "state"))
+def test_required_anti_affinity_places_no_two_neighbours_on_one_node(kube: Kube, tmp_path: Path) -> None:
     _, scot = quickstart_scot()
     assert len(scot.brokers) >= 18
     backend = K8sBackend(context=KUBE_CONTEXT, placement=FAKE_POOL)
@@ -158,11 +146,7 @@ def test_required_anti_affinity_places_no_two_neighbours_on_one_node(
     assert run_namespaces(kube, request.run_id) == []
 
 
-@needs_cluster
-def test_too_few_nodes_fail_the_ready_barrier_with_the_schedulers_reason(
-    kube: Kube, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("SCOTBED_STATE_DIR", str(tmp_path / "state"))
+def test_too_few_nodes_fail_the_ready_barrier_with_the_schedulers_reason(kube: Kube, tmp_path: Path) -> None:
     _, scot = quickstart_scot()
     two_nodes = Placement({**FAKE_POOL.node_selector, "scotbed.io/fake-pair": "p0"}, FAKE_POOL.tolerations)
     assert scot.chromatic_need() > 2
@@ -177,8 +161,7 @@ def test_too_few_nodes_fail_the_ready_barrier_with_the_schedulers_reason(
         assert name in text
     assert "didn't match pod anti-affinity rules" in text  # the scheduler's own words
     assert "2 node(s) <" in text  # scotbed's hint counts the placement's nodes only
-    env = {**os.environ, "SCOTBED_STATE_DIR": str(tmp_path / "state")}
-    down = scotbed("down", "--backend", "k8s", request.run_id, env=env, timeout=300)
+    down = scotbed(tmp_path, "down", "--backend", "k8s", request.run_id)
     assert down.returncode == 0, down.stdout + down.stderr
     assert run_namespaces(kube, request.run_id) == []
 
@@ -186,13 +169,11 @@ def test_too_few_nodes_fail_the_ready_barrier_with_the_schedulers_reason(
 # -- whole runs on the real kubelet --------------------------------------------------------------------
 
 
-@needs_cluster
 @pytest.mark.timeout(1500)
 def test_scotbed_run_on_the_real_kubelet_end_to_end(kube: Kube, images: None, tmp_path: Path) -> None:
-    env = {**os.environ, "SCOTBED_STATE_DIR": str(tmp_path / "state")}
     start = time.monotonic()
-    done = scotbed("run", str(QUICKSTART), *K8S_RUN, "--kube-context", str(KUBE_CONTEXT), *SMALL, *ONE_NODE,
-                   "--out", str(tmp_path / "runs"), "--log-json", env=env, timeout=1200)  # fmt: skip
+    done = scotbed(tmp_path, "run", str(QUICKSTART), *K8S_RUN, "--kube-context", str(KUBE_CONTEXT), *SMALL,
+                   *ONE_NODE, "--out", str(tmp_path / "runs"), "--log-json", timeout=1200)  # fmt: skip
     print(f"k8s e2e took {time.monotonic() - start:.0f} s; phases: {phase_seconds(done.stderr)}")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-4000:]
     (run_dir,) = (tmp_path / "runs").iterdir()
@@ -208,18 +189,16 @@ def test_scotbed_run_on_the_real_kubelet_end_to_end(kube: Kube, images: None, tm
     assert run_namespaces(kube, run_dir.name) == [] and run_pods(kube, run_dir.name) == []
 
 
-@needs_cluster
 @pytest.mark.timeout(900)
 def test_ctrl_c_during_a_k8s_run_exits_130_and_removes_the_namespace(
     kube: Kube, images: None, tmp_path: Path
 ) -> None:
-    env = {**os.environ, "SCOTBED_STATE_DIR": str(tmp_path / "state")}
     argv = [sys.executable, "-m", "scotbed.orchestrator.cli", "run", str(QUICKSTART), *K8S_RUN,
             "--kube-context", str(KUBE_CONTEXT), *SMALL, *ONE_NODE,
             "--out", str(tmp_path / "runs")]  # fmt: skip
     log = tmp_path / "run.log"  # a file, not a pipe: nobody reads while it runs
     with log.open("w") as sink:
-        proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT, text=True,
+        proc = subprocess.Popen(argv, cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT, text=True,
                                 preexec_fn=_default_sigint)  # fmt: skip
         try:
             run_id = _wait_for_running_brokers(kube, tmp_path / "runs", proc, 600)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ import pytest
 import yaml
 
 from scotbed.config import load
+from scotbed.orchestrator.backends.docker_engine import DockerEngine, DockerError
 from scotbed.orchestrator.plan import deployed_configs
 from scotbed.orchestrator.render import compose, write_compose
 from scotbed.orchestrator.spec import build_scot, parse_spec
@@ -21,17 +21,6 @@ SPEC = parse_spec({"name": "quickstart"})
 SCOT = build_scot(SPEC)
 
 
-def compose_command() -> list[str] | None:
-    """`docker compose` (v2 plugin) when it works, else `docker-compose` (v1), else None."""
-    if shutil.which("docker"):
-        probe = subprocess.run(["docker", "compose", "version"], capture_output=True, timeout=60)
-        if probe.returncode == 0:
-            return ["docker", "compose"]
-    if shutil.which("docker-compose"):
-        return ["docker-compose"]
-    return None
-
-
 CONFIGS = deployed_configs(SPEC, SCOT, compose.addressing(), RUN_ID)
 
 
@@ -39,13 +28,13 @@ def rendered(tmp_path: Path, **kw: Any) -> Path:
     return write_compose(tmp_path, compose.render_compose(CONFIGS, RUN_ID, **kw), CONFIGS)
 
 
+@pytest.mark.docker  # the compose CLI (.ci/run installs docker-compose); no engine needed
 @pytest.mark.slow
 def test_compose_config_accepts_the_file(tmp_path: Path) -> None:
-    cmd = compose_command()
-    if cmd is None:
-        pytest.skip(
-            "neither `docker compose` nor `docker-compose` is installed (.ci/run installs docker-compose)"
-        )
+    try:
+        cmd = list(DockerEngine().compose_cli().argv)
+    except DockerError as err:
+        pytest.skip(str(err))
     path = rendered(tmp_path, user="1000:1000")
     out = subprocess.run(
         [*cmd, "-f", str(path), "-p", "scotbed-test", "config"],

@@ -5,10 +5,8 @@
 # Idempotent: with nothing up it does nothing. `--quiet`: no message when there was nothing to do.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-repo="$(cd "$here/../.." && pwd)"
 # shellcheck source=scripts/local-cluster/env.sh
 . "$here/env.sh"
-PY="${SCOTBED_CLUSTER_PYTHON:-$repo/.venv/bin/python}"
 quiet=0
 [[ "${1:-}" == --quiet ]] && quiet=1
 
@@ -59,8 +57,8 @@ if [[ -f "$CLUSTER_DIR/sysctl.saved" ]]; then
     while IFS== read -r k v; do sysctl -q -w "$k=$v" || true; done <"$CLUSTER_DIR/sysctl.saved"
 fi
 
-if [[ -x "$PY" ]]; then
-    "$PY" "$here/kubeconfig.py" remove "$KUBECONFIG_FILE" "$CONTEXT"
+if [[ -x "$CLUSTER_PYTHON" ]]; then
+    "$CLUSTER_PYTHON" "$here/kubeconfig.py" remove "$KUBECONFIG_FILE" "$CONTEXT"
 fi
 
 # keep the last logs for a post-mortem, drop everything else

@@ -20,6 +20,9 @@ SERVICE_CIDR=10.96.0.0/16
 CLUSTER_DOMAIN=cluster.local
 CONTEXT="${SCOTBED_CLUSTER_CONTEXT:-scotbed-local}"
 KUBECONFIG_FILE="${KUBECONFIG:-$HOME/.kube/config}"
+# the Python the helpers (cluster DNS, fake nodes, kubeconfig) run with: the checkout's environment
+REPO_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+CLUSTER_PYTHON="${SCOTBED_CLUSTER_PYTHON:-$REPO_DIR/.venv/bin/python}"
 # the one real node (kubelet + Docker) and the fake ones (a status loop, no containers)
 NODE_NAME=scotbed-node
 FAKE_NODES="${SCOTBED_FAKE_NODES:-24}"

@@ -9,10 +9,8 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
-repo="$(cd "$here/../.." && pwd)"
 # shellcheck source=scripts/local-cluster/env.sh
 . "$here/env.sh"
-PY="${SCOTBED_CLUSTER_PYTHON:-$repo/.venv/bin/python}"
 SECONDS=0
 
 say() { printf 'local-cluster [%4ss] %s\n' "$SECONDS" "$*"; }
@@ -73,7 +71,7 @@ port_free() {
 }
 
 [[ "$(id -u)" -eq 0 ]] || die "needs root (the kubelet manages containers, mounts and cgroups)"
-[[ -x "$PY" ]] || die "no Python environment at $PY: run make setup first"
+[[ -x "$CLUSTER_PYTHON" ]] || die "no Python environment at $CLUSTER_PYTHON: run make setup first"
 for tool in etcd socat nsenter curl openssl ip ss; do
     command -v "$tool" >/dev/null || die "$tool is missing (Debian: etcd-server socat util-linux curl openssl iproute2)"
 done
@@ -89,7 +87,7 @@ mkdir -p "$PID_DIR" "$LOG_DIR" "$CLUSTER_DIR/pki"
 chmod 700 "$CLUSTER_DIR"
 
 # -- Docker engine: running, with the runc wrapper, the pause image ----------------------------------
-"$repo/scripts/start-dockerd.sh" >/dev/null || die "no Docker engine (scripts/start-dockerd.sh)"
+"$REPO_DIR/scripts/start-dockerd.sh" >/dev/null || die "no Docker engine (scripts/start-dockerd.sh)"
 "$here/docker-runtime.sh"
 if ! docker image inspect "$PAUSE_IMAGE" >/dev/null 2>&1; then
     tar -C "$K8S_BIN" -c pause | docker import -c 'ENTRYPOINT ["/pause"]' - "$PAUSE_IMAGE" >/dev/null
@@ -145,9 +143,9 @@ start kube-scheduler "$K8S_BIN/kube-scheduler" \
 wait_for kube-controller-manager 180 api_get /api/v1/namespaces/default/serviceaccounts/default
 
 # -- cluster DNS: answers from the API, listens on the bridge -------------------------------------------
-start cluster-dns "$PY" "$here/cluster_dns.py" --kubeconfig "$CLUSTER_DIR/admin.kubeconfig" \
+start cluster-dns "$CLUSTER_PYTHON" "$here/cluster_dns.py" --kubeconfig "$CLUSTER_DIR/admin.kubeconfig" \
     --listen "$bridge:53" --domain "$CLUSTER_DOMAIN"
-wait_for cluster-dns 30 "$PY" "$here/cluster_dns.py" --probe "$bridge:53"
+wait_for cluster-dns 30 "$CLUSTER_PYTHON" "$here/cluster_dns.py" --probe "$bridge:53"
 
 # -- the real node ----------------------------------------------------------------------------------
 mkdir -p "$CLUSTER_DIR/kubelet"
@@ -169,11 +167,11 @@ start kubelet "$K8S_BIN/kubelet" \
 wait_for kubelet 300 node_ready "$NODE_NAME"
 
 # -- fake nodes -------------------------------------------------------------------------------------
-start fake-nodes "$PY" "$here/fake_nodes.py" --kubeconfig "$CLUSTER_DIR/admin.kubeconfig" \
+start fake-nodes "$CLUSTER_PYTHON" "$here/fake_nodes.py" --kubeconfig "$CLUSTER_DIR/admin.kubeconfig" \
     --count "$FAKE_NODES" --taint "$FAKE_TAINT_KEY"
 wait_for fake-nodes 180 fake_nodes_ready
 
 # -- the user's kubeconfig --------------------------------------------------------------------------
-"$PY" "$here/kubeconfig.py" merge "$KUBECONFIG_FILE" "$CLUSTER_DIR/admin.kubeconfig" "$CONTEXT"
+"$CLUSTER_PYTHON" "$here/kubeconfig.py" merge "$KUBECONFIG_FILE" "$CLUSTER_DIR/admin.kubeconfig" "$CONTEXT"
 say "up: context $CONTEXT in $KUBECONFIG_FILE (1 kubelet node $NODE_NAME, $FAKE_NODES fake nodes); \
 took $SECONDS s"
