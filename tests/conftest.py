@@ -23,7 +23,7 @@ def engine() -> DockerEngine:
 
 
 #: markers of tests that need a real part (.ci/run provides each one); in CI their skip is a failure
-REAL_PART_MARKERS = ("docker", "k8s")
+REAL_PART_MARKERS = ("docker", "k8s", "chromium")
 
 
 def _needs_real_part(item: pytest.Item) -> bool:
@@ -34,9 +34,9 @@ def _needs_real_part(item: pytest.Item) -> bool:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
-    """With CI=true a test that needs Docker or Kubernetes and skipped fails instead: CI (.ci/run)
-    starts the engine and the local cluster, so a skip there means a real part is missing, never
-    a pass."""
+    """With CI=true a test that needs Docker, Kubernetes or Chromium and skipped fails instead: CI
+    (.ci/run) starts the engine and the local cluster and installs the browser, so a skip there means
+    a real part is missing, never a pass."""
     outcome = yield
     report = outcome.get_result()
     if not (report.skipped and os.environ.get("CI", "").lower() == "true" and _needs_real_part(item)):

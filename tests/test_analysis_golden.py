@@ -16,8 +16,6 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("pyspark")
-
 from scotbed.analysis.synth import SynthSpec, synthesise
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
