@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from scotbed.analysis.rundir import RunDir
 from scotbed.analysis.synth import SynthSpec, synthesise
 
 
@@ -108,7 +109,7 @@ def main() -> int:
         for n in args.events:
             run = root / f"bench-{int(n)}"
             events, t_synth = prepare(run, int(n))
-            files = sorted(str(f) for f in (run / "events").iterdir())
+            files = RunDir.open(run).event_files()
             _, raw_w1, raw_c1 = clock.time(lambda: raw_pass(spark, files))  # noqa: B023
             summary, t_an, c_an = clock.time(lambda: analyze(run, spark=spark))  # noqa: B023
             _, raw_w2, raw_c2 = clock.time(lambda: raw_pass(spark, files))  # noqa: B023

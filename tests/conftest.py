@@ -26,7 +26,7 @@ def engine() -> DockerEngine:
 
 #: markers of tests that need a real part (.ci/run provides each one: the Docker engine and compose
 #: CLI, the local cluster, Spark with its Java and the headless Chromium); in CI their skip is a failure
-REAL_PART_MARKERS = ("docker", "k8s", "spark")
+REAL_PART_MARKERS = ("docker", "k8s", "spark", "chromium")
 
 
 def _in_ci() -> bool:

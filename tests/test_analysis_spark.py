@@ -13,8 +13,6 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("pyspark")
-
 from scotbed.analysis import metrics as M
 from scotbed.analysis import oracle
 from scotbed.analysis.events import read_events, read_publications
@@ -375,6 +373,7 @@ def test_analyze_writes_the_contract_outputs(analysed_run: tuple[Path, dict[str,
 
 
 @pytest.mark.slow
+@pytest.mark.chromium
 def test_report_renders_in_headless_chromium(
     analysed_run: tuple[Path, dict[str, Any]], tmp_path: Path
 ) -> None:
@@ -383,7 +382,7 @@ def test_report_renders_in_headless_chromium(
 
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     if browser is None:
-        pytest.skip("chromium is not installed (apt-get install -y chromium); the lead's CI installs it")
+        pytest.skip("chromium is not installed (apt-get install -y chromium); .ci/run installs it")
     run, _ = analysed_run
     url = (run / "report.html").as_uri()
     flags = [

@@ -6,8 +6,6 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("pyspark")
-
 from scotbed.analysis.synth import SynthSpec, synthesise
 from scotbed.analysis.unreadable import describe
 

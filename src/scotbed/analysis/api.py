@@ -22,7 +22,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from scotbed import java
+from scotbed import contract, java
 from scotbed.analysis import plots, report
 from scotbed.analysis.context import RunData, Settings
 from scotbed.analysis.rundir import RunDir
@@ -30,7 +30,7 @@ from scotbed.analysis.sections import SECTIONS
 from scotbed.analysis.session import get_session, is_shared
 from scotbed.analysis.summary import SCHEMA_VERSION, Summary
 
-__all__ = ["SCHEMA_VERSION", "analyze", "analyze_run"]
+__all__ = ["SCHEMA_VERSION", "analyze"]
 FIRST_N = 10
 BYTES_PER_SHUFFLE_PARTITION = 64 << 20
 
@@ -52,28 +52,12 @@ def analyze(
     sets, so this is a speed choice).
     A session this call starts is stopped at the end; a given, shared or already active one is kept.
     """
-    summary = analyze_run(
-        run_dir, spark_master, spark=spark, settle_ms=settle_ms, engine=engine, first_n=first_n
-    )
-    return summary.to_json()
-
-
-def analyze_run(
-    run_dir: str | Path,
-    spark_master: str | None = None,
-    *,
-    spark: SparkSession | None = None,
-    settle_ms: float | None = None,
-    engine: str | None = None,
-    first_n: int = FIRST_N,
-) -> Summary:
-    """:func:`analyze`, returning the typed summary."""
     run = RunDir.open(run_dir)
     own = spark is None and SparkSession.getActiveSession() is None and not is_shared()
     session = spark or get_session(spark_master)
     try:
         with _shuffle_partitions(session, _partitions_for(session, run)):
-            return _analyze(session, run, Settings(settle_ms, engine, first_n))
+            return _analyze(session, run, Settings(settle_ms, engine, first_n)).to_json()
     finally:
         if own:
             session.stop()
@@ -131,7 +115,7 @@ def _analyze(spark: SparkSession, run: RunDir, settings: Settings) -> Summary:
         "events_per_s": round(n_events / elapsed, 1) if elapsed > 0 else None,
         "stages_s": stages,
     }
-    (run.analysis_dir / "summary.json").write_text(json.dumps(summary.to_json(), indent=2, default=str))
+    (run.path / contract.SUMMARY).write_text(json.dumps(summary.to_json(), indent=2, default=str))
     _render(run, summary, data)
     return summary
 
@@ -154,7 +138,7 @@ def _render(run: RunDir, summary: Summary, data: RunData) -> None:
             t["false_positive_traffic"], on="node", how="outer"
         )
     report.render_run(
-        run.path / "report.html",
+        run.path / contract.REPORT,
         summary.to_json(),
         run.spec_text,
         made,

@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from scotbed import contract
 from scotbed.analysis import plots, report
 from scotbed.analysis.stats import flatten, mean_ci
 
@@ -40,9 +41,9 @@ NOT_SWEPT = ("spec.name", "spec.seed", "spec.routing", "spec.backend", "spec.rep
 def load_runs(campaign_dir: Path) -> pd.DataFrame:
     """One row per analysed run: ``spec.*`` columns from the resolved spec, the rest from the summary."""
     rows = []
-    for summary_file in sorted(campaign_dir.glob("runs/*/analysis/summary.json")):
+    for summary_file in sorted(campaign_dir.glob(f"runs/*/{contract.SUMMARY}")):
         run = summary_file.parent.parent
-        spec_file = run / "spec.resolved.yaml"
+        spec_file = run / contract.SPEC_RESOLVED
         spec = yaml.safe_load(spec_file.read_text()) if spec_file.exists() else {}
         summary = json.loads(summary_file.read_text())
         row = {f"spec.{k}": v for k, v in flatten(spec or {}).items()}
@@ -109,11 +110,11 @@ def aggregate(campaign_dir: str | Path) -> dict[str, Any]:
     root = Path(campaign_dir)
     runs = load_runs(root)
     if runs.empty:
-        raise ValueError(f"{root}: no analysed runs under runs/*/analysis/summary.json")
+        raise ValueError(f"{root}: no analysed runs under runs/*/{contract.SUMMARY}")
     params = swept_parameters(runs)
     table = aggregate_table(runs, params)
-    out = root / "analysis"
-    (out / "plots").mkdir(parents=True, exist_ok=True)
+    out = root / contract.ANALYSIS_DIR
+    (root / contract.PLOTS_DIR).mkdir(parents=True, exist_ok=True)
     table.to_parquet(out / "aggregate.parquet", index=False)
     runs.to_csv(out / "runs.csv", index=False)
     made: dict[str, Path] = {}
@@ -122,11 +123,11 @@ def aggregate(campaign_dir: str | Path) -> dict[str, Any]:
         data = part.assign(**{str(param): part["x"] if numeric else part["value"]})
         name = re.sub(r"[^A-Za-z0-9]+", "_", f"{metric}_vs_{param}").strip("_")
         made[name] = plots.metric_vs_param(
-            data, str(param), str(metric), out / "plots" / f"{name}.png", "series"
+            data, str(param), str(metric), root / contract.PLOTS_DIR / f"{name}.png", "series"
         )
     shown = ["run", "routing", *params, *[m for m in METRICS if m in runs], "correctness.ok"]
     html = report.render_campaign(
-        root / "report.html", root.name, runs[[c for c in shown if c in runs]], params, made, table
+        root / contract.REPORT, root.name, runs[[c for c in shown if c in runs]], params, made, table
     )
     all_ok = bool(runs["correctness.ok"].fillna(False).all()) if "correctness.ok" in runs else None
     return {"report": html, "runs": len(runs), "parameters": params, "plots": len(made), "all_ok": all_ok}

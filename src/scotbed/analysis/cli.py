@@ -12,6 +12,7 @@ import json
 import sys
 from pathlib import Path
 
+from scotbed import contract
 from scotbed.analysis import unreadable
 from scotbed.analysis.rundir import RunDirError
 
@@ -31,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     path = Path(args.run_dir)
     try:
-        if (path / "runs").is_dir() and not (path / "events").is_dir():
+        if (path / "runs").is_dir() and not (path / contract.EVENTS_DIR).is_dir():
             from scotbed.analysis.campaign import aggregate
 
             result = aggregate(path)
@@ -62,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
             }
         )
     )
-    print(f"report: {path / 'report.html'}")
+    print(f"report: {path / contract.REPORT}")
     return 1 if c.get("ok") is False else 0
 
 

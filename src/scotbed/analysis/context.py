@@ -62,12 +62,8 @@ class RunData:
         shutil.rmtree(self.store_dir, ignore_errors=True)
 
     @property
-    def out(self) -> Path:
-        return self.run.analysis_dir
-
-    @property
     def store_dir(self) -> Path:
-        return self.out / ".events.parquet"
+        return self.run.analysis_dir / ".events.parquet"
 
     # --- the events, parsed once --------------------------------------------------------------
 
@@ -124,7 +120,7 @@ class RunData:
     @cached_property
     def deliveries(self) -> DataFrame:
         """One row per receive, written once to ``deliveries.parquet`` and read back from there."""
-        path = str(self.out / "deliveries.parquet")
+        path = str(self.run.analysis_dir / "deliveries.parquet")
         M.deliveries(self.events, self.pub_times).write.mode("overwrite").parquet(path)
         return self.spark.read.parquet(path)
 

@@ -48,8 +48,6 @@ PUBLICATION_DDL = (
     "ts_ns BIGINT, intended_ns BIGINT, pub_id STRING, publisher STRING, broker STRING, attrs STRING"
 )
 
-BROKER_EVENTS = ("sub_in", "sub_out", "unsub_in", "unsub_out", "notif_in", "notif_out", "match", "deliver")
-
 
 def read_raw(spark: SparkSession, paths: list[str]) -> DataFrame:
     """Every line of the logs under the event schema; ``.gz`` files are decompressed by Spark."""

@@ -177,12 +177,12 @@ def analyse(events: DataFrame, pub_times: DataFrame, run: RunDir) -> tuple[Links
 
     out = run.analysis_dir
     sent = events.where(F.col("ev").isin(*KINDS) & F.col("link").isNotNull() & (F.col("link") != ""))
-    notif = sent.where(F.col("ev") == "notif_out").select(
+    notif = sent.where(F.col("ev") == contract.NOTIF_OUT).select(
         "pub_id", F.col("node").alias("from"), F.col("link").alias("to"),
         F.coalesce(F.col("dynamic"), F.lit(False)).alias("dynamic"), "ts_ns",
     )  # fmt: skip
-    subs = sent.where(F.col("ev") != "notif_out").select(
-        "sub_id", F.when(F.col("ev") == "sub_out", "sub").otherwise("unsub").alias("kind"),
+    subs = sent.where(F.col("ev") != contract.NOTIF_OUT).select(
+        "sub_id", F.when(F.col("ev") == contract.SUB_OUT, "sub").otherwise("unsub").alias("kind"),
         F.col("node").alias("from"), F.col("link").alias("to"), "ts_ns",
     )  # fmt: skip
     notif.write.mode("overwrite").parquet(str(out / "link_notifications.parquet"))

@@ -19,14 +19,16 @@ import pandas as pd
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from scotbed import contract
 from scotbed.analysis.stats import dist_from_quantiles
 
 ACCURACY = 100_000  # percentile_approx: relative rank error 1e-5
 SUMMARY_QUANTILES = (0.5, 0.9, 0.99)
 CDF_QUANTILES = tuple(i / 100 for i in range(101)) + tuple(0.99 + i / 1000 for i in range(1, 10))
-LOAD_EVENTS = ("sub_in", "sub_out", "unsub_in", "unsub_out", "notif_in", "notif_out", "match", "deliver")
-NODE_EVENTS = (*LOAD_EVENTS, "queue", "table", "drop")
-SUB_EVENTS = ("subscribe", "unsubscribe", "sub_in", "sub_out", "unsub_in")
+#: the broker events that are work: a message in or out, a match, a delivery (the load table's columns)
+NODE_EVENTS = contract.BROKER_EVENTS
+LOAD_EVENTS = tuple(e for e in NODE_EVENTS if e not in (contract.QUEUE, contract.TABLE, contract.DROP))
+SUB_EVENTS = (contract.SUBSCRIBE, contract.UNSUBSCRIBE, contract.SUB_IN, contract.SUB_OUT, contract.UNSUB_IN)
 MIN_BIN_NS = 250_000_000
 MAX_BINS = 400
 
@@ -79,19 +81,19 @@ def subscription_facts(events: DataFrame) -> DataFrame:
     or ``sub_in`` was logged).
     """
     ts = F.col("ts_ns")
-    subscribe_ns = F.min(F.when(_ev("subscribe"), ts))
-    first_in_ns = F.min(F.when(_ev("sub_in"), ts))
+    subscribe_ns = F.min(F.when(_ev(contract.SUBSCRIBE), ts))
+    first_in_ns = F.min(F.when(_ev(contract.SUB_IN), ts))
     facts = (
         of(events, *SUB_EVENTS)
         .groupBy("sub_id")
         .agg(
             subscribe_ns.alias("subscribe_ns"),
             first_in_ns.alias("first_in_ns"),
-            F.max(F.when(_ev("sub_in"), ts)).alias("stored_ns"),
-            F.count(F.when(_ev("sub_in"), 1)).alias("sub_in"),
-            F.count(F.when(_ev("sub_out") & _to_broker(), 1)).alias("ims"),
-            F.max(F.when(_ev("unsub_in"), ts)).alias("unsub_settled_ns"),
-            F.min(F.when(_ev("unsubscribe"), ts)).alias("unsubscribe_ns"),
+            F.max(F.when(_ev(contract.SUB_IN), ts)).alias("stored_ns"),
+            F.count(F.when(_ev(contract.SUB_IN), 1)).alias("sub_in"),
+            F.count(F.when(_ev(contract.SUB_OUT) & _to_broker(), 1)).alias("ims"),
+            F.max(F.when(_ev(contract.UNSUB_IN), ts)).alias("unsub_settled_ns"),
+            F.min(F.when(_ev(contract.UNSUBSCRIBE), ts)).alias("unsubscribe_ns"),
         )
     )
     issued_ns = F.coalesce(F.col("subscribe_ns"), F.col("first_in_ns"))
@@ -127,7 +129,7 @@ def node_facts(events: DataFrame) -> pd.DataFrame:
     return cast(
         pd.DataFrame,
         of(events, *NODE_EVENTS)
-        .groupBy("node", "ev", F.when(_ev("drop"), F.col("reason")).alias("reason"))
+        .groupBy("node", "ev", F.when(_ev(contract.DROP), F.col("reason")).alias("reason"))
         .agg(
             F.count("*").alias("n"),
             F.count(F.when(_to_broker(), 1)).alias("to_broker"),
@@ -153,23 +155,23 @@ def _rows(facts: pd.DataFrame, ev: str) -> pd.DataFrame:
 
 def matching_per_broker(facts: pd.DataFrame) -> pd.DataFrame:
     """Per broker: matchings, mean/p99/max matching delay (µs), mean match-set size."""
-    m = _rows(facts, "match")
+    m = _rows(facts, contract.MATCH)
     return m[["node", "n", "mean_us", "p99_us", "max_us", "mean_matched"]].rename(columns={"n": "matches"})
 
 
 def notification_ims(facts: pd.DataFrame) -> pd.DataFrame:
     """Per broker: notification copies sent to other brokers, and how many were dynamic (re-routed)."""
-    m = _rows(facts, "notif_out")
+    m = _rows(facts, contract.NOTIF_OUT)
     m = m[m["to_broker"] > 0].reset_index(drop=True)
     return m[["node", "to_broker", "dynamic"]].rename(columns={"to_broker": "ims"})
 
 
 def unsubscription_ims(facts: pd.DataFrame) -> int:
-    return int(facts.loc[facts["ev"] == "unsub_out", "to_broker"].sum())
+    return int(facts.loc[facts["ev"] == contract.UNSUB_OUT, "to_broker"].sum())
 
 
 def queue_maxima(facts: pd.DataFrame) -> dict[str, int]:
-    q = facts[facts["ev"] == "queue"]
+    q = facts[facts["ev"] == contract.QUEUE]
     out, inp = q["max_out_len"].max(), q["max_in_len"].max()
     return {
         "max_output_len": int(out) if pd.notna(out) else 0,
@@ -179,11 +181,11 @@ def queue_maxima(facts: pd.DataFrame) -> dict[str, int]:
 
 def table_sizes(facts: pd.DataFrame) -> pd.DataFrame:
     """Per broker: the largest and the last sampled routing-table size."""
-    return _rows(facts, "table")[["node", "max_size", "final_size"]]
+    return _rows(facts, contract.TABLE)[["node", "max_size", "final_size"]]
 
 
 def drops(facts: pd.DataFrame) -> dict[str, int]:
-    d = facts[facts["ev"] == "drop"]
+    d = facts[facts["ev"] == contract.DROP]
     out: dict[str, int] = {}
     for reason, n in zip(d["reason"], d["n"], strict=True):
         key = str(None if pd.isna(reason) else reason)
@@ -235,7 +237,7 @@ def queue_series(events: DataFrame, b: tuple[int, int] | None) -> pd.DataFrame:
     t0, width = b
     return cast(
         pd.DataFrame,
-        of(events, "queue")
+        of(events, contract.QUEUE)
         .withColumn("bin", F.floor((F.col("ts_ns") - t0) / width))
         .groupBy("node", F.coalesce(F.col("link"), F.lit("")).alias("link"), "bin")
         .agg(F.max("len").alias("max_len"), F.mean("ce").alias("mean_ce"))
@@ -259,7 +261,7 @@ def table_series(events: DataFrame, b: tuple[int, int] | None) -> pd.DataFrame:
     t0, width = b
     return cast(
         pd.DataFrame,
-        of(events, "table")
+        of(events, contract.TABLE)
         .withColumn("bin", F.floor((F.col("ts_ns") - t0) / width))
         .groupBy("node", "bin")
         .agg(F.max("size").alias("size"))
@@ -275,7 +277,7 @@ def table_series(events: DataFrame, b: tuple[int, int] | None) -> pd.DataFrame:
 def publication_times(events: DataFrame, publications: DataFrame | None) -> DataFrame:
     """pub_id -> intended_ns, sent_ns: from the client ``publish`` events, else the workload file."""
     ev = (
-        of(events, "publish")
+        of(events, contract.PUBLISH)
         .groupBy("pub_id")
         .agg(
             F.min("intended_ns").alias("i_ev"),
@@ -294,7 +296,7 @@ def publication_times(events: DataFrame, publications: DataFrame | None) -> Data
 
 def deliveries(events: DataFrame, pub_times: DataFrame) -> DataFrame:
     """One row per client ``receive``: delay from intended publish time and from actual send."""
-    recv = of(events, "receive").select(
+    recv = of(events, contract.RECEIVE).select(
         "pub_id", "sub_id", F.col("node").alias("client"), F.col("ts_ns").alias("recv_ns"), "hops"
     )
     d = recv.join(pub_times, "pub_id", "left")

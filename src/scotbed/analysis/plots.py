@@ -17,6 +17,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
 
+from scotbed import contract
+
 DPI = 100
 
 
@@ -120,8 +122,8 @@ def table_sizes(series: pd.DataFrame, out: Path) -> Path:
 def broker_load(load: pd.DataFrame, out: Path) -> Path:
     """Per-broker messages split into subscription and notification traffic (IMs and local)."""
     fig, ax = plt.subplots(figsize=(max(6, 0.35 * len(load)), 4))
-    sub = load[["sub_in", "sub_out", "unsub_in", "unsub_out"]].sum(axis=1)
-    notif = load[["notif_in", "notif_out"]].sum(axis=1)
+    sub = load[[contract.SUB_IN, contract.SUB_OUT, contract.UNSUB_IN, contract.UNSUB_OUT]].sum(axis=1)
+    notif = load[[contract.NOTIF_IN, contract.NOTIF_OUT]].sum(axis=1)
     x = range(len(load))
     ax.bar(x, sub, label="(un)subscription msgs")
     ax.bar(x, notif, bottom=sub, label="notification msgs")

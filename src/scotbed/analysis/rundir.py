@@ -19,6 +19,8 @@ from typing import Any
 
 import yaml
 
+from scotbed import contract
+
 DEFAULT_STABILITY_WINDOW = 1000
 
 
@@ -37,7 +39,7 @@ class RunDir:
             raise RunDirError(f"{p}: not a directory")
         rd = cls(p)
         if not rd.event_files():
-            raise RunDirError(f"{p}: no event logs under events/ (*.jsonl or *.jsonl.gz)")
+            raise RunDirError(f"{p}: no event logs under {contract.EVENTS_DIR}/ (*.jsonl or *.jsonl.gz)")
         return rd
 
     @property
@@ -46,15 +48,15 @@ class RunDir:
 
     @property
     def analysis_dir(self) -> Path:
-        return self.path / "analysis"
+        return self.path / contract.ANALYSIS_DIR
 
     @property
     def plots_dir(self) -> Path:
-        return self.analysis_dir / "plots"
+        return self.path / contract.PLOTS_DIR
 
     def event_files(self) -> list[str]:
         pats = ("*.jsonl", "*.jsonl.gz")
-        return sorted(f for pat in pats for f in glob.glob(str(self.path / "events" / pat)))
+        return sorted(f for pat in pats for f in glob.glob(str(self.path / contract.EVENTS_DIR / pat)))
 
     def event_text_bytes(self, gz_ratio: int = 8) -> int:
         """About how many bytes of JSON text the logs hold (a gzipped log counts ``gz_ratio`` times)."""
@@ -62,15 +64,15 @@ class RunDir:
 
     @property
     def subscriptions_file(self) -> Path:
-        return self.path / "workload" / "subscriptions.jsonl"
+        return self.path / contract.SUBSCRIPTIONS
 
     @property
     def publications_file(self) -> Path:
-        return self.path / "workload" / "publications.jsonl"
+        return self.path / contract.PUBLICATIONS
 
     @cached_property
     def spec(self) -> dict[str, Any]:
-        f = self.path / "spec.resolved.yaml"
+        f = self.path / contract.SPEC_RESOLVED
         if not f.exists():
             return {}
         doc = yaml.safe_load(f.read_text()) or {}
@@ -78,12 +80,12 @@ class RunDir:
 
     @cached_property
     def spec_text(self) -> str:
-        f = self.path / "spec.resolved.yaml"
+        f = self.path / contract.SPEC_RESOLVED
         return f.read_text() if f.exists() else ""
 
     @cached_property
     def topology(self) -> dict[str, Any]:
-        f = self.path / "topology.json"
+        f = self.path / contract.TOPOLOGY
         if not f.exists():
             return {}
         doc: dict[str, Any] = json.loads(f.read_text())

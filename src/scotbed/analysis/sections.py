@@ -13,6 +13,7 @@ from collections.abc import Callable
 import pandas as pd
 from pyspark.sql import functions as F
 
+from scotbed import contract
 from scotbed.analysis import fidelity, links
 from scotbed.analysis import metrics as M
 from scotbed.analysis import summary as S
@@ -45,7 +46,7 @@ def subscriptions_section(d: RunData) -> S.Subscriptions:
 def correctness_section(d: RunData) -> S.Correctness:
     o = d.oracle
     if o is None:
-        reason = "workload/subscriptions.jsonl or publications.jsonl missing"
+        reason = f"{contract.SUBSCRIPTIONS} or {contract.PUBLICATIONS} missing"
         return S.Correctness(None, d.engine, d.settle_ms, reason=reason)
     first = {k: v for k, v in o.result.items() if k.startswith("first_")}
     counts = {k: v for k, v in o.result.items() if k != "ok" and k not in first}
@@ -58,7 +59,7 @@ def notifications_section(d: RunData) -> S.Notifications:
     hops = d.hops
     nims = M.notification_ims(d.node_facts)
     n_deliv = int(hops["count"].sum()) if len(hops) else 0
-    match = M.distribution(M.of(d.events, "match"), "us")
+    match = M.distribution(M.of(d.events, contract.MATCH), "us")
     d.tables["hops"] = hops
     d.tables["matching"] = nims.merge(M.matching_per_broker(d.node_facts), on="node", how="outer")
     d.tables["delay_cdf"] = pd.DataFrame(
@@ -109,13 +110,13 @@ def stability_section(d: RunData) -> S.Stability:
 
 
 def queues_section(d: RunData) -> S.Queues:
-    d.tables["queues"] = M.queue_series(d.events, M.bins(d.node_facts, "queue"))
+    d.tables["queues"] = M.queue_series(d.events, M.bins(d.node_facts, contract.QUEUE))
     return S.Queues(**M.queue_maxima(d.node_facts))
 
 
 def tables_section(d: RunData) -> S.Tables:
     sizes = M.table_sizes(d.node_facts)
-    d.tables["table_series"] = M.table_series(d.events, M.bins(d.node_facts, "table"))
+    d.tables["table_series"] = M.table_series(d.events, M.bins(d.node_facts, contract.TABLE))
     d.tables["table_sizes"] = sizes
     return S.Tables(
         max_size=int(sizes["max_size"].max()) if len(sizes) else 0,

@@ -19,6 +19,7 @@ from typing import IO, Any
 
 import yaml
 
+from scotbed import contract
 from scotbed.filters import Filter
 from scotbed.topology import Scot, kary, path
 
@@ -58,7 +59,7 @@ class _Logs:
     def write(self, node: str, ts: int, ev: str, **fields: Any) -> None:
         f = self.files.get(node)
         if f is None:
-            p = self.root / f"{node}.jsonl{'.gz' if self.gz else ''}"
+            p = self.root / contract.events_file(node, ".jsonl.gz" if self.gz else ".jsonl")
             f = gzip.open(p, "wt", compresslevel=1) if self.gz else p.open("w", buffering=1 << 20)  # noqa: SIM115
             self.files[node] = f
         extra = "".join(f",{json.dumps(k)}:{json.dumps(v)}" for k, v in fields.items())
@@ -90,7 +91,7 @@ def synthesise(out: Path, spec: SynthSpec = SynthSpec()) -> dict[str, Any]:
     _write_run_files(out, spec, scot)
     brokers = [b.id for b in scot.brokers]
     adj: dict[str, list[str]] = {b: [n.id for n in scot.neighbours(b)] for b in brokers}
-    logs = _Logs(out / "events", spec.gz)
+    logs = _Logs(out, spec.gz)
     hop = int(spec.hop_ms * MS)
     t = spec.start_ns
 
@@ -99,7 +100,7 @@ def synthesise(out: Path, spec: SynthSpec = SynthSpec()) -> dict[str, Any]:
     stored: dict[str, set[str]] = {b: {s["sub_id"] for s in subs} for b in brokers}
     t += 50 * MS
     for b in brokers:
-        logs.write(b, t, "table", size=len(subs))
+        logs.write(b, t, contract.TABLE, size=len(subs))
 
     # --- publications
     by_symbol: dict[str, list[dict[str, Any]]] = {}
@@ -116,7 +117,7 @@ def synthesise(out: Path, spec: SynthSpec = SynthSpec()) -> dict[str, Any]:
     sample_next = t
     i_normal = 0
     i_burst = 0
-    wlp = (out / "workload" / "publications.jsonl").open("w", buffering=1 << 20)
+    wlp = (out / contract.PUBLICATIONS).open("w", buffering=1 << 20)
     while i_normal < n_normal or i_burst < n_burst:
         in_burst = n_burst and i_normal >= burst_start_i and i_burst < n_burst
         if in_burst:
@@ -156,7 +157,7 @@ def synthesise(out: Path, spec: SynthSpec = SynthSpec()) -> dict[str, Any]:
             + "\n"
         )
         pworker = f"pubworker-{pub_k % 2}"
-        logs.write(pworker, sent, "publish", pub_id=pid, intended_ns=intended, sent_ns=sent)
+        logs.write(pworker, sent, contract.PUBLISH, pub_id=pid, intended_ns=intended, sent_ns=sent)
         matching = [
             s for s in by_symbol.get(symbol, []) if s["sub_id"] in active and s["filter"].matches(attrs)
         ]
@@ -166,7 +167,7 @@ def synthesise(out: Path, spec: SynthSpec = SynthSpec()) -> dict[str, Any]:
         while sample_next <= t:
             _sample_queues(logs, adj, sample_next, extra, rng)
             for b in brokers:
-                logs.write(b, sample_next, "table", size=len(active))
+                logs.write(b, sample_next, contract.TABLE, size=len(active))
             sample_next += 250 * MS
     wlp.close()
     logs.close()
@@ -180,9 +181,9 @@ def synthesise(out: Path, spec: SynthSpec = SynthSpec()) -> dict[str, Any]:
 
 def _write_run_files(out: Path, spec: SynthSpec, scot: Scot) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    (out / "events").mkdir(exist_ok=True)
-    (out / "workload").mkdir(exist_ok=True)
-    (out / "topology.json").write_text(json.dumps(scot.to_json(), indent=1))
+    (out / contract.EVENTS_DIR).mkdir(exist_ok=True)
+    (out / contract.WORKLOAD_DIR).mkdir(exist_ok=True)
+    (out / contract.TOPOLOGY).write_text(json.dumps(scot.to_json(), indent=1))
     run_spec = {
         "name": "synth",
         "seed": spec.seed,
@@ -192,7 +193,7 @@ def _write_run_files(out: Path, spec: SynthSpec, scot: Scot) -> None:
         "workload": {"subscribers": spec.subscribers, "publishers": spec.publishers, "hrp": None},
         "analysis": {"stability_window": spec.stability_window},
     }
-    (out / "spec.resolved.yaml").write_text(yaml.safe_dump(run_spec, sort_keys=False))
+    (out / contract.SPEC_RESOLVED).write_text(yaml.safe_dump(run_spec, sort_keys=False))
 
 
 def _subscribe_all(
@@ -203,7 +204,7 @@ def _subscribe_all(
     workers = [f"worker-{k}" for k in range(spec.worker_processes)]
     hop = int(spec.hop_ms * MS)
     subs: list[dict[str, Any]] = []
-    with (out / "workload" / "subscriptions.jsonl").open("w") as wl:
+    with (out / contract.SUBSCRIPTIONS).open("w") as wl:
         for k in range(spec.subscribers):
             sid, host = f"s{k}", rng.choice(brokers)
             flt: list[dict[str, Any]] = [
@@ -215,8 +216,8 @@ def _subscribe_all(
             subs.append({"sub_id": sid, "broker": host, "filter": Filter.from_json(flt), "worker": worker})
             line = {"ts_ns": t, "op": "subscribe", "sub_id": sid, "subscriber": f"sub-{k}", "broker": host}
             wl.write(json.dumps({**line, "filter": flt}) + "\n")
-            logs.write(worker, t, "subscribe", sub_id=sid)
-            _flood_sub(logs, adj, host, sid, t + hop // 4, hop, "sub")
+            logs.write(worker, t, contract.SUBSCRIBE, sub_id=sid)
+            _flood_sub(logs, adj, host, sid, t + hop // 4, hop, contract.SUB_IN, contract.SUB_OUT)
             t += 2 * MS
     return subs, t
 
@@ -225,8 +226,10 @@ def _unsubscribe(
     out: Path, logs: _Logs, adj: dict[str, list[str]], leaving: list[dict[str, Any]], t: int, hop: int
 ) -> None:
     for s in leaving:
-        logs.write(s["worker"], t, "unsubscribe", sub_id=s["sub_id"])
-        _flood_sub(logs, adj, s["broker"], s["sub_id"], t + hop // 4, hop, "unsub")
+        logs.write(s["worker"], t, contract.UNSUBSCRIBE, sub_id=s["sub_id"])
+        _flood_sub(
+            logs, adj, s["broker"], s["sub_id"], t + hop // 4, hop, contract.UNSUB_IN, contract.UNSUB_OUT
+        )
         wl_line = {
             "ts_ns": t,
             "op": "unsubscribe",
@@ -234,7 +237,7 @@ def _unsubscribe(
             "subscriber": s["sub_id"].replace("s", "sub-"),
             "broker": s["broker"],
         }
-        with (out / "workload" / "subscriptions.jsonl").open("a") as wl2:
+        with (out / contract.SUBSCRIPTIONS).open("a") as wl2:
             wl2.write(json.dumps(wl_line) + "\n")
 
 
@@ -249,9 +252,9 @@ def _burst_extra(spec: SynthSpec, t: int, start_ns: int | None, end_ns: int | No
 
 
 def _flood_sub(
-    logs: _Logs, adj: dict[str, list[str]], host: str, sid: str, t0: int, hop: int, kind: str
+    logs: _Logs, adj: dict[str, list[str]], host: str, sid: str, t0: int, hop: int, ev_in: str, ev_out: str
 ) -> None:
-    logs.write(host, t0, f"{kind}_in", sub_id=sid, link="")
+    logs.write(host, t0, ev_in, sub_id=sid, link="")
     parent = _tree_paths(adj, host)
     depth: dict[str, int] = {host: 0}
     for b in parent:  # BFS order
@@ -259,8 +262,8 @@ def _flood_sub(
         if p is None:
             continue
         depth[b] = depth[p] + 1
-        logs.write(p, t0 + (depth[b] - 1) * hop + hop // 10, f"{kind}_out", sub_id=sid, link=b)
-        logs.write(b, t0 + depth[b] * hop, f"{kind}_in", sub_id=sid, link=p)
+        logs.write(p, t0 + (depth[b] - 1) * hop + hop // 10, ev_out, sub_id=sid, link=b)
+        logs.write(b, t0 + depth[b] * hop, ev_in, sub_id=sid, link=p)
 
 
 def _route(
@@ -292,15 +295,15 @@ def _route(
             continue
         depth[b] = 0 if p is None else depth[p] + 1
         arrive = t0 + depth[b] * step
-        logs.write(b, arrive, "notif_in", pub_id=pid, link=p or "", hops=depth[b])
+        logs.write(b, arrive, contract.NOTIF_IN, pub_id=pid, link=p or "", hops=depth[b])
         local = [s for s in matching if s["broker"] == b]
-        logs.write(b, arrive + 20_000, "match", pub_id=pid, us=20.0 + table * 0.1, n=len(local))
+        logs.write(b, arrive + 20_000, contract.MATCH, pub_id=pid, us=20.0 + table * 0.1, n=len(local))
         for s in local:
-            logs.write(b, arrive + 30_000, "deliver", pub_id=pid, sub_id=s["sub_id"])
+            logs.write(b, arrive + 30_000, contract.DELIVER, pub_id=pid, sub_id=s["sub_id"])
             logs.write(
                 s["worker"],
                 arrive + 30_000 + extra + 100_000,
-                "receive",
+                contract.RECEIVE,
                 pub_id=pid,
                 sub_id=s["sub_id"],
                 hops=depth[b],
@@ -308,13 +311,19 @@ def _route(
         for c in adj[b]:
             if parent.get(c) == b and c in reach:
                 logs.write(
-                    b, arrive + 40_000, "notif_out", pub_id=pid, link=c, hops=depth[b] + 1, dynamic=False
+                    b,
+                    arrive + 40_000,
+                    contract.NOTIF_OUT,
+                    pub_id=pid,
+                    link=c,
+                    hops=depth[b] + 1,
+                    dynamic=False,
                 )
 
 
 def _sample_queues(logs: _Logs, adj: dict[str, list[str]], ts: int, extra: int, rng: random.Random) -> None:
     level = extra // (5 * MS)
     for b, ns in adj.items():
-        logs.write(b, ts, "queue", link="", len=level + rng.randrange(3), ce=1.0)
+        logs.write(b, ts, contract.QUEUE, link="", len=level + rng.randrange(3), ce=1.0)
         for c in ns:
-            logs.write(b, ts, "queue", link=c, len=level // 2 + rng.randrange(2), ce=1.0 + level / 100)
+            logs.write(b, ts, contract.QUEUE, link=c, len=level // 2 + rng.randrange(2), ce=1.0 + level / 100)

@@ -17,6 +17,7 @@ import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from scotbed import contract
 from scotbed.analysis.metrics import of
 
 # One pass over the edges: add the sender of every copy whose receiver is useful.
@@ -39,7 +40,7 @@ def _to_broker() -> F.Column:
 def false_positive_edges(events: DataFrame, interested: DataFrame) -> DataFrame:
     """(node, fp) for every notification copy forwarded to a broker; fp: nothing matched downstream."""
     edges = (
-        of(events, "notif_out")
+        of(events, contract.NOTIF_OUT)
         .where(_to_broker())
         .groupBy("pub_id")
         .agg(F.sort_array(F.collect_list(F.struct("ts_ns", "node", "link")), asc=False).alias("edges"))
@@ -61,7 +62,7 @@ def traffic_per_broker(events: DataFrame, interested: DataFrame) -> tuple[pd.Dat
     ``interested`` has (pub_id, broker) for every broker hosting a subscriber the publication
     matches. relay: node, visits, relay_only. false_positive_traffic: node, ims, fp_ims.
     """
-    visits = of(events, "notif_in").where(_to_broker()).select("pub_id", "node")
+    visits = of(events, contract.NOTIF_IN).where(_to_broker()).select("pub_id", "node")
     mine = interested.select("pub_id", F.col("broker").alias("node"), F.lit(1).alias("hit")).distinct()
     relay = (
         visits.join(mine, ["pub_id", "node"], "left")

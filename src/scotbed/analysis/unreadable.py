@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from scotbed import contract
 from scotbed.analysis.events import CORRUPT
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-RECEIVE = r'"ev"\s*:\s*"receive"'
+RECEIVE = rf'"ev"\s*:\s*"{contract.RECEIVE}"'
 SHOWN_CHARS = 200
 SHOWN_LINES = 20
 
