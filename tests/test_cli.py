@@ -49,7 +49,9 @@ def test_validate_wrong_spec_exits_2_naming_the_key(tmp_path: Path) -> None:
     head, rate, colour = out.stderr.splitlines()
     assert head == "scotbed validate: error: 2 problems in the spec:"
     assert rate == "  - workload.rate_per_minute: -5 is not allowed: input should be greater than 0"
-    assert colour.startswith("  - workload.colour: unknown key; allowed here: schema, gryphon, symbols, zipf_s, csv,")
+    assert colour.startswith(
+        "  - workload.colour: unknown key; allowed here: schema, gryphon, symbols, zipf_s, csv,"
+    )
     assert out.stdout == ""
 
 
