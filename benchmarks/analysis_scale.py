@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from scotbed.analysis.rundir import RunDir
-from scotbed.analysis.synth import SynthSpec, synthesise
+from scotbed.testing.synth import SynthSpec, synthesise
 
 
 def spec_for(events: int) -> SynthSpec:

@@ -18,8 +18,8 @@ from scotbed.analysis import oracle
 from scotbed.analysis.events import read_events, read_publications
 from scotbed.analysis.rundir import RunDir
 from scotbed.analysis.stats import time_to_stabilise
-from scotbed.analysis.synth import SynthSpec, synthesise
 from scotbed.analysis.traffic import traffic_per_broker
+from scotbed.testing.synth import SynthSpec, synthesise
 
 pytestmark = pytest.mark.spark
 
@@ -263,7 +263,7 @@ def _check(spark: Any, run: RunDir) -> dict[str, Any]:
 
 
 def test_oracle_is_clean_on_a_correct_log_and_names_injected_faults(spark: Any, tmp_path: Path) -> None:
-    spec = SynthSpec(publications=120, subscribers=12, unsubscribe_fraction=0.25, routing="flooding")
+    spec = SynthSpec(publications=120, subscribers=12, unsubscribe_fraction=0.25, flooding=True)
     synthesise(tmp_path / "run", spec)
     run = RunDir.open(tmp_path / "run")
     clean = _check(spark, run)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from scotbed.analysis.synth import SynthSpec, synthesise
 from scotbed.analysis.unreadable import describe
+from scotbed.testing.synth import SynthSpec, synthesise
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -32,7 +32,7 @@ def test_an_unreadable_receive_line_is_named_and_not_missing(tmp_path: Path) -> 
     from scotbed.analysis.api import analyze
 
     run = tmp_path / "run"
-    synthesise(run, SynthSpec(publications=60, subscribers=6, routing="flooding"))
+    synthesise(run, SynthSpec(publications=60, subscribers=6, flooding=True))
     garbled = _garble_one_receive(run)
     summary = analyze(run, "local[2]")
     c, n = summary["correctness"], summary["notifications"]

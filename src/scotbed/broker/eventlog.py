@@ -58,7 +58,11 @@ class EventLog:
 
     def emit(self, ev: str, **fields: Any) -> None:
         """Record one event now; ``fields`` must be JSON-serialisable scalars."""
-        line = f'{{"ts_ns":{time.time_ns()},"node":{self._node_json},"ev":"{ev}"'
+        self.emit_at(time.time_ns(), ev, **fields)
+
+    def emit_at(self, ts_ns: int, ev: str, **fields: Any) -> None:
+        """Record one event stamped ``ts_ns`` (the test-data synthesiser writes a timeline this way)."""
+        line = f'{{"ts_ns":{ts_ns},"node":{self._node_json},"ev":"{ev}"'
         if fields:
             line += "," + _dumps(fields)[1:] + "\n"
         else:

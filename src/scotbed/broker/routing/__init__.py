@@ -37,6 +37,8 @@ ALGORITHMS: dict[str, str] = {
 DEFAULT_ROUTING = "snr"
 #: the broker config's default algorithm (a config written by hand for a tree)
 DEFAULT_BROKER_ROUTING = "rpf"
+#: the algorithm without routing state: the baseline that every overlay can run
+BASELINE_ROUTING = "flooding"
 
 
 def implemented() -> list[str]:

@@ -3,25 +3,29 @@
 It plays reverse-path forwarding (or flooding) on a tree overlay with a simple
 timing model (per-hop latency, a high-rate publisher that inflates delays
 while it runs and for a decay time after) and writes what brokers and clients
-would log. Deliveries follow :mod:`scotbed.filters` semantics, so a generated
-log is correct by construction; tests inject faults into it.
+would log, through the writers they use (the broker's :class:`EventLog`, the
+workload's :class:`JsonlWriter`), so a format change reaches this data too.
+Deliveries follow :mod:`scotbed.filters` semantics, so a generated log is
+correct by construction; tests inject faults into it.
 """
 
 from __future__ import annotations
 
-import gzip
 import json
 import random
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import yaml
 
 from scotbed import contract
+from scotbed.broker import routing
+from scotbed.broker.eventlog import EventLog
 from scotbed.filters import Filter
 from scotbed.topology import Scot, kary, path
+from scotbed.workloads.records import JsonlWriter
 
 MS = 1_000_000
 
@@ -35,7 +39,7 @@ class SynthSpec:
     publishers: int = 3
     publications: int = 200
     unsubscribe_fraction: float = 0.0  # subscriptions that end halfway through the publications
-    routing: str = "rpf"  # rpf: forward only towards interested brokers; flooding: every link
+    flooding: bool = False  # every link; else reverse-path forwarding towards interested brokers only
     rate_per_s: float = 100.0  # publications per second, all publishers together
     hop_ms: float = 1.0
     burst_publications: int = 0  # publications of the high-rate publisher "hrp-0"
@@ -50,25 +54,29 @@ class SynthSpec:
 
 
 class _Logs:
+    """One broker-format event log per node, opened on its first event, and the two workload files."""
+
     def __init__(self, root: Path, gz: bool) -> None:
         self.root = root
-        self.gz = gz
-        self.files: dict[str, IO[str]] = {}
+        self.suffix = ".jsonl.gz" if gz else ".jsonl"
+        self.logs: dict[str, EventLog] = {}
         self.count = 0
+        self.subscriptions = JsonlWriter(root / contract.SUBSCRIPTIONS)
+        self.publications = JsonlWriter(root / contract.PUBLICATIONS)
 
     def write(self, node: str, ts: int, ev: str, **fields: Any) -> None:
-        f = self.files.get(node)
-        if f is None:
-            p = self.root / contract.events_file(node, ".jsonl.gz" if self.gz else ".jsonl")
-            f = gzip.open(p, "wt", compresslevel=1) if self.gz else p.open("w", buffering=1 << 20)  # noqa: SIM115
-            self.files[node] = f
-        extra = "".join(f",{json.dumps(k)}:{json.dumps(v)}" for k, v in fields.items())
-        f.write(f'{{"ts_ns":{ts},"node":"{node}","ev":"{ev}"{extra}}}\n')
+        log = self.logs.get(node)
+        if log is None:
+            log = EventLog(node, str(self.root / contract.events_file(node, self.suffix)), 1 << 16)
+            self.logs[node] = log
+        log.emit_at(ts, ev, **fields)
         self.count += 1
 
     def close(self) -> None:
-        for f in self.files.values():
-            f.close()
+        for log in self.logs.values():
+            log.close()
+        self.subscriptions.close()
+        self.publications.close()
 
 
 def _tree_paths(adj: dict[str, list[str]], src: str) -> dict[str, str | None]:
@@ -95,7 +103,7 @@ def synthesise(out: Path, spec: SynthSpec = SynthSpec()) -> dict[str, Any]:
     hop = int(spec.hop_ms * MS)
     t = spec.start_ns
 
-    subs, t = _subscribe_all(out, spec, rng, logs, adj, t)
+    subs, t = _subscribe_all(spec, rng, logs, adj, t)
     pub_k = 0
     stored: dict[str, set[str]] = {b: {s["sub_id"] for s in subs} for b in brokers}
     t += 50 * MS
@@ -117,7 +125,6 @@ def synthesise(out: Path, spec: SynthSpec = SynthSpec()) -> dict[str, Any]:
     sample_next = t
     i_normal = 0
     i_burst = 0
-    wlp = (out / contract.PUBLICATIONS).open("w", buffering=1 << 20)
     while i_normal < n_normal or i_burst < n_burst:
         in_burst = n_burst and i_normal >= burst_start_i and i_burst < n_burst
         if in_burst:
@@ -134,7 +141,7 @@ def synthesise(out: Path, spec: SynthSpec = SynthSpec()) -> dict[str, Any]:
             i_normal += 1
             gap = int(1e9 / spec.rate_per_s)
             if i_normal == unsub_at and leaving:
-                _unsubscribe(out, logs, adj, [s for s in subs if s["sub_id"] in leaving], t, hop)
+                _unsubscribe(logs, adj, [s for s in subs if s["sub_id"] in leaving], t, hop)
                 active -= leaving
                 t += 10 * hop * len(brokers)
         extra = _burst_extra(spec, t, burst_start_ns, burst_end_ns)
@@ -143,18 +150,9 @@ def synthesise(out: Path, spec: SynthSpec = SynthSpec()) -> dict[str, Any]:
         symbol = f"S{rng.randrange(spec.symbols)}"
         attrs: dict[str, Any] = {"symbol": symbol, "price": rng.randrange(100)}
         intended, sent = t, t + rng.randrange(50_000)
-        wlp.write(
-            json.dumps(
-                {
-                    "ts_ns": sent,
-                    "intended_ns": intended,
-                    "pub_id": pid,
-                    "publisher": publisher,
-                    "broker": host,
-                    "attrs": attrs,
-                }
-            )
-            + "\n"
+        logs.publications.write(
+            {"ts_ns": sent, "intended_ns": intended, "pub_id": pid}
+            | {"publisher": publisher, "broker": host, "attrs": attrs}
         )
         pworker = f"pubworker-{pub_k % 2}"
         logs.write(pworker, sent, contract.PUBLISH, pub_id=pid, intended_ns=intended, sent_ns=sent)
@@ -162,14 +160,13 @@ def synthesise(out: Path, spec: SynthSpec = SynthSpec()) -> dict[str, Any]:
             s for s in by_symbol.get(symbol, []) if s["sub_id"] in active and s["filter"].matches(attrs)
         ]
         deliveries += len(matching)
-        _route(logs, adj, host, pid, sent + hop // 4, hop, extra, matching, spec.routing, len(stored[host]))
+        _route(logs, adj, host, pid, sent + hop // 4, hop, extra, matching, spec.flooding, len(stored[host]))
         t += gap
         while sample_next <= t:
             _sample_queues(logs, adj, sample_next, extra, rng)
             for b in brokers:
                 logs.write(b, sample_next, contract.TABLE, size=len(active))
             sample_next += 250 * MS
-    wlp.close()
     logs.close()
     return {
         "events": logs.count,
@@ -188,7 +185,7 @@ def _write_run_files(out: Path, spec: SynthSpec, scot: Scot) -> None:
         "name": "synth",
         "seed": spec.seed,
         "topology": {"kind": "tree", "acyclic": scot.factor.name},
-        "routing": spec.routing,
+        "routing": routing.BASELINE_ROUTING if spec.flooding else routing.DEFAULT_BROKER_ROUTING,
         "matching": "naive",
         "workload": {"subscribers": spec.subscribers, "publishers": spec.publishers, "hrp": None},
         "analysis": {"stability_window": spec.stability_window},
@@ -197,33 +194,32 @@ def _write_run_files(out: Path, spec: SynthSpec, scot: Scot) -> None:
 
 
 def _subscribe_all(
-    out: Path, spec: SynthSpec, rng: random.Random, logs: _Logs, adj: dict[str, list[str]], t: int
+    spec: SynthSpec, rng: random.Random, logs: _Logs, adj: dict[str, list[str]], t: int
 ) -> tuple[list[dict[str, Any]], int]:
     """Every subscription, flooded over the tree one hop at a time; returns them and the time after."""
     brokers = list(adj)
     workers = [f"worker-{k}" for k in range(spec.worker_processes)]
     hop = int(spec.hop_ms * MS)
     subs: list[dict[str, Any]] = []
-    with (out / contract.SUBSCRIPTIONS).open("w") as wl:
-        for k in range(spec.subscribers):
-            sid, host = f"s{k}", rng.choice(brokers)
-            flt: list[dict[str, Any]] = [
-                {"attr": "symbol", "op": "=", "value": f"S{rng.randrange(spec.symbols)}"}
-            ]
-            if k % 3 == 0:
-                flt.append({"attr": "price", "op": "<", "value": 50})
-            worker = workers[k % len(workers)]
-            subs.append({"sub_id": sid, "broker": host, "filter": Filter.from_json(flt), "worker": worker})
-            line = {"ts_ns": t, "op": "subscribe", "sub_id": sid, "subscriber": f"sub-{k}", "broker": host}
-            wl.write(json.dumps({**line, "filter": flt}) + "\n")
-            logs.write(worker, t, contract.SUBSCRIBE, sub_id=sid)
-            _flood_sub(logs, adj, host, sid, t + hop // 4, hop, contract.SUB_IN, contract.SUB_OUT)
-            t += 2 * MS
+    for k in range(spec.subscribers):
+        sid, host = f"s{k}", rng.choice(brokers)
+        flt: list[dict[str, Any]] = [
+            {"attr": "symbol", "op": "=", "value": f"S{rng.randrange(spec.symbols)}"}
+        ]
+        if k % 3 == 0:
+            flt.append({"attr": "price", "op": "<", "value": 50})
+        worker = workers[k % len(workers)]
+        subs.append({"sub_id": sid, "broker": host, "filter": Filter.from_json(flt), "worker": worker})
+        line = {"ts_ns": t, "op": "subscribe", "sub_id": sid, "subscriber": f"sub-{k}", "broker": host}
+        logs.subscriptions.write({**line, "filter": flt})
+        logs.write(worker, t, contract.SUBSCRIBE, sub_id=sid)
+        _flood_sub(logs, adj, host, sid, t + hop // 4, hop, contract.SUB_IN, contract.SUB_OUT)
+        t += 2 * MS
     return subs, t
 
 
 def _unsubscribe(
-    out: Path, logs: _Logs, adj: dict[str, list[str]], leaving: list[dict[str, Any]], t: int, hop: int
+    logs: _Logs, adj: dict[str, list[str]], leaving: list[dict[str, Any]], t: int, hop: int
 ) -> None:
     for s in leaving:
         logs.write(s["worker"], t, contract.UNSUBSCRIBE, sub_id=s["sub_id"])
@@ -237,8 +233,7 @@ def _unsubscribe(
             "subscriber": s["sub_id"].replace("s", "sub-"),
             "broker": s["broker"],
         }
-        with (out / contract.SUBSCRIPTIONS).open("a") as wl2:
-            wl2.write(json.dumps(wl_line) + "\n")
+        logs.subscriptions.write(wl_line)
 
 
 def _burst_extra(spec: SynthSpec, t: int, start_ns: int | None, end_ns: int | None) -> int:
@@ -275,7 +270,7 @@ def _route(
     hop: int,
     extra: int,
     matching: list[dict[str, Any]],
-    routing: str,
+    flooding: bool,
     table: int,
 ) -> None:
     parent = _tree_paths(adj, host)
@@ -286,7 +281,7 @@ def _route(
         while x is not None and x not in needed:
             needed.add(x)
             x = parent[x]
-    reach = parent.keys() if routing == "flooding" else needed | {host}
+    reach = parent.keys() if flooding else needed | {host}
     step = hop + extra // 4
     depth: dict[str, int] = {}
     for b in parent:
