@@ -1,0 +1,111 @@
+"""Overlay construction: Cyclon peer sampling and T-Man ranking of ring, friend and small-world links.
+
+Pure functions and one small view class; the peer calls them on every gossip exchange.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from scotbed.peers.interest import jaccard
+from scotbed.peers.messages import Desc
+from scotbed.peers.ring import cw
+
+
+def freshest(descs: Iterable[Desc], me: int) -> dict[int, Desc]:
+    """One descriptor per peer other than ``me``, the highest id version winning."""
+    out: dict[int, Desc] = {}
+    for d in descs:
+        if d.name != me and (d.name not in out or d.ver > out[d.name].ver):
+            out[d.name] = d
+    return out
+
+
+@dataclass
+class Cyclon:
+    """Cyclon's view: descriptors with ages; shuffle with the oldest, swap ``shuffle_len`` entries."""
+
+    size: int
+    shuffle_len: int
+    view: dict[int, tuple[Desc, int]] = field(default_factory=dict)
+
+    def descs(self) -> list[Desc]:
+        return [d for d, _ in self.view.values()]
+
+    def start(self, me: Desc, rng: random.Random) -> tuple[int, tuple[Desc, ...]] | None:
+        """Age the view, take the oldest out and offer it a sample plus ourselves (age 0)."""
+        if not self.view:
+            return None
+        self.view = {n: (d, a + 1) for n, (d, a) in self.view.items()}
+        oldest = max(self.view, key=lambda n: (self.view[n][1], n))
+        del self.view[oldest]
+        sent = self._sample(self.shuffle_len - 1, rng)
+        return oldest, (me, *sent)
+
+    def answer(self, me: int, received: Sequence[Desc], rng: random.Random) -> tuple[Desc, ...]:
+        """The reply to a shuffle: a sample of our view; then merge what we got."""
+        sent = self._sample(self.shuffle_len, rng)
+        self.merge(me, received, sent)
+        return sent
+
+    def merge(self, me: int, received: Sequence[Desc], sent: Sequence[Desc]) -> None:
+        """Keep new entries: fill free slots first, then replace the entries we sent away."""
+        replaceable = [d.name for d in sent if d.name in self.view]
+        for d in received:
+            if d.name == me:
+                continue
+            if d.name in self.view:
+                old, age = self.view[d.name]
+                if d.ver > old.ver:
+                    self.view[d.name] = (d, age)
+                continue
+            if len(self.view) >= self.size:
+                if not replaceable:
+                    continue
+                del self.view[replaceable.pop()]
+            self.view[d.name] = (d, 0)
+
+    def drop(self, name: int) -> None:
+        self.view.pop(name, None)
+
+    def _sample(self, k: int, rng: random.Random) -> tuple[Desc, ...]:
+        names = sorted(self.view)
+        return tuple(self.view[n][0] for n in rng.sample(names, min(k, len(names))))
+
+
+def ring_neighbours(me: Desc, cands: Iterable[Desc], m: int, k: int) -> tuple[list[Desc], list[Desc]]:
+    """T-Man's ring ranking: the ``k`` nearest successors (clockwise) and predecessors, nearest first."""
+    others = [d for d in cands if d.id != me.id]
+    succs = sorted(others, key=lambda d: cw(me.id, d.id, m))[:k]
+    preds = sorted(others, key=lambda d: cw(d.id, me.id, m))[:k]
+    return succs, preds
+
+
+def friends(me: Desc, cands: Iterable[Desc], attr: str | None, k: int, m: int) -> list[Desc]:
+    """The ``k`` candidates of highest utility on the primary attribute; ties to the nearer clockwise
+    (so zero-utility friends still shorten greedy routes), then to the lower name."""
+    if k <= 0 or attr is None or me.sub is None:
+        return []
+    mine = me.sub.get(attr)
+
+    def rank(d: Desc) -> tuple[float, int, int]:
+        return (-jaccard(mine, d.sub.get(attr) if d.sub else None), cw(me.id, d.id, m), d.name)
+
+    return sorted(cands, key=rank)[:k]
+
+
+def small_world(
+    me: Desc, cands: Sequence[Desc], keep: Sequence[Desc], k: int, m: int, rng: random.Random
+) -> list[Desc]:
+    """Kleinberg links: keep the current ones still known, fill free slots drawing q with probability
+    ∝ 1 / cw distance(me, q)."""
+    known = {d.name: d for d in cands}
+    out = [known[d.name] for d in keep if d.name in known][:k]
+    pool = [d for d in cands if d.name not in {o.name for o in out} and d.id != me.id]
+    while len(out) < k and pool:
+        weights = [1.0 / cw(me.id, d.id, m) for d in pool]
+        pick = rng.choices(range(len(pool)), weights)[0]
+        out.append(pool.pop(pick))
+    return out

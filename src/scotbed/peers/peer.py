@@ -1,0 +1,290 @@
+"""One Vinifera peer as a state machine: ``tick`` (a gossip round), ``receive`` (a message),
+``publish`` and ``unreachable`` each return the messages to send; nothing here does I/O.
+
+Routing follows the paper with the readings' fixes: greedy to the closest link not past the point,
+Algorithm 2's range lookup split at the targets, CRTs installed on the way and expiring, events
+sent to the RV of each attribute's point and down the CRTs, delivery once per event. The policy
+hooks (:meth:`Peer.install_attr`, :meth:`Peer.lookup_iv`, :meth:`Peer.event_point`) are what the
+Ferry-like baseline overrides.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+from scotbed.peers.config import PeerConfig
+from scotbed.peers.crt import CRT
+from scotbed.peers.interest import Event, Subscription, attribute_rank, primary_attribute
+from scotbed.peers.messages import ROUTE, TREE, Desc, EventMsg, Gossip, Load, Lookup, Moved, Msg, Shuffle
+from scotbed.peers.overlay import Cyclon, freshest, friends, ring_neighbours, small_world
+from scotbed.peers.ring import Interval, contains, cw, in_any, ophash, owned, split_at, subtract
+
+#: how many recent RV points a peer keeps to tell its predecessor where to move
+RV_MEMORY = 256
+
+
+class Peer:
+    """A peer: broker and client in one (ring links, friends, small-world links, Cyclon view, CRT)."""
+
+    def __init__(self, name: int, ident: int, sub: Subscription | None, cfg: PeerConfig, rng: random.Random):
+        self.name, self.id, self.ver, self.sub, self.cfg, self.rng = name, ident, 0, sub, cfg, rng
+        self.succs: list[Desc] = []
+        self.preds: list[Desc] = []
+        self.friend_links: list[Desc] = []
+        self.sw_links: list[Desc] = []
+        self.cyclon = Cyclon(cfg.view_size, cfg.shuffle_len)
+        self.crt = CRT()
+        self.primary: str | None = None
+        self.seen: set[tuple[int, str]] = set()
+        self.delivered: dict[int, int] = {}
+        #: (event id, hops) delivered since the driver last drained it
+        self.deliveries: list[tuple[int, int]] = []
+        self.duplicates = 0
+        self.load = 0
+        self.rv_points: list[int] = []
+        self._sent: dict[int, tuple[Desc, ...]] = {}
+        self._turn = 0
+        #: after an id move, (taken points, old owner, until round): tree copies also go to the old
+        #: owner, whose CRT rows for those points live until the subscribers' lookups come round
+        self.handover: tuple[list[Interval], int, int] | None = None
+
+    # --- policy hooks (the baseline overrides these) ---
+    def install_attr(self) -> str | None:
+        """The attribute this peer installs its subscription on: its primary attribute."""
+        return self.primary
+
+    def lookup_iv(self, attr: str) -> Interval:
+        assert self.sub is not None
+        rng = self.sub.get(attr)
+        assert rng is not None
+        lo, hi = self.cfg.domain(attr)
+        m = self.cfg.id_space
+        return (ophash(rng[0], lo, hi, m), ophash(rng[1], lo, hi, m))
+
+    def event_point(self, attr: str, value: float) -> int:
+        lo, hi = self.cfg.domain(attr)
+        return ophash(value, lo, hi, self.cfg.id_space)
+
+    # --- views ---
+    @property
+    def desc(self) -> Desc:
+        return Desc(self.name, self.id, self.ver, self.sub)
+
+    @property
+    def succ(self) -> Desc | None:
+        return self.succs[0] if self.succs else None
+
+    @property
+    def pred(self) -> Desc | None:
+        return self.preds[0] if self.preds else None
+
+    def links(self) -> list[Desc]:
+        """Ring links (successor, predecessor), friend and small-world links, without repeats."""
+        ring = [d for d in (self.succ, self.pred) if d is not None]
+        return list(freshest([*ring, *self.friend_links, *self.sw_links], self.name).values())
+
+    def own(self) -> list[Interval]:
+        pred = self.pred
+        return owned(pred.id if pred else self.id, self.id, self.cfg.id_space)
+
+    def bootstrap(self, contacts: list[Desc]) -> None:
+        """Join: the contacts fill the Cyclon view and seed the ranking."""
+        for d in contacts:
+            if d.name != self.name and len(self.cyclon.view) < self.cyclon.size:
+                self.cyclon.view[d.name] = (d, 0)
+        self.learn(contacts)
+
+    def learn(self, descs: list[Desc] | tuple[Desc, ...]) -> None:
+        """T-Man: re-rank every link from the current links, the Cyclon view and ``descs``."""
+        known = [*self.succs, *self.preds, *self.friend_links, *self.sw_links, *self.cyclon.descs()]
+        pool = list(freshest([*known, *descs], self.name).values())
+        m = self.cfg.id_space
+        self.succs, self.preds = ring_neighbours(self.desc, pool, m, self.cfg.ring_cache)
+        if self.sub is not None:
+            self.primary = self._primary(pool)
+        ring = {d.name for d in (self.succ, self.pred) if d is not None}
+        rest = [d for d in pool if d.name not in ring]
+        self.friend_links = friends(self.desc, rest, self.primary, self.cfg.k_f, m)
+        taken = ring | {d.name for d in self.friend_links}
+        rest = [d for d in rest if d.name not in taken]
+        self.sw_links = small_world(self.desc, rest, self.sw_links, self.cfg.k_sw, m, self.rng)
+
+    def _primary(self, pool: list[Desc]) -> str | None:
+        """Algorithm 1, sticky: the primary attribute changes only for a strictly better rank."""
+        assert self.sub is not None
+        subs = [d.sub for d in pool if d.sub is not None]
+        best = primary_attribute(self.sub, subs, self.cfg.attrs)
+        if self.primary is None or best is None or best == self.primary:
+            return best
+
+        new, old = (attribute_rank(self.sub.ranges_of(a), subs, a) for a in (best, self.primary))
+        return best if new > old else self.primary
+
+    # --- the state machine ---
+    def tick(self, now: int) -> list[Msg]:
+        """One gossip round: expire the CRT, shuffle, exchange with a partner, refresh the
+        subscription every ``refresh`` rounds, tell the predecessor our load."""
+        self.crt.expire(now)
+        out: list[Msg] = []
+        started = self.cyclon.start(self.desc, self.rng)
+        if started is not None:
+            self._sent[started[0]] = started[1]
+            out.append(Shuffle(self.name, started[0], started[1]))
+        partner = self._partner()
+        if partner is not None:
+            out.append(Gossip(self.name, partner, self._offer()))
+        if now % self.cfg.refresh == self.name % self.cfg.refresh:
+            out += self.subscribe(now)
+        pred = self.pred
+        if pred is not None and self.cfg.beta is not None:
+            pts = sorted(self.rv_points)
+            out.append(Load(self.name, pred.name, self.load, pts[len(pts) // 2] if pts else None))
+        return out
+
+    def receive(self, msg: Msg, now: int) -> list[Msg]:
+        if isinstance(msg, Shuffle):
+            return self._on_shuffle(msg)
+        if isinstance(msg, Gossip):
+            self.learn(msg.descs)
+            return [] if msg.reply else [Gossip(self.name, msg.src, self._offer(), reply=True)]
+        if isinstance(msg, Lookup):
+            return self._lookup(msg, now)
+        if isinstance(msg, EventMsg):
+            return self._event(msg, now)
+        if isinstance(msg, Load):
+            return self._on_load(msg, now)
+        return self._on_moved(msg)
+
+    def publish(self, eid: int, event: Event, now: int) -> list[Msg]:
+        """Send one copy of the event towards the RV of each attribute's point."""
+        out: list[Msg] = []
+        for attr, value in event:
+            if attr in self.cfg.attrs:
+                point = self.event_point(attr, value)
+                out += self._event(EventMsg(self.name, self.name, eid, attr, point, event, ROUTE, 0), now)
+        return out
+
+    def subscribe(self, now: int) -> list[Msg]:
+        """(Re-)install our subscription along the installation path for its attribute."""
+        attr = self.install_attr()
+        if attr is None or self.sub is None:
+            return []
+        own = Lookup(self.name, self.name, self.name, attr, self.lookup_iv(attr), self.sub)
+        return self._lookup(own, now)
+
+    def unreachable(self, name: int) -> list[Msg]:
+        """A message to ``name`` failed: forget it everywhere (its CRT rows included) and re-rank."""
+        keep = [d for d in (*self.succs, *self.preds) if d.name != name]
+        self.succs, self.preds = [], []
+        self.friend_links = [d for d in self.friend_links if d.name != name]
+        self.sw_links = [d for d in self.sw_links if d.name != name]
+        self.cyclon.drop(name)
+        self.crt.drop_neighbour(name)
+        self.learn(keep)
+        return []
+
+    def _partner(self) -> int | None:
+        """Round-robin over successor, predecessor (the ring heartbeat) and a random link."""
+        self._turn += 1
+        links = self.links()
+        choice = [self.succ, self.pred, self.rng.choice(links) if links else None][self._turn % 3]
+        if choice is None and links:
+            choice = links[0]
+        return choice.name if choice is not None else None
+
+    def _offer(self) -> tuple[Desc, ...]:
+        mine = freshest([*self.succs, *self.preds, *self.links(), *self.cyclon.descs()], self.name)
+        return (self.desc, *mine.values())
+
+    def _on_shuffle(self, msg: Shuffle) -> list[Msg]:
+        if msg.reply:
+            self.cyclon.merge(self.name, msg.descs, self._sent.pop(msg.src, ()))
+            self.learn(msg.descs)
+            return []
+        sent = self.cyclon.answer(self.name, msg.descs, self.rng)
+        self.learn(msg.descs)
+        return [Shuffle(self.name, msg.src, sent, reply=True)]
+
+    def _lookup(self, msg: Lookup, now: int) -> list[Msg]:
+        """Algorithm 2: register the requester, keep our own part, split the rest at the links inside
+        it, or go greedily towards its beginning."""
+        if msg.src != self.name:
+            self.crt.install(msg.src, msg.attr, msg.owner, msg.iv, msg.sub, now + self.cfg.crt_ttl)
+        if msg.hops >= self.cfg.max_hops:
+            return []
+        out: list[Msg] = []
+        for piece in subtract(msg.iv, self.own()):
+            for dst, iv in self._route_range(piece):
+                out.append(Lookup(self.name, dst, msg.owner, msg.attr, iv, msg.sub, msg.hops + 1))
+        return out
+
+    def _route_range(self, piece: Interval) -> list[tuple[int, Interval]]:
+        inside = sorted((d for d in self.links() if contains(piece, d.id)), key=lambda d: d.id)
+        if inside:
+            by_id = {d.id: d.name for d in inside}
+            return [(by_id[t], iv) for t, iv in split_at(piece, list(by_id))]
+        nxt = self.next_hop(piece[0])
+        return [(nxt, piece)] if nxt is not None else []
+
+    def next_hop(self, point: int) -> int | None:
+        """Greedy: the successor if the point is in (self, succ], else the link closest before it."""
+        succ, m = self.succ, self.cfg.id_space
+        if succ is None:
+            return None
+        if in_any(owned(self.id, succ.id, m), point):
+            return succ.name
+        best = min(self.links(), key=lambda d: (cw(d.id, point, m), d.name))
+        return best.name if cw(best.id, point, m) < cw(self.id, point, m) else succ.name
+
+    def _event(self, msg: EventMsg, now: int) -> list[Msg]:
+        if msg.phase == TREE:
+            return self._tree(msg, msg.src)
+        if in_any(self.own(), msg.point):
+            if self.sub is None or not self.sub.matches(msg.event):
+                self.load += 1
+                self.rv_points = [*self.rv_points[-RV_MEMORY + 1 :], msg.point]
+            out = self._tree(replace(msg, phase=TREE), None)
+            ho = self.handover
+            if ho is not None and now <= ho[2] and in_any(ho[0], msg.point):
+                out.append(replace(msg, src=self.name, dst=ho[1], phase=TREE, hops=msg.hops + 1))
+            return out
+        nxt = self.next_hop(msg.point)
+        if nxt is None or msg.hops >= self.cfg.max_hops:
+            return []
+        return [replace(msg, src=self.name, dst=nxt, hops=msg.hops + 1)]
+
+    def _tree(self, msg: EventMsg, came_from: int | None) -> list[Msg]:
+        """Deliver once if our subscription matches, forward down every matching CRT row."""
+        key = (msg.eid, msg.attr)
+        if key in self.seen:
+            self.duplicates += 1
+            return []
+        self.seen.add(key)
+        if self.sub is not None and self.sub.matches(msg.event) and msg.eid not in self.delivered:
+            self.delivered[msg.eid] = msg.hops
+            self.deliveries.append((msg.eid, msg.hops))
+        exclude = -1 if came_from is None else came_from
+        nbrs = self.crt.targets(msg.attr, msg.point, msg.event, exclude)
+        return [replace(msg, src=self.name, dst=n, phase=TREE, hops=msg.hops + 1) for n in nbrs]
+
+    def _on_load(self, msg: Load, now: int) -> list[Msg]:
+        """Load balancing: if our successor carries more than β over us, move our id to the median of
+        its RV points (halving its load) and both take the average load."""
+        succ, beta, m = self.succ, self.cfg.beta, self.cfg.id_space
+        if succ is None or beta is None or succ.name != msg.src or msg.median is None:
+            return []
+        if msg.load - self.load <= beta or not 0 < cw(self.id, msg.median, m) < cw(self.id, succ.id, m):
+            return []
+        avg = (self.load + msg.load) // 2
+        self.handover = (owned(self.id, msg.median, m), succ.name, now + self.cfg.crt_ttl)
+        self.id, self.ver, self.load, self.rv_points = msg.median, self.ver + 1, avg, []
+        out: list[Msg] = [Moved(self.name, succ.name, self.desc, load=avg)]
+        return out + [Moved(self.name, d.name, self.desc) for d in self.links() if d.name != succ.name]
+
+    def _on_moved(self, msg: Moved) -> list[Msg]:
+        if msg.load is not None:
+            self.load = msg.load
+        self.learn([msg.desc])
+        self.rv_points = [p for p in self.rv_points if in_any(self.own(), p)]
+        return []
