@@ -34,6 +34,8 @@ class Simulation:
         self._queue: deque[Msg] = deque()
         self._taken: Counter[int] = Counter()
         self._next_name = 0
+        #: every message taken by a live peer, in order, when a list is set (tests, debugging)
+        self.trace: list[Msg] | None = None
 
     def join(self, ident: int, sub: Subscription | None, contacts: Iterable[int]) -> Peer:
         """A new peer with the given id bootstraps from live contacts."""
@@ -69,6 +71,16 @@ class Simulation:
         self._pump()
         return eid
 
+    def add(self, peer: Peer) -> None:
+        """A peer built by hand (fixed ids and links, scripted cases)."""
+        self.peers[peer.name] = peer
+        self._next_name = max(self._next_name, peer.name + 1)
+
+    def inject(self, msgs: Iterable[Msg]) -> None:
+        """Send what a peer returned outside a round (a scripted subscribe) and deliver it all."""
+        self._send(msgs)
+        self._pump()
+
     def _send(self, msgs: Iterable[Msg]) -> None:
         for m in msgs:
             self.traffic[type(m).__name__] += 1
@@ -90,6 +102,8 @@ class Simulation:
                     rec.dropped += 1
                     continue
                 rec.received[msg.dst] = rec.received.get(msg.dst, 0) + 1
+            if self.trace is not None:
+                self.trace.append(msg)
             self._send(dst.receive(msg, self.now))
             self._drain(dst)
 
