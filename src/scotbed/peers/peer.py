@@ -45,6 +45,8 @@ class Peer:
         self.rv_points: list[int] = []
         self._sent: dict[int, tuple[Desc, ...]] = {}
         self._turn = 0
+        #: peers a message to failed: their descriptors, still gossiped by others, are ignored
+        self.dead: set[int] = set()
         #: after an id move, (taken points, old owner, until round): tree copies also go to the old
         #: owner, whose CRT rows for those points live until the subscribers' lookups come round
         self.handover: tuple[list[Interval], int, int] | None = None
@@ -98,7 +100,7 @@ class Peer:
     def learn(self, descs: list[Desc] | tuple[Desc, ...]) -> None:
         """T-Man: re-rank every link from the current links, the Cyclon view and ``descs``."""
         known = [*self.succs, *self.preds, *self.friend_links, *self.sw_links, *self.cyclon.descs()]
-        pool = list(freshest([*known, *descs], self.name).values())
+        pool = [d for d in freshest([*known, *descs], self.name).values() if d.name not in self.dead]
         m = self.cfg.id_space
         self.succs, self.preds = ring_neighbours(self.desc, pool, m, self.cfg.ring_cache)
         if self.sub is not None:
@@ -173,8 +175,10 @@ class Peer:
         own = Lookup(self.name, self.name, self.name, attr, self.lookup_iv(attr), self.sub)
         return self._lookup(own, now)
 
-    def unreachable(self, name: int) -> list[Msg]:
-        """A message to ``name`` failed: forget it everywhere (its CRT rows included) and re-rank."""
+    def unreachable(self, name: int, failed: Msg | None = None) -> list[Msg]:
+        """A message to ``name`` failed: forget it everywhere (its CRT rows included), re-rank, and
+        send a lookup or an event still on its way to the RV again by the next best link."""
+        self.dead.add(name)
         keep = [d for d in (*self.succs, *self.preds) if d.name != name]
         self.succs, self.preds = [], []
         self.friend_links = [d for d in self.friend_links if d.name != name]
@@ -182,6 +186,11 @@ class Peer:
         self.cyclon.drop(name)
         self.crt.drop_neighbour(name)
         self.learn(keep)
+        if isinstance(failed, Lookup):
+            return [replace(failed, dst=d, iv=iv) for d, iv in self._route_range(failed.iv)]
+        if isinstance(failed, EventMsg) and failed.phase == ROUTE:
+            nxt = self.next_hop(failed.point)
+            return [replace(failed, dst=nxt)] if nxt is not None else []
         return []
 
     def _partner(self) -> int | None:
@@ -198,12 +207,13 @@ class Peer:
         return (self.desc, *mine.values())
 
     def _on_shuffle(self, msg: Shuffle) -> list[Msg]:
+        got = [d for d in msg.descs if d.name not in self.dead]
         if msg.reply:
-            self.cyclon.merge(self.name, msg.descs, self._sent.pop(msg.src, ()))
-            self.learn(msg.descs)
+            self.cyclon.merge(self.name, got, self._sent.pop(msg.src, ()))
+            self.learn(got)
             return []
-        sent = self.cyclon.answer(self.name, msg.descs, self.rng)
-        self.learn(msg.descs)
+        sent = self.cyclon.answer(self.name, got, self.rng)
+        self.learn(got)
         return [Shuffle(self.name, msg.src, sent, reply=True)]
 
     def _lookup(self, msg: Lookup, now: int) -> list[Msg]:

@@ -17,6 +17,7 @@ from scotbed.peers.interest import Event, Subscription
 from scotbed.peers.messages import EventMsg, Msg
 from scotbed.peers.metrics import EventRecord
 from scotbed.peers.peer import Peer
+from scotbed.peers.ring import union
 
 PeerFactory = Callable[[int, int, Subscription | None, PeerConfig, random.Random], Peer]
 
@@ -93,7 +94,7 @@ class Simulation:
             if dst is None:
                 src = self.peers.get(msg.src)
                 if src is not None:
-                    self._send(src.unreachable(msg.dst))
+                    self._send(src.unreachable(msg.dst, msg))
                 continue
             if isinstance(msg, EventMsg):
                 rec = self.records[msg.eid]
@@ -115,6 +116,20 @@ class Simulation:
             else:
                 rec.deliveries[peer.name] = hops
         peer.deliveries.clear()
+
+    def grow(self, ids: Sequence[int], subs: Sequence[Subscription | None], contacts: int = 5) -> list[int]:
+        """Join peers one by one, each bootstrapping from up to ``contacts`` random live peers."""
+        out = []
+        for ident, sub in zip(ids, subs, strict=True):
+            live = sorted(self.peers)
+            out.append(self.join(ident, sub, self.rng.sample(live, min(contacts, len(live)))).name)
+        return out
+
+    def partition_ok(self) -> bool:
+        """Every point of the ring has exactly one live owner (one rendezvous)."""
+        pieces = sorted(iv for p in self.peers.values() for iv in p.own())
+        covered = sum(hi - lo + 1 for lo, hi in pieces)
+        return covered == self.cfg.id_space and union(pieces) == [(0, self.cfg.id_space - 1)]
 
     def ring_ok(self) -> bool:
         """Every live peer's predecessor and successor are its neighbours among the sorted live ids."""
