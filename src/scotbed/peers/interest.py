@@ -6,7 +6,7 @@ Attribute order (the attribute index) is the order of the workload's domains.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 Range = tuple[float, float]
@@ -59,16 +59,18 @@ def primary_attribute(own: Subscription, others: Iterable[Subscription], order: 
     """Algorithm 1 as the readings fix it: rank each constrained attribute by how many candidates'
     subscriptions overlap on it; the largest wins, ties to the lowest attribute index."""
     subs = list(others)
-    best: tuple[int, int] | None = None
-    chosen = None
-    for idx, attr in enumerate(order):
-        mine = own.get(attr)
-        if mine is None:
-            continue
-        rank = attribute_rank(mine, subs, attr)
-        if best is None or (rank, -idx) > best:
-            best, chosen = (rank, -idx), attr
-    return chosen
+    return most_overlapped({a: attribute_rank(own.ranges_of(a), subs, a) for a in own.attrs}, order)
+
+
+def most_overlapped(rank: Mapping[str, int], order: Sequence[str]) -> str | None:
+    """The attribute of highest rank, ties to the lowest index in ``order``."""
+    ranked = [a for a in order if a in rank]
+    return max(ranked, key=lambda a: (rank[a], -ranked.index(a)), default=None)
+
+
+def overlapping_attrs(own: Subscription, other: Subscription | None) -> tuple[str, ...]:
+    """The attributes on which ``other`` overlaps ``own``."""
+    return tuple(a for a in own.attrs if other is not None and overlap(own.get(a), other.get(a)))
 
 
 def attribute_rank(mine: Range, subs: Iterable[Subscription], attr: str) -> int:

@@ -5,8 +5,9 @@ Pure functions and one small view class; the peer calls them on every gossip exc
 
 from __future__ import annotations
 
+import heapq
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from scotbed.peers.interest import jaccard
@@ -78,22 +79,23 @@ class Cyclon:
 def ring_neighbours(me: Desc, cands: Iterable[Desc], m: int, k: int) -> tuple[list[Desc], list[Desc]]:
     """T-Man's ring ranking: the ``k`` nearest successors (clockwise) and predecessors, nearest first."""
     others = [d for d in cands if d.id != me.id]
-    succs = sorted(others, key=lambda d: cw(me.id, d.id, m))[:k]
-    preds = sorted(others, key=lambda d: cw(d.id, me.id, m))[:k]
+    succs = heapq.nsmallest(k, others, key=lambda d: (d.id - me.id) % m)
+    preds = heapq.nsmallest(k, others, key=lambda d: (me.id - d.id) % m)
     return succs, preds
 
 
-def friends(me: Desc, cands: Iterable[Desc], attr: str | None, k: int, m: int) -> list[Desc]:
+def utility_on(me: Desc, attr: str | None) -> Callable[[Desc], float]:
+    """Function I on the primary attribute, as a function of the candidate."""
+    mine = me.sub.get(attr) if me.sub is not None and attr is not None else None
+    return lambda d: jaccard(mine, d.sub.get(attr) if d.sub is not None and attr is not None else None)
+
+
+def friends(me: Desc, cands: Iterable[Desc], utility: Callable[[Desc], float], k: int, m: int) -> list[Desc]:
     """The ``k`` candidates of highest utility on the primary attribute; ties to the nearer clockwise
     (so zero-utility friends still shorten greedy routes), then to the lower name."""
-    if k <= 0 or attr is None or me.sub is None:
+    if k <= 0 or me.sub is None:
         return []
-    mine = me.sub.get(attr)
-
-    def rank(d: Desc) -> tuple[float, int, int]:
-        return (-jaccard(mine, d.sub.get(attr) if d.sub else None), cw(me.id, d.id, m), d.name)
-
-    return sorted(cands, key=rank)[:k]
+    return heapq.nsmallest(k, cands, key=lambda d: (-utility(d), (d.id - me.id) % m, d.name))
 
 
 def small_world(

@@ -15,9 +15,9 @@ from dataclasses import replace
 
 from scotbed.peers.config import PeerConfig
 from scotbed.peers.crt import CRT
-from scotbed.peers.interest import Event, Subscription, attribute_rank, primary_attribute
+from scotbed.peers.interest import Event, Subscription, most_overlapped, overlapping_attrs
 from scotbed.peers.messages import ROUTE, TREE, Desc, EventMsg, Gossip, Load, Lookup, Moved, Msg, Shuffle
-from scotbed.peers.overlay import Cyclon, freshest, friends, ring_neighbours, small_world
+from scotbed.peers.overlay import Cyclon, freshest, friends, ring_neighbours, small_world, utility_on
 from scotbed.peers.ring import Interval, contains, cw, in_any, ophash, owned, split_at, subtract
 
 #: how many recent RV points a peer keeps to tell its predecessor where to move
@@ -45,6 +45,10 @@ class Peer:
         self.rv_points: list[int] = []
         self._sent: dict[int, tuple[Desc, ...]] = {}
         self._turn = 0
+        #: per peer name (a subscription never changes): utility on the primary attribute, and the
+        #: attributes on which its subscription overlaps ours (Algorithm 1's counts)
+        self._utils: dict[int, float] = {}
+        self._overlaps: dict[int, tuple[str, ...]] = {}
         #: peers a message to failed: their descriptors, still gossiped by others, are ignored
         self.dead: set[int] = set()
         #: after an id move, (taken points, old owner, until round): tree copies also go to the old
@@ -107,21 +111,32 @@ class Peer:
             self.primary = self._primary(pool)
         ring = {d.name for d in (self.succ, self.pred) if d is not None}
         rest = [d for d in pool if d.name not in ring]
-        self.friend_links = friends(self.desc, rest, self.primary, self.cfg.k_f, m)
+        self.friend_links = friends(self.desc, rest, self._utility, self.cfg.k_f, m)
         taken = ring | {d.name for d in self.friend_links}
         rest = [d for d in rest if d.name not in taken]
         self.sw_links = small_world(self.desc, rest, self.sw_links, self.cfg.k_sw, m, self.rng)
 
+    def _utility(self, d: Desc) -> float:
+        if d.name not in self._utils:
+            self._utils[d.name] = utility_on(self.desc, self.primary)(d)
+        return self._utils[d.name]
+
     def _primary(self, pool: list[Desc]) -> str | None:
         """Algorithm 1, sticky: the primary attribute changes only for a strictly better rank."""
-        assert self.sub is not None
-        subs = [d.sub for d in pool if d.sub is not None]
-        best = primary_attribute(self.sub, subs, self.cfg.attrs)
-        if self.primary is None or best is None or best == self.primary:
+        sub = self.sub
+        assert sub is not None
+        rank = dict.fromkeys(sub.attrs, 0)
+        for d in pool:
+            if d.name not in self._overlaps:
+                self._overlaps[d.name] = overlapping_attrs(sub, d.sub)
+            for a in self._overlaps[d.name]:
+                rank[a] += 1
+        best = most_overlapped(rank, self.cfg.attrs)
+        if best is None or self.primary is None or rank[best] > rank.get(self.primary, -1):
+            if best != self.primary:
+                self._utils.clear()
             return best
-
-        new, old = (attribute_rank(self.sub.ranges_of(a), subs, a) for a in (best, self.primary))
-        return best if new > old else self.primary
+        return self.primary
 
     # --- the state machine ---
     def tick(self, now: int) -> list[Msg]:
