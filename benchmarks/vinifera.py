@@ -53,6 +53,7 @@ def run(make: type[Peer], kind: str, args: argparse.Namespace) -> dict[str, obje
         "converged_round": converged,
         "overhead": round(m.overhead(records), 3),
         "path_length": round(m.path_length(records), 2),
+        "tree_depth": round(m.tree_depth(records), 2),
         "hit_ratio": round(m.hit_ratio(records), 4),
         "load_cdf": {p: round(x, 3) for p, x in zip(CDF_POINTS, cdf, strict=True)},
         "idle_share": round(m.idle_share(ld.values()), 3),

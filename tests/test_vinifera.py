@@ -118,7 +118,7 @@ def test_event_goes_to_its_rendezvous_then_down_the_crts_once() -> None:
     tree = [(U, T), (T, S), (S, R), (R, Q), (Q, P)]
     assert ev == [(a, b, "route") for a, b in route] + [(a, b, "tree") for a, b in tree]
     rec = sim.records[eid]
-    assert rec.deliveries == {Q: 8, P: 9} and rec.interested == {Q, P}
+    assert rec.deliveries == {Q: 8, P: 9} and rec.tree_hops == {Q: 4, P: 5} and rec.interested == {Q, P}
     assert rec.received == {R: 2, S: 2, T: 2, U: 1, Q: 1, P: 1}
     assert overhead([rec]) == 7 / 9 and path_length([rec]) == 8.5
     # greedy routing only goes clockwise: point 3 (RV Q, owning 3..5) goes the long way round

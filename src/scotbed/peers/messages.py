@@ -87,6 +87,8 @@ class EventMsg:
     event: Event
     phase: str
     hops: int
+    #: hops already taken when the copy reached its RV (the route part of ``hops``)
+    at_rv: int = 0
 
 
 Msg = Shuffle | Gossip | Load | Moved | Lookup | EventMsg

@@ -22,6 +22,8 @@ class EventRecord:
     interested: frozenset[int]
     received: dict[int, int] = field(default_factory=dict)
     deliveries: dict[int, int] = field(default_factory=dict)
+    #: per subscriber, the hops from the RV (the depth in the delivery tree)
+    tree_hops: dict[int, int] = field(default_factory=dict)
     extra_deliveries: int = 0
     dropped: int = 0
 
@@ -37,6 +39,12 @@ def overhead(records: Iterable[EventRecord]) -> float:
 
 def path_length(records: Iterable[EventRecord]) -> float:
     hops = [h for r in records for h in r.deliveries.values()]
+    return mean(hops) if hops else 0.0
+
+
+def tree_depth(records: Iterable[EventRecord]) -> float:
+    """Mean hops RV → subscriber: the delivery-tree part of the path length."""
+    hops = [h for r in records for h in r.tree_hops.values()]
     return mean(hops) if hops else 0.0
 
 

@@ -38,8 +38,8 @@ class Peer:
         self.primary: str | None = None
         self.seen: set[tuple[int, str]] = set()
         self.delivered: dict[int, int] = {}
-        #: (event id, hops) delivered since the driver last drained it
-        self.deliveries: list[tuple[int, int]] = []
+        #: (event id, hops, hops from the RV) delivered since the driver last drained it
+        self.deliveries: list[tuple[int, int, int]] = []
         self.duplicates = 0
         self.load = 0
         self.rv_points: list[int] = []
@@ -269,7 +269,7 @@ class Peer:
             if self.sub is None or not self.sub.matches(msg.event):
                 self.load += 1
                 self.rv_points = [*self.rv_points[-RV_MEMORY + 1 :], msg.point]
-            out = self._tree(replace(msg, phase=TREE), None)
+            out = self._tree(replace(msg, phase=TREE, at_rv=msg.hops), None)
             ho = self.handover
             if ho is not None and now <= ho[2] and in_any(ho[0], msg.point):
                 out.append(replace(msg, src=self.name, dst=ho[1], phase=TREE, hops=msg.hops + 1))
@@ -288,7 +288,7 @@ class Peer:
         self.seen.add(key)
         if self.sub is not None and self.sub.matches(msg.event) and msg.eid not in self.delivered:
             self.delivered[msg.eid] = msg.hops
-            self.deliveries.append((msg.eid, msg.hops))
+            self.deliveries.append((msg.eid, msg.hops, msg.hops - msg.at_rv))
         exclude = -1 if came_from is None else came_from
         nbrs = self.crt.targets(msg.attr, msg.point, msg.event, exclude)
         return [replace(msg, src=self.name, dst=n, phase=TREE, hops=msg.hops + 1) for n in nbrs]

@@ -109,12 +109,13 @@ class Simulation:
             self._drain(dst)
 
     def _drain(self, peer: Peer) -> None:
-        for eid, hops in peer.deliveries:
+        for eid, hops, tree_hops in peer.deliveries:
             rec = self.records[eid]
             if peer.name in rec.deliveries:
                 rec.extra_deliveries += 1
             else:
                 rec.deliveries[peer.name] = hops
+                rec.tree_hops[peer.name] = tree_hops
         peer.deliveries.clear()
 
     def grow(self, ids: Sequence[int], subs: Sequence[Subscription | None], contacts: int = 5) -> list[int]:
