@@ -77,6 +77,7 @@ def main() -> None:
     ap.add_argument("--k-f", type=int, default=None, help="default log2(N) - 2")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--only", choices=("vinifera", "baseline"), default=None)
+    ap.add_argument("--kind", choices=(UNIFORM, SKEWED), default=None)
     args = ap.parse_args()
     if args.k_f is None:
         args.k_f = max(args.peers.bit_length() - 2, 1)
@@ -85,6 +86,8 @@ def main() -> None:
         if args.only not in (None, name):
             continue
         for kind in (UNIFORM, SKEWED):
+            if args.kind not in (None, kind):
+                continue
             t0 = time.monotonic()
             out = run(make, kind, args)
             print(f"{name:9s} {kind:8s} {time.monotonic() - t0:6.1f}s {out}", flush=True)

@@ -87,7 +87,7 @@ def test_load_balancing_flattens_the_rendezvous_load() -> None:
         assert (sum(p.ver for p in sim.peers.values()) > 0) == (label == "lb")
     assert out["lb"][0] < out["no-lb"][0] < out["baseline"][0]
     assert max(out["lb"][1], out["no-lb"][1]) < out["baseline"][1]
-    assert out["baseline"][2] > 0.5 > out["no-lb"][2] >= out["lb"][2]
+    assert out["baseline"][2] > 0.3 and max(out["no-lb"][2], out["lb"][2]) < 0.1
 
 
 def test_capacity_drops_events_beyond_x_per_round() -> None:

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class PeerConfig:
-    """Id space, link budget (2 ring links + K_sw + K_f = 10 in the paper), gossip and CRT timing."""
+    """Id space, link budget (2 ring links + K_sw + K_f = 10 in the paper; friend slots no candidate
+    of positive utility fills go to small-world links), gossip and CRT timing."""
 
     id_space: int = 1 << 20
     #: (attribute, min, max) in attribute-index order

@@ -73,6 +73,8 @@ class Lookup:
     iv: Interval
     sub: Subscription
     hops: int = 0
+    #: the receiver's id as the sender knew it (-1: not routed by id); a stale one gets corrected
+    known_id: int = -1
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,7 @@ class EventMsg:
     hops: int
     #: hops already taken when the copy reached its RV (the route part of ``hops``)
     at_rv: int = 0
+    known_id: int = -1
 
 
 Msg = Shuffle | Gossip | Load | Moved | Lookup | EventMsg

@@ -6,13 +6,13 @@ Pure functions and one small view class; the peer calls them on every gossip exc
 from __future__ import annotations
 
 import heapq
+import math
 import random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from scotbed.peers.interest import jaccard
 from scotbed.peers.messages import Desc
-from scotbed.peers.ring import cw
 
 
 def freshest(descs: Iterable[Desc], me: int) -> dict[int, Desc]:
@@ -91,23 +91,28 @@ def utility_on(me: Desc, attr: str | None) -> Callable[[Desc], float]:
 
 
 def friends(me: Desc, cands: Iterable[Desc], utility: Callable[[Desc], float], k: int, m: int) -> list[Desc]:
-    """The ``k`` candidates of highest utility on the primary attribute; ties to the nearer clockwise
-    (so zero-utility friends still shorten greedy routes), then to the lower name."""
+    """Up to ``k`` candidates of positive utility on the primary attribute, highest first; ties to the
+    nearer clockwise, then to the lower name. Slots left free go to small-world links."""
     if k <= 0 or me.sub is None:
         return []
-    return heapq.nsmallest(k, cands, key=lambda d: (-utility(d), (d.id - me.id) % m, d.name))
+    liked = [d for d in cands if utility(d) > 0]
+    return heapq.nsmallest(k, liked, key=lambda d: (-utility(d), (d.id - me.id) % m, d.name))
 
 
-def small_world(
-    me: Desc, cands: Sequence[Desc], keep: Sequence[Desc], k: int, m: int, rng: random.Random
-) -> list[Desc]:
-    """Kleinberg links: keep the current ones still known, fill free slots drawing q with probability
-    ∝ 1 / cw distance(me, q)."""
-    known = {d.name: d for d in cands}
-    out = [known[d.name] for d in keep if d.name in known][:k]
-    pool = [d for d in cands if d.name not in {o.name for o in out} and d.id != me.id]
-    while len(out) < k and pool:
-        weights = [1.0 / cw(me.id, d.id, m) for d in pool]
-        pick = rng.choices(range(len(pool)), weights)[0]
-        out.append(pool.pop(pick))
+def harmonic_distances(k: int, m: int, rng: random.Random) -> list[float]:
+    """Kleinberg's distances: log-uniform on [1, M), i.e. probability ∝ 1 / distance."""
+    return [math.exp(rng.random() * math.log(m)) for _ in range(k)]
+
+
+def small_world(me: Desc, cands: Sequence[Desc], targets: Sequence[float], m: int) -> list[Desc]:
+    """Small-world links: for each drawn clockwise distance, the candidate nearest to it (in log
+    distance); as the candidates improve with gossip, the links converge to Kleinberg's."""
+    out: list[Desc] = []
+    pool = [d for d in cands if d.id != me.id]
+    for t in targets:
+        if not pool:
+            break
+        best = min(pool, key=lambda d: (abs(math.log((d.id - me.id) % m) - math.log(t)), d.name))
+        out.append(best)
+        pool.remove(best)
     return out

@@ -17,7 +17,15 @@ from scotbed.peers.config import PeerConfig
 from scotbed.peers.crt import CRT
 from scotbed.peers.interest import Event, Subscription, most_overlapped, overlapping_attrs
 from scotbed.peers.messages import ROUTE, TREE, Desc, EventMsg, Gossip, Load, Lookup, Moved, Msg, Shuffle
-from scotbed.peers.overlay import Cyclon, freshest, friends, ring_neighbours, small_world, utility_on
+from scotbed.peers.overlay import (
+    Cyclon,
+    freshest,
+    friends,
+    harmonic_distances,
+    ring_neighbours,
+    small_world,
+    utility_on,
+)
 from scotbed.peers.ring import Interval, contains, cw, in_any, ophash, owned, split_at, subtract
 
 #: how many recent RV points a peer keeps to tell its predecessor where to move
@@ -45,6 +53,8 @@ class Peer:
         self.rv_points: list[int] = []
         self._sent: dict[int, tuple[Desc, ...]] = {}
         self._turn = 0
+        #: the clockwise distances small-world links aim at, drawn once (sticky links)
+        self.sw_targets = harmonic_distances(cfg.k_sw + cfg.k_f, cfg.id_space, rng)
         #: per peer name (a subscription never changes): utility on the primary attribute, and the
         #: attributes on which its subscription overlaps ours (Algorithm 1's counts)
         self._utils: dict[int, float] = {}
@@ -114,7 +124,8 @@ class Peer:
         self.friend_links = friends(self.desc, rest, self._utility, self.cfg.k_f, m)
         taken = ring | {d.name for d in self.friend_links}
         rest = [d for d in rest if d.name not in taken]
-        self.sw_links = small_world(self.desc, rest, self.sw_links, self.cfg.k_sw, m, self.rng)
+        k_sw = self.cfg.k_sw + self.cfg.k_f - len(self.friend_links)
+        self.sw_links = small_world(self.desc, rest, self.sw_targets[:k_sw], m)
 
     def _utility(self, d: Desc) -> float:
         if d.name not in self._utils:
@@ -202,10 +213,11 @@ class Peer:
         self.crt.drop_neighbour(name)
         self.learn(keep)
         if isinstance(failed, Lookup):
-            return [replace(failed, dst=d, iv=iv) for d, iv in self._route_range(failed.iv)]
+            pieces = self._route_range(failed.iv)
+            return [replace(failed, dst=d.name, iv=iv, known_id=d.id) for d, iv in pieces]
         if isinstance(failed, EventMsg) and failed.phase == ROUTE:
             nxt = self.next_hop(failed.point)
-            return [replace(failed, dst=nxt)] if nxt is not None else []
+            return [replace(failed, dst=nxt.name, known_id=nxt.id)] if nxt is not None else []
         return []
 
     def _partner(self) -> int | None:
@@ -238,29 +250,29 @@ class Peer:
             self.crt.install(msg.src, msg.attr, msg.owner, msg.iv, msg.sub, now + self.cfg.crt_ttl)
         if msg.hops >= self.cfg.max_hops:
             return []
-        out: list[Msg] = []
+        out: list[Msg] = self._correct(msg.src, msg.known_id)
         for piece in subtract(msg.iv, self.own()):
-            for dst, iv in self._route_range(piece):
-                out.append(Lookup(self.name, dst, msg.owner, msg.attr, iv, msg.sub, msg.hops + 1))
+            for d, iv in self._route_range(piece):
+                out.append(Lookup(self.name, d.name, msg.owner, msg.attr, iv, msg.sub, msg.hops + 1, d.id))
         return out
 
-    def _route_range(self, piece: Interval) -> list[tuple[int, Interval]]:
+    def _route_range(self, piece: Interval) -> list[tuple[Desc, Interval]]:
         inside = sorted((d for d in self.links() if contains(piece, d.id)), key=lambda d: d.id)
         if inside:
-            by_id = {d.id: d.name for d in inside}
+            by_id = {d.id: d for d in inside}
             return [(by_id[t], iv) for t, iv in split_at(piece, list(by_id))]
         nxt = self.next_hop(piece[0])
         return [(nxt, piece)] if nxt is not None else []
 
-    def next_hop(self, point: int) -> int | None:
+    def next_hop(self, point: int) -> Desc | None:
         """Greedy: the successor if the point is in (self, succ], else the link closest before it."""
         succ, m = self.succ, self.cfg.id_space
         if succ is None:
             return None
         if in_any(owned(self.id, succ.id, m), point):
-            return succ.name
+            return succ
         best = min(self.links(), key=lambda d: (cw(d.id, point, m), d.name))
-        return best.name if cw(best.id, point, m) < cw(self.id, point, m) else succ.name
+        return best if cw(best.id, point, m) < cw(self.id, point, m) else succ
 
     def _event(self, msg: EventMsg, now: int) -> list[Msg]:
         if msg.phase == TREE:
@@ -277,7 +289,15 @@ class Peer:
         nxt = self.next_hop(msg.point)
         if nxt is None or msg.hops >= self.cfg.max_hops:
             return []
-        return [replace(msg, src=self.name, dst=nxt, hops=msg.hops + 1)]
+        fwd = replace(msg, src=self.name, dst=nxt.name, hops=msg.hops + 1, known_id=nxt.id)
+        return [*self._correct(msg.src, msg.known_id), fwd]
+
+    def _correct(self, src: int, known_id: int) -> list[Msg]:
+        """A sender that routed by a stale id of ours (we moved and it does not link to us, so it
+        was not told) learns the new one before its next message can loop."""
+        if known_id in (-1, self.id) or src == self.name:
+            return []
+        return [Moved(self.name, src, self.desc)]
 
     def _tree(self, msg: EventMsg, came_from: int | None) -> list[Msg]:
         """Deliver once if our subscription matches, forward down every matching CRT row."""
