@@ -24,7 +24,7 @@ def test_the_scenario_places_and_covers_as_the_paper_does() -> None:
     sc = BurstScenario()
     lines = script(sc)
     ops = Counter(str(x["op"]) for x in lines)
-    assert (ops["subscribe"], ops["unsubscribe"], ops["publish"]) == (16 * 20 + 8, 8, 160 + 40)
+    assert (ops["subscribe"], ops["unsubscribe"], ops["publish"]) == (16 * 20 + 8, 8, 160 + 100 + 40)
     subs = [x for x in lines if x["op"] == "subscribe"]
     assert {str(x["broker"]).split("-")[1][0] for x in subs} == {"s"}  # subscriber edges only
     pubs = [x for x in lines if x["op"] == "publish"]
@@ -37,7 +37,8 @@ def test_the_scenario_places_and_covers_as_the_paper_does() -> None:
             str(x["broker"]) for x in subs if str(x["sub_id"]).startswith(f"r{r}c") or x["sub_id"] == f"r{r}"
         }
         assert len(home) == 1  # clustered: a family on one edge
-        missed = [v for v in range(r * 60, r * 60 + 60) if not any(k.matches({"x": v}) for k in kids)]
+        values = range(r * sc.width, (r + 1) * sc.width)
+        missed = [v for v in values if not any(k.matches({"x": v}) for k in kids)]
         assert len(missed) == sc.gap
     probes = [x for x in pubs if str(x["pub_id"]).startswith(PROBE_PREFIX)]
     for p in probes:

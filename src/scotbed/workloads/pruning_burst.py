@@ -15,7 +15,8 @@ Phases, each line with ``"settle": false`` so the brokers see the real pacing:
    subscriber host brokers' publication history), one every ``history_interval_ms``; then a settle;
 3. the burst: ``burst`` roots unsubscribed ``burst_interval_ms`` apart, while ``probes`` probe
    publications (``probe = k``, ``x = -1``: no root or child matches) go out ``probe_interval_ms``
-   apart from the first publisher edge; then the final settle.
+   apart from the first publisher edge and ``after`` more regular publications keep their pace
+   (the traffic a kept tree may carry as false positives); then the final settle.
 """
 
 from __future__ import annotations
@@ -38,12 +39,13 @@ PROBE_PREFIX = "probe"
 class BurstScenario:
     factor: str = "paper-tiered-small"
     roots: int = 16
-    width: int = 60
+    width: int = 58
     children: int = 19
-    gap: int = 3
+    gap: int = 1
     clustered: bool = True
     history: int = 160
     history_interval_ms: float = 100.0
+    after: int = 100
     burst: int = 8
     burst_interval_ms: float = 500.0
     probes: int = 40
@@ -55,13 +57,11 @@ def _between(lo: int, hi: int) -> list[dict[str, Any]]:
     return [{"attr": "x", "op": "between", "value": [lo, hi]}]
 
 
-def _merge(a: list[dict[str, Any]], b: list[dict[str, Any]], every_a: float, every_b: float) -> Iterator[Any]:
-    """Two timed streams interleaved by their schedules, with the sleeps between them."""
-    timed = sorted(
-        [(i * every_a, 0, x) for i, x in enumerate(a)] + [(i * every_b, 1, x) for i, x in enumerate(b)]
-    )
+def _merge(*streams: tuple[list[dict[str, Any]], float]) -> Iterator[dict[str, Any]]:
+    """Timed streams ``(lines, every_ms)`` interleaved by their schedules, with the sleeps between them."""
+    timed = sorted((i * every, k, i, x) for k, (xs, every) in enumerate(streams) for i, x in enumerate(xs))
     now = 0.0
-    for t, _, x in timed:
+    for t, _, _, x in timed:
         if t > now:
             yield {"op": "sleep", "ms": round(t - now, 3)}
             now = t
@@ -106,7 +106,7 @@ def script(sc: BurstScenario) -> list[dict[str, Any]]:
         )
     lines.append({"op": "settle"})
     span = sc.roots * sc.width
-    history = [
+    regular = [
         {
             "op": "publish",
             "pub_id": f"h{i}",
@@ -114,9 +114,9 @@ def script(sc: BurstScenario) -> list[dict[str, Any]]:
             "attrs": {"x": rng.randrange(span)},
             **quiet,
         }
-        for i in range(sc.history)
+        for i in range(sc.history + sc.after)
     ]
-    lines.extend(_merge(history, [], sc.history_interval_ms, 1.0))
+    lines.extend(_merge((regular[: sc.history], sc.history_interval_ms)))
     lines.append({"op": "settle"})
     unsubs = [{"op": "unsubscribe", "sub_id": f"r{r}", **quiet} for r in range(sc.burst)]
     probes = [
@@ -129,7 +129,8 @@ def script(sc: BurstScenario) -> list[dict[str, Any]]:
         }
         for i in range(sc.probes)
     ]
-    lines.extend(_merge(unsubs, probes, sc.burst_interval_ms, sc.probe_interval_ms))
+    after = (regular[sc.history :], sc.history_interval_ms)
+    lines.extend(_merge((unsubs, sc.burst_interval_ms), (probes, sc.probe_interval_ms), after))
     lines.append({"op": "settle"})
     return lines
 
