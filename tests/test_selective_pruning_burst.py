@@ -6,6 +6,7 @@ from collections import Counter
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from scotbed import topology
 from scotbed.analysis.pruning import block, core_brokers
@@ -47,14 +48,18 @@ def test_the_scenario_places_and_covers_as_the_paper_does() -> None:
     assert [x["sub_id"] for x in lines if x["op"] == "unsubscribe"] == [f"r{r}" for r in range(8)]
 
 
-def test_the_committed_script_is_the_generators_and_parses(tmp_path: Path) -> None:
-    out = tmp_path / "selective-pruning-burst.jsonl"
-    main([str(out)])
-    committed = ROOT / "experiments" / "selective-pruning-burst.jsonl"
+SCRIPTS = [("selective-pruning-burst", []), ("selective-pruning-burst-scattered", ["--clustered", "false"])]
+
+
+@pytest.mark.parametrize(("name", "args"), SCRIPTS)
+def test_the_committed_scripts_are_the_generators(name: str, args: list[str], tmp_path: Path) -> None:
+    out = tmp_path / f"{name}.jsonl"
+    main([str(out), *args])
+    committed = ROOT / "experiments" / f"{name}.jsonl"
     assert out.read_text() == committed.read_text()
     brokers = [b.id for b in topology.tree(topology.paper_tiered_small()).brokers]
     parsed = parse(committed.read_text(), brokers, str(committed))
-    assert len(parsed.ops) == len(script(BurstScenario()))
+    assert len(parsed.ops) == len(script(BurstScenario(clustered=not args)))
 
 
 def test_core_brokers_only_on_a_tiered_overlay() -> None:
