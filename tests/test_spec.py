@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from scotbed.broker import routing as routing_registry
 from scotbed.orchestrator import plan
 from scotbed.orchestrator.spec import SpecError, apply_sets, build_scot, dump_spec, load_spec, parse_spec
 
@@ -115,16 +116,18 @@ def test_snr_on_a_tree() -> None:
     assert msg.startswith("topology.connectivity: routing 'dnr'")
 
 
-# selective-pruning joins this list when its plug-in lands (until then it is refused by name, below)
-@pytest.mark.parametrize("routing", ["rpf", "covering-active", "covering-lazy", "covering-packing"])
+@pytest.mark.parametrize(
+    "routing", ["rpf", "covering-active", "covering-lazy", "covering-packing", "selective-pruning"]
+)
 def test_acyclic_routing_on_a_scot(routing: str) -> None:
     msgs = errors({"name": "x", "topology": {"kind": "scot", "connectivity": 2}, "routing": routing})
     expected = f"topology.connectivity: routing {routing!r} needs an acyclic overlay"
     assert any(m.startswith(expected) for m in msgs)
 
 
-@pytest.mark.parametrize("routing", ["selective-pruning"])
-def test_known_but_unimplemented_routing_is_refused_by_name(routing: str) -> None:
+def test_known_but_unimplemented_routing_is_refused_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    routing = "not-built"  # every registered algorithm is built: register one whose module is absent
+    monkeypatch.setitem(routing_registry.ALGORITHMS, routing, "scotbed.broker.routing.not_built:NotBuilt")
     (msg,) = errors({"name": "x", "topology": {"kind": "tree"}, "routing": routing})
     assert msg.startswith(f"routing: {routing!r} is a known algorithm but not implemented in this build")
     assert "snr" in msg and "bid" in msg  # names what is implemented

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import typing
 from collections import Counter
 
 import networkx as nx
@@ -10,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scotbed import topology as topo
+from scotbed.orchestrator.spec import NamedFactor
 
 
 @pytest.mark.parametrize(
@@ -217,3 +219,15 @@ def test_drawing_layout_puts_clusters_in_rows_and_regions_in_columns(factor: top
     assert len(set(pos.values())) == len(scot.brokers)
     if factor.name == "paper-fig2":  # a path is drawn in order, every aCOL between adjacent columns
         assert column_order(factor) == list("abcdef")
+
+
+def test_the_selective_pruning_tiered_topologies() -> None:
+    big, small = topo.paper_tiered(), topo.paper_tiered_small()
+    assert Counter(big.vertex_type(v) for v in big.vertices) == {"inner": 23, "edge": 32}
+    assert Counter(small.vertex_type(v) for v in small.vertices) == {"inner": 9, "edge": 10}
+    for f in (big, small):
+        assert [v for v in topo.TIERED_CORE if f.vertex_type(v) == "inner"] == list(topo.TIERED_CORE)
+        pubs = [v for v in f.vertices if v.startswith("p")]
+        assert all(set(e) == {"e", p} for p in pubs for e in f.edges if p in e)  # publishers hang on E
+    assert big.diameter() == 8  # s – n – a – b – c – d – e – n – s
+    assert set(typing.get_args(NamedFactor.model_fields["kind"].annotation)) == set(topo.NAMED_FACTORS)

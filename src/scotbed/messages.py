@@ -39,6 +39,7 @@ class Unsubscription:
     hops: int = 0
     filter: Filter | None = None
     packed: tuple[Subscription, ...] = ()
+    prune: tuple[tuple[str, int], ...] = ()  # selective pruning: (PHB, hops still to prune); () = full prune
 
 
 @dataclass(slots=True)
@@ -53,6 +54,8 @@ class Publication:
     cbv: int | None = None  # DNR header; None = no header
     hops: int = 0
     dynamic: bool = False
+    distance: int = 0  # selective-pruning header: hops since the last broker where k >= 2 entries matched
+    count: int = 0  # selective-pruning header: brokers on the way where k >= 2 entries matched
 
 
 Message = Subscription | Unsubscription | Publication

@@ -19,7 +19,7 @@ import random
 import re
 import xml.etree.ElementTree as ET
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
@@ -190,6 +190,54 @@ def paper_fig8() -> AcyclicFactor:
             leaves.append(leaf)
             edges.append((v, leaf))
     return AcyclicFactor("paper-fig8", tuple(inner + leaves), tuple(edges))
+
+
+#: the core brokers A–E of the selective-pruning paper's tiered topologies, in chain order
+TIERED_CORE = ("a", "b", "c", "d", "e")
+
+
+def tiered(
+    name: str, inner_per_core: Sequence[int], edges_per_inner: Sequence[int], publishers: int
+) -> AcyclicFactor:
+    """The selective-pruning paper's tiered shape: core chain a–e; inner vertices ``n<k>`` below the core
+    (``inner_per_core[c]`` under core c), subscriber edges ``s<k>`` below the inner ones
+    (``edges_per_inner[k]`` under ``n<k>``) and ``publishers`` publisher edges ``p<k>`` on e (last core)."""
+    edges = list(itertools.pairwise(TIERED_CORE))
+    inner: list[str] = []
+    for core, count in zip(TIERED_CORE, inner_per_core, strict=True):
+        for _ in range(count):
+            inner.append(f"n{len(inner)}")
+            edges.append((core, inner[-1]))
+    subs: list[str] = []
+    for v, count in zip(inner, edges_per_inner, strict=True):
+        for _ in range(count):
+            subs.append(f"s{len(subs)}")
+            edges.append((v, subs[-1]))
+    pubs = [f"p{k}" for k in range(publishers)]
+    edges.extend((TIERED_CORE[-1], p) for p in pubs)
+    return AcyclicFactor(name, (*TIERED_CORE, *inner, *subs, *pubs), tuple(edges))
+
+
+def paper_tiered() -> AcyclicFactor:
+    """Selective pruning Fig. 6 (55 brokers: 23 inner of which the core A–E, 32 edge; publishers on the
+    3 edges of E). The figure is not in the text: scotbed reads it as A–D with 4 inner brokers each and
+    E with 2, the first 11 inner brokers with 2 edges and the other 7 with 1 (29 subscriber edges)."""
+    return tiered("paper-tiered", (4, 4, 4, 4, 2), (2,) * 11 + (1,) * 7, 3)
+
+
+def paper_tiered_small() -> AcyclicFactor:
+    """The tiered shape for a 2-core machine (19 brokers): core A–E, one inner broker under each of
+    A–D with 2 subscriber edges each, 2 publisher edges on E."""
+    return tiered("paper-tiered-small", (1, 1, 1, 1, 0), (2, 2, 2, 2), 2)
+
+
+#: the named acyclic factors a spec may give as a bare string
+NAMED_FACTORS: dict[str, Callable[[], AcyclicFactor]] = {
+    "paper-fig2": paper_fig2,
+    "paper-fig8": paper_fig8,
+    "paper-tiered": paper_tiered,
+    "paper-tiered-small": paper_tiered_small,
+}
 
 
 def kary(fanout: int, depth: int) -> AcyclicFactor:

@@ -125,6 +125,7 @@ def unsubscription_to_pb(u: Unsubscription) -> pb.UnsubscriptionMsg:
         origin_ns=u.origin_ns,
         hops=u.hops,
         packed=[subscription_to_pb(p) for p in u.packed],
+        prune=[pb.PruneTuple(phb=a, distance=d) for a, d in u.prune],
     )
     if u.filter is not None:
         m.filter.CopyFrom(filter_to_pb(u.filter))
@@ -141,6 +142,7 @@ def unsubscription_from_pb(m: pb.UnsubscriptionMsg) -> Unsubscription:
         m.hops,
         filter_from_pb(m.filter) if m.HasField("filter") else None,
         tuple(subscription_from_pb(p) for p in m.packed),
+        tuple((t.phb, t.distance) for t in m.prune),
     )
 
 
@@ -153,6 +155,8 @@ def publication_to_pb(p: Publication) -> pb.NotificationMsg:
         hops=p.hops,
         dynamic=p.dynamic,
         source_broker=p.source_broker,
+        distance=p.distance,
+        count=p.count,
     )
     return m
 
@@ -170,6 +174,8 @@ def publication_from_pb(m: pb.NotificationMsg) -> Publication:
         m.cbv if m.has_cbv else None,
         m.hops,
         m.dynamic,
+        m.distance,
+        m.count,
     )
 
 

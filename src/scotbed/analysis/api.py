@@ -137,6 +137,11 @@ def _render(run: RunDir, summary: Summary, data: RunData) -> None:
         traffic["Traffic overhead per broker"] = t["relay"].merge(
             t["false_positive_traffic"], on="node", how="outer"
         )
+    pruning_tables = {}
+    if "released_subscriptions" in t:
+        pruning_tables["Released subscription messages per broker (from the first unsubscription)"] = t[
+            "released_subscriptions"
+        ]
     report.render_run(
         run.path / contract.REPORT,
         summary.to_json(),
@@ -149,5 +154,6 @@ def _render(run: RunDir, summary: Summary, data: RunData) -> None:
             "Hops per delivery": t["hops"],
             "Routing-table size per broker": t["table_sizes"],
             **traffic,
+            **pruning_tables,
         },
     )

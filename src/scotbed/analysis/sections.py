@@ -14,7 +14,7 @@ import pandas as pd
 from pyspark.sql import functions as F
 
 from scotbed import contract
-from scotbed.analysis import fidelity, links
+from scotbed.analysis import fidelity, links, pruning
 from scotbed.analysis import metrics as M
 from scotbed.analysis import summary as S
 from scotbed.analysis.context import RunData
@@ -166,6 +166,20 @@ def drops_section(d: RunData) -> S.Drops:
     return S.Drops(M.drops(d.node_facts))
 
 
+def pruning_section(d: RunData) -> S.Pruning:
+    """Selective pruning's burst metrics, on a tiered run that unsubscribed (:mod:`.pruning`)."""
+    core = pruning.core_brokers(d.run.broker_ids())
+    since = pruning.first_unsubscribe_ns(d.events) if core else None
+    if since is None:
+        return S.Pruning()
+    released = pruning.released_per_broker(d.events, since)
+    queues = pruning.core_queue_series(d.events, core)
+    d.tables["released_subscriptions"] = released
+    d.tables["core_queues"] = queues
+    sizes = M.table_sizes(d.node_facts)
+    return S.Pruning(pruning.block(released, queues, sizes, core, pruning.probe_delay(d.deliveries)))
+
+
 # The sections of summary.json, in file order.
 SECTIONS: tuple[tuple[str, Callable[[RunData], S.Section]], ...] = (
     ("events", events_section),
@@ -179,5 +193,6 @@ SECTIONS: tuple[tuple[str, Callable[[RunData], S.Section]], ...] = (
     ("workload", workload_section),
     ("load", load_section),
     ("drops", drops_section),
+    ("pruning", pruning_section),
     ("correctness", correctness_section),
 )

@@ -147,6 +147,16 @@ class Workload(Plain):
     selectivity: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class Pruning:
+    """The unsubscription-burst metrics (:mod:`scotbed.analysis.pruning`); None (no key): not a tiered run."""
+
+    block: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any] | None:
+        return self.block
+
+
 @dataclass
 class Summary:
     """Header fields, the sections by name (registry order) and the environment of the analysis."""
@@ -175,7 +185,7 @@ class Summary:
             "run_id": self.run_id,
             "routing": self.routing,
             "topology": self.topology,
-            **{name: s.to_json() for name, s in self.sections.items()},
+            **{name: j for name, s in self.sections.items() if (j := s.to_json()) is not None},
             "environment": self.environment,
         }
 

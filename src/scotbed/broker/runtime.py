@@ -532,6 +532,8 @@ def _encode(msg: Message, raw: pb.Notification | None) -> pb.Envelope:
                 hops=msg.hops,
                 dynamic=msg.dynamic,
                 source_broker=msg.source_broker,
+                distance=msg.distance,
+                count=msg.count,
             )
         )
     if isinstance(msg, Subscription):

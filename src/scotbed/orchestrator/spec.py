@@ -66,7 +66,7 @@ class _Block(BaseModel):
 class NamedFactor(_Block):
     """A named acyclic factor from the papers; written as a bare string (``acyclic: paper-fig2``)."""
 
-    kind: Literal["paper-fig2", "paper-fig8"]
+    kind: Literal["paper-fig2", "paper-fig8", "paper-tiered", "paper-tiered-small"]  # topology.NAMED_FACTORS
 
 
 class KaryFactor(_Block):
@@ -464,7 +464,7 @@ def _factor_size(a: Any) -> int | None:
     if isinstance(a, PathFactor | StarFactor | RandomFactor):
         return a.n
     if isinstance(a, NamedFactor):
-        return 6 if a.kind == "paper-fig2" else 15
+        return len(topo.NAMED_FACTORS[a.kind]().vertices)
     return None
 
 
@@ -556,7 +556,7 @@ def build_factor(spec: Spec) -> topo.AcyclicFactor:
     a = spec.topology.acyclic
     try:
         if isinstance(a, NamedFactor):
-            return topo.paper_fig2() if a.kind == "paper-fig2" else topo.paper_fig8()
+            return topo.NAMED_FACTORS[a.kind]()
         if isinstance(a, KaryFactor):
             return topo.kary(a.fanout, a.depth)
         if isinstance(a, PathFactor):

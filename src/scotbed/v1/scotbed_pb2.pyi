@@ -1,11 +1,9 @@
-from collections.abc import Iterable as _Iterable
-from collections.abc import Mapping as _Mapping
-from typing import ClassVar as _ClassVar
-
-from google.protobuf import descriptor as _descriptor
-from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
@@ -19,17 +17,17 @@ PRIMARY: SubscriptionState
 SECONDARY: SubscriptionState
 
 class Value(_message.Message):
-    __slots__ = ("f", "i", "s")
+    __slots__ = ("s", "i", "f")
     S_FIELD_NUMBER: _ClassVar[int]
     I_FIELD_NUMBER: _ClassVar[int]
     F_FIELD_NUMBER: _ClassVar[int]
     s: str
     i: int
     f: float
-    def __init__(self, s: str | None = ..., i: int | None = ..., f: float | None = ...) -> None: ...
+    def __init__(self, s: _Optional[str] = ..., i: _Optional[int] = ..., f: _Optional[float] = ...) -> None: ...
 
 class Predicate(_message.Message):
-    __slots__ = ("attr", "hi", "op", "value")
+    __slots__ = ("attr", "op", "value", "hi")
     ATTR_FIELD_NUMBER: _ClassVar[int]
     OP_FIELD_NUMBER: _ClassVar[int]
     VALUE_FIELD_NUMBER: _ClassVar[int]
@@ -38,23 +36,23 @@ class Predicate(_message.Message):
     op: str
     value: Value
     hi: Value
-    def __init__(self, attr: str | None = ..., op: str | None = ..., value: Value | _Mapping | None = ..., hi: Value | _Mapping | None = ...) -> None: ...
+    def __init__(self, attr: _Optional[str] = ..., op: _Optional[str] = ..., value: _Optional[_Union[Value, _Mapping]] = ..., hi: _Optional[_Union[Value, _Mapping]] = ...) -> None: ...
 
 class Filter(_message.Message):
     __slots__ = ("predicates",)
     PREDICATES_FIELD_NUMBER: _ClassVar[int]
     predicates: _containers.RepeatedCompositeFieldContainer[Predicate]
-    def __init__(self, predicates: _Iterable[Predicate | _Mapping] | None = ...) -> None: ...
+    def __init__(self, predicates: _Optional[_Iterable[_Union[Predicate, _Mapping]]] = ...) -> None: ...
 
 class Notification(_message.Message):
-    __slots__ = ("attrs", "intended_ns", "pub_id", "publisher", "sent_ns")
+    __slots__ = ("pub_id", "publisher", "attrs", "intended_ns", "sent_ns")
     class AttrsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
         VALUE_FIELD_NUMBER: _ClassVar[int]
         key: str
         value: Value
-        def __init__(self, key: str | None = ..., value: Value | _Mapping | None = ...) -> None: ...
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[Value, _Mapping]] = ...) -> None: ...
     PUB_ID_FIELD_NUMBER: _ClassVar[int]
     PUBLISHER_FIELD_NUMBER: _ClassVar[int]
     ATTRS_FIELD_NUMBER: _ClassVar[int]
@@ -65,30 +63,30 @@ class Notification(_message.Message):
     attrs: _containers.MessageMap[str, Value]
     intended_ns: int
     sent_ns: int
-    def __init__(self, pub_id: str | None = ..., publisher: str | None = ..., attrs: _Mapping[str, Value] | None = ..., intended_ns: int | None = ..., sent_ns: int | None = ...) -> None: ...
+    def __init__(self, pub_id: _Optional[str] = ..., publisher: _Optional[str] = ..., attrs: _Optional[_Mapping[str, Value]] = ..., intended_ns: _Optional[int] = ..., sent_ns: _Optional[int] = ...) -> None: ...
 
 class SubscribeRequest(_message.Message):
-    __slots__ = ("filter", "sub_id", "subscriber")
+    __slots__ = ("sub_id", "subscriber", "filter")
     SUB_ID_FIELD_NUMBER: _ClassVar[int]
     SUBSCRIBER_FIELD_NUMBER: _ClassVar[int]
     FILTER_FIELD_NUMBER: _ClassVar[int]
     sub_id: str
     subscriber: str
     filter: Filter
-    def __init__(self, sub_id: str | None = ..., subscriber: str | None = ..., filter: Filter | _Mapping | None = ...) -> None: ...
+    def __init__(self, sub_id: _Optional[str] = ..., subscriber: _Optional[str] = ..., filter: _Optional[_Union[Filter, _Mapping]] = ...) -> None: ...
 
 class SubscribeAck(_message.Message):
-    __slots__ = ("broker", "sub_id", "ts_ns")
+    __slots__ = ("sub_id", "broker", "ts_ns")
     SUB_ID_FIELD_NUMBER: _ClassVar[int]
     BROKER_FIELD_NUMBER: _ClassVar[int]
     TS_NS_FIELD_NUMBER: _ClassVar[int]
     sub_id: str
     broker: str
     ts_ns: int
-    def __init__(self, sub_id: str | None = ..., broker: str | None = ..., ts_ns: int | None = ...) -> None: ...
+    def __init__(self, sub_id: _Optional[str] = ..., broker: _Optional[str] = ..., ts_ns: _Optional[int] = ...) -> None: ...
 
 class Delivery(_message.Message):
-    __slots__ = ("broker_ns", "hops", "notification", "sub_id")
+    __slots__ = ("notification", "sub_id", "broker_ns", "hops")
     NOTIFICATION_FIELD_NUMBER: _ClassVar[int]
     SUB_ID_FIELD_NUMBER: _ClassVar[int]
     BROKER_NS_FIELD_NUMBER: _ClassVar[int]
@@ -97,7 +95,7 @@ class Delivery(_message.Message):
     sub_id: str
     broker_ns: int
     hops: int
-    def __init__(self, notification: Notification | _Mapping | None = ..., sub_id: str | None = ..., broker_ns: int | None = ..., hops: int | None = ...) -> None: ...
+    def __init__(self, notification: _Optional[_Union[Notification, _Mapping]] = ..., sub_id: _Optional[str] = ..., broker_ns: _Optional[int] = ..., hops: _Optional[int] = ...) -> None: ...
 
 class SubscribeEvent(_message.Message):
     __slots__ = ("ack", "delivery")
@@ -105,7 +103,7 @@ class SubscribeEvent(_message.Message):
     DELIVERY_FIELD_NUMBER: _ClassVar[int]
     ack: SubscribeAck
     delivery: Delivery
-    def __init__(self, ack: SubscribeAck | _Mapping | None = ..., delivery: Delivery | _Mapping | None = ...) -> None: ...
+    def __init__(self, ack: _Optional[_Union[SubscribeAck, _Mapping]] = ..., delivery: _Optional[_Union[Delivery, _Mapping]] = ...) -> None: ...
 
 class UnsubscribeRequest(_message.Message):
     __slots__ = ("sub_id", "subscriber")
@@ -113,28 +111,28 @@ class UnsubscribeRequest(_message.Message):
     SUBSCRIBER_FIELD_NUMBER: _ClassVar[int]
     sub_id: str
     subscriber: str
-    def __init__(self, sub_id: str | None = ..., subscriber: str | None = ...) -> None: ...
+    def __init__(self, sub_id: _Optional[str] = ..., subscriber: _Optional[str] = ...) -> None: ...
 
 class UnsubscribeReply(_message.Message):
     __slots__ = ("found",)
     FOUND_FIELD_NUMBER: _ClassVar[int]
     found: bool
-    def __init__(self, found: bool | None = ...) -> None: ...
+    def __init__(self, found: _Optional[bool] = ...) -> None: ...
 
 class PublishRequest(_message.Message):
     __slots__ = ("notifications",)
     NOTIFICATIONS_FIELD_NUMBER: _ClassVar[int]
     notifications: _containers.RepeatedCompositeFieldContainer[Notification]
-    def __init__(self, notifications: _Iterable[Notification | _Mapping] | None = ...) -> None: ...
+    def __init__(self, notifications: _Optional[_Iterable[_Union[Notification, _Mapping]]] = ...) -> None: ...
 
 class PublishReply(_message.Message):
     __slots__ = ("accepted",)
     ACCEPTED_FIELD_NUMBER: _ClassVar[int]
     accepted: int
-    def __init__(self, accepted: int | None = ...) -> None: ...
+    def __init__(self, accepted: _Optional[int] = ...) -> None: ...
 
 class SubscriptionMsg(_message.Message):
-    __slots__ = ("cbv", "filter", "hops", "host_broker", "origin_ns", "packed", "state", "sub_id")
+    __slots__ = ("sub_id", "filter", "host_broker", "cbv", "state", "origin_ns", "hops", "packed")
     SUB_ID_FIELD_NUMBER: _ClassVar[int]
     FILTER_FIELD_NUMBER: _ClassVar[int]
     HOST_BROKER_FIELD_NUMBER: _ClassVar[int]
@@ -151,10 +149,10 @@ class SubscriptionMsg(_message.Message):
     origin_ns: int
     hops: int
     packed: _containers.RepeatedCompositeFieldContainer[SubscriptionMsg]
-    def __init__(self, sub_id: str | None = ..., filter: Filter | _Mapping | None = ..., host_broker: str | None = ..., cbv: int | None = ..., state: SubscriptionState | str | None = ..., origin_ns: int | None = ..., hops: int | None = ..., packed: _Iterable[SubscriptionMsg | _Mapping] | None = ...) -> None: ...
+    def __init__(self, sub_id: _Optional[str] = ..., filter: _Optional[_Union[Filter, _Mapping]] = ..., host_broker: _Optional[str] = ..., cbv: _Optional[int] = ..., state: _Optional[_Union[SubscriptionState, str]] = ..., origin_ns: _Optional[int] = ..., hops: _Optional[int] = ..., packed: _Optional[_Iterable[_Union[SubscriptionMsg, _Mapping]]] = ...) -> None: ...
 
 class UnsubscriptionMsg(_message.Message):
-    __slots__ = ("cbv", "filter", "hops", "host_broker", "origin_ns", "packed", "state", "sub_id")
+    __slots__ = ("sub_id", "host_broker", "cbv", "state", "origin_ns", "hops", "filter", "packed", "prune")
     SUB_ID_FIELD_NUMBER: _ClassVar[int]
     HOST_BROKER_FIELD_NUMBER: _ClassVar[int]
     CBV_FIELD_NUMBER: _ClassVar[int]
@@ -163,6 +161,7 @@ class UnsubscriptionMsg(_message.Message):
     HOPS_FIELD_NUMBER: _ClassVar[int]
     FILTER_FIELD_NUMBER: _ClassVar[int]
     PACKED_FIELD_NUMBER: _ClassVar[int]
+    PRUNE_FIELD_NUMBER: _ClassVar[int]
     sub_id: str
     host_broker: str
     cbv: int
@@ -171,10 +170,19 @@ class UnsubscriptionMsg(_message.Message):
     hops: int
     filter: Filter
     packed: _containers.RepeatedCompositeFieldContainer[SubscriptionMsg]
-    def __init__(self, sub_id: str | None = ..., host_broker: str | None = ..., cbv: int | None = ..., state: SubscriptionState | str | None = ..., origin_ns: int | None = ..., hops: int | None = ..., filter: Filter | _Mapping | None = ..., packed: _Iterable[SubscriptionMsg | _Mapping] | None = ...) -> None: ...
+    prune: _containers.RepeatedCompositeFieldContainer[PruneTuple]
+    def __init__(self, sub_id: _Optional[str] = ..., host_broker: _Optional[str] = ..., cbv: _Optional[int] = ..., state: _Optional[_Union[SubscriptionState, str]] = ..., origin_ns: _Optional[int] = ..., hops: _Optional[int] = ..., filter: _Optional[_Union[Filter, _Mapping]] = ..., packed: _Optional[_Iterable[_Union[SubscriptionMsg, _Mapping]]] = ..., prune: _Optional[_Iterable[_Union[PruneTuple, _Mapping]]] = ...) -> None: ...
+
+class PruneTuple(_message.Message):
+    __slots__ = ("phb", "distance")
+    PHB_FIELD_NUMBER: _ClassVar[int]
+    DISTANCE_FIELD_NUMBER: _ClassVar[int]
+    phb: str
+    distance: int
+    def __init__(self, phb: _Optional[str] = ..., distance: _Optional[int] = ...) -> None: ...
 
 class NotificationMsg(_message.Message):
-    __slots__ = ("bids", "cbv", "dynamic", "has_cbv", "hops", "notification", "source_broker")
+    __slots__ = ("notification", "bids", "cbv", "has_cbv", "hops", "dynamic", "source_broker", "distance", "count")
     NOTIFICATION_FIELD_NUMBER: _ClassVar[int]
     BIDS_FIELD_NUMBER: _ClassVar[int]
     CBV_FIELD_NUMBER: _ClassVar[int]
@@ -182,6 +190,8 @@ class NotificationMsg(_message.Message):
     HOPS_FIELD_NUMBER: _ClassVar[int]
     DYNAMIC_FIELD_NUMBER: _ClassVar[int]
     SOURCE_BROKER_FIELD_NUMBER: _ClassVar[int]
+    DISTANCE_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
     notification: Notification
     bids: _containers.RepeatedScalarFieldContainer[str]
     cbv: int
@@ -189,25 +199,27 @@ class NotificationMsg(_message.Message):
     hops: int
     dynamic: bool
     source_broker: str
-    def __init__(self, notification: Notification | _Mapping | None = ..., bids: _Iterable[str] | None = ..., cbv: int | None = ..., has_cbv: bool | None = ..., hops: int | None = ..., dynamic: bool | None = ..., source_broker: str | None = ...) -> None: ...
+    distance: int
+    count: int
+    def __init__(self, notification: _Optional[_Union[Notification, _Mapping]] = ..., bids: _Optional[_Iterable[str]] = ..., cbv: _Optional[int] = ..., has_cbv: _Optional[bool] = ..., hops: _Optional[int] = ..., dynamic: _Optional[bool] = ..., source_broker: _Optional[str] = ..., distance: _Optional[int] = ..., count: _Optional[int] = ...) -> None: ...
 
 class Control(_message.Message):
-    __slots__ = ("args", "kind")
+    __slots__ = ("kind", "args")
     class ArgsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
         VALUE_FIELD_NUMBER: _ClassVar[int]
         key: str
         value: str
-        def __init__(self, key: str | None = ..., value: str | None = ...) -> None: ...
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     KIND_FIELD_NUMBER: _ClassVar[int]
     ARGS_FIELD_NUMBER: _ClassVar[int]
     kind: str
     args: _containers.ScalarMap[str, str]
-    def __init__(self, kind: str | None = ..., args: _Mapping[str, str] | None = ...) -> None: ...
+    def __init__(self, kind: _Optional[str] = ..., args: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class Envelope(_message.Message):
-    __slots__ = ("control", "notification", "subscription", "unsubscription")
+    __slots__ = ("subscription", "unsubscription", "notification", "control")
     SUBSCRIPTION_FIELD_NUMBER: _ClassVar[int]
     UNSUBSCRIPTION_FIELD_NUMBER: _ClassVar[int]
     NOTIFICATION_FIELD_NUMBER: _ClassVar[int]
@@ -216,10 +228,10 @@ class Envelope(_message.Message):
     unsubscription: UnsubscriptionMsg
     notification: NotificationMsg
     control: Control
-    def __init__(self, subscription: SubscriptionMsg | _Mapping | None = ..., unsubscription: UnsubscriptionMsg | _Mapping | None = ..., notification: NotificationMsg | _Mapping | None = ..., control: Control | _Mapping | None = ...) -> None: ...
+    def __init__(self, subscription: _Optional[_Union[SubscriptionMsg, _Mapping]] = ..., unsubscription: _Optional[_Union[UnsubscriptionMsg, _Mapping]] = ..., notification: _Optional[_Union[NotificationMsg, _Mapping]] = ..., control: _Optional[_Union[Control, _Mapping]] = ...) -> None: ...
 
 class Batch(_message.Message):
-    __slots__ = ("envelopes", "from_broker", "run_id", "seq")
+    __slots__ = ("from_broker", "seq", "envelopes", "run_id")
     FROM_BROKER_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
     ENVELOPES_FIELD_NUMBER: _ClassVar[int]
@@ -228,20 +240,20 @@ class Batch(_message.Message):
     seq: int
     envelopes: _containers.RepeatedCompositeFieldContainer[Envelope]
     run_id: str
-    def __init__(self, from_broker: str | None = ..., seq: int | None = ..., envelopes: _Iterable[Envelope | _Mapping] | None = ..., run_id: str | None = ...) -> None: ...
+    def __init__(self, from_broker: _Optional[str] = ..., seq: _Optional[int] = ..., envelopes: _Optional[_Iterable[_Union[Envelope, _Mapping]]] = ..., run_id: _Optional[str] = ...) -> None: ...
 
 class BatchAck(_message.Message):
     __slots__ = ("seq",)
     SEQ_FIELD_NUMBER: _ClassVar[int]
     seq: int
-    def __init__(self, seq: int | None = ...) -> None: ...
+    def __init__(self, seq: _Optional[int] = ...) -> None: ...
 
 class StatusRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
 class LinkStatus(_message.Message):
-    __slots__ = ("capacity_msgs_per_s", "ce", "connected", "dropped", "kind", "neighbour", "output_len", "overloaded", "received", "sent", "unacked")
+    __slots__ = ("neighbour", "kind", "output_len", "ce", "overloaded", "sent", "received", "dropped", "connected", "capacity_msgs_per_s", "unacked")
     NEIGHBOUR_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_LEN_FIELD_NUMBER: _ClassVar[int]
@@ -264,17 +276,17 @@ class LinkStatus(_message.Message):
     connected: bool
     capacity_msgs_per_s: float
     unacked: int
-    def __init__(self, neighbour: str | None = ..., kind: str | None = ..., output_len: int | None = ..., ce: float | None = ..., overloaded: bool | None = ..., sent: int | None = ..., received: int | None = ..., dropped: int | None = ..., connected: bool | None = ..., capacity_msgs_per_s: float | None = ..., unacked: int | None = ...) -> None: ...
+    def __init__(self, neighbour: _Optional[str] = ..., kind: _Optional[str] = ..., output_len: _Optional[int] = ..., ce: _Optional[float] = ..., overloaded: _Optional[bool] = ..., sent: _Optional[int] = ..., received: _Optional[int] = ..., dropped: _Optional[int] = ..., connected: _Optional[bool] = ..., capacity_msgs_per_s: _Optional[float] = ..., unacked: _Optional[int] = ...) -> None: ...
 
 class StatusReply(_message.Message):
-    __slots__ = ("broker_id", "counters", "input_len", "last_activity_ns", "links", "local_subscriptions", "matching", "quiescent", "routing", "table_size")
+    __slots__ = ("broker_id", "input_len", "table_size", "links", "counters", "quiescent", "local_subscriptions", "last_activity_ns", "routing", "matching")
     class CountersEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
         VALUE_FIELD_NUMBER: _ClassVar[int]
         key: str
         value: int
-        def __init__(self, key: str | None = ..., value: int | None = ...) -> None: ...
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
     BROKER_ID_FIELD_NUMBER: _ClassVar[int]
     INPUT_LEN_FIELD_NUMBER: _ClassVar[int]
     TABLE_SIZE_FIELD_NUMBER: _ClassVar[int]
@@ -295,14 +307,14 @@ class StatusReply(_message.Message):
     last_activity_ns: int
     routing: str
     matching: str
-    def __init__(self, broker_id: str | None = ..., input_len: int | None = ..., table_size: int | None = ..., links: _Iterable[LinkStatus | _Mapping] | None = ..., counters: _Mapping[str, int] | None = ..., quiescent: bool | None = ..., local_subscriptions: int | None = ..., last_activity_ns: int | None = ..., routing: str | None = ..., matching: str | None = ...) -> None: ...
+    def __init__(self, broker_id: _Optional[str] = ..., input_len: _Optional[int] = ..., table_size: _Optional[int] = ..., links: _Optional[_Iterable[_Union[LinkStatus, _Mapping]]] = ..., counters: _Optional[_Mapping[str, int]] = ..., quiescent: _Optional[bool] = ..., local_subscriptions: _Optional[int] = ..., last_activity_ns: _Optional[int] = ..., routing: _Optional[str] = ..., matching: _Optional[str] = ...) -> None: ...
 
 class TableRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
 class TableEntry(_message.Message):
-    __slots__ = ("cbv", "filter", "host_broker", "last_hop", "state", "sub_id")
+    __slots__ = ("sub_id", "last_hop", "cbv", "state", "host_broker", "filter")
     SUB_ID_FIELD_NUMBER: _ClassVar[int]
     LAST_HOP_FIELD_NUMBER: _ClassVar[int]
     CBV_FIELD_NUMBER: _ClassVar[int]
@@ -315,13 +327,13 @@ class TableEntry(_message.Message):
     state: SubscriptionState
     host_broker: str
     filter: str
-    def __init__(self, sub_id: str | None = ..., last_hop: str | None = ..., cbv: int | None = ..., state: SubscriptionState | str | None = ..., host_broker: str | None = ..., filter: str | None = ...) -> None: ...
+    def __init__(self, sub_id: _Optional[str] = ..., last_hop: _Optional[str] = ..., cbv: _Optional[int] = ..., state: _Optional[_Union[SubscriptionState, str]] = ..., host_broker: _Optional[str] = ..., filter: _Optional[str] = ...) -> None: ...
 
 class TableReply(_message.Message):
     __slots__ = ("entries",)
     ENTRIES_FIELD_NUMBER: _ClassVar[int]
     entries: _containers.RepeatedCompositeFieldContainer[TableEntry]
-    def __init__(self, entries: _Iterable[TableEntry | _Mapping] | None = ...) -> None: ...
+    def __init__(self, entries: _Optional[_Iterable[_Union[TableEntry, _Mapping]]] = ...) -> None: ...
 
 class FlushRequest(_message.Message):
     __slots__ = ()
@@ -331,27 +343,27 @@ class FlushReply(_message.Message):
     __slots__ = ("events_written",)
     EVENTS_WRITTEN_FIELD_NUMBER: _ClassVar[int]
     events_written: int
-    def __init__(self, events_written: int | None = ...) -> None: ...
+    def __init__(self, events_written: _Optional[int] = ...) -> None: ...
 
 class DrainRequest(_message.Message):
     __slots__ = ("timeout_s",)
     TIMEOUT_S_FIELD_NUMBER: _ClassVar[int]
     timeout_s: float
-    def __init__(self, timeout_s: float | None = ...) -> None: ...
+    def __init__(self, timeout_s: _Optional[float] = ...) -> None: ...
 
 class DrainReply(_message.Message):
     __slots__ = ("quiescent",)
     QUIESCENT_FIELD_NUMBER: _ClassVar[int]
     quiescent: bool
-    def __init__(self, quiescent: bool | None = ...) -> None: ...
+    def __init__(self, quiescent: _Optional[bool] = ...) -> None: ...
 
 class LinkCapacityRequest(_message.Message):
-    __slots__ = ("capacity_msgs_per_s", "neighbour")
+    __slots__ = ("neighbour", "capacity_msgs_per_s")
     NEIGHBOUR_FIELD_NUMBER: _ClassVar[int]
     CAPACITY_MSGS_PER_S_FIELD_NUMBER: _ClassVar[int]
     neighbour: str
     capacity_msgs_per_s: float
-    def __init__(self, neighbour: str | None = ..., capacity_msgs_per_s: float | None = ...) -> None: ...
+    def __init__(self, neighbour: _Optional[str] = ..., capacity_msgs_per_s: _Optional[float] = ...) -> None: ...
 
 class LinkCapacityReply(_message.Message):
     __slots__ = ()

@@ -129,18 +129,27 @@ class _Covering(ReversePathForwarding):
             return Decision(
                 forwards=out.forwards(self.packing), stored=any(added), duplicate=from_hop is not None
             )
-        del self.subs[unsub.sub_id]
         msg = copy_with(unsub, packed=(), filter=entry.filter)
         assert isinstance(msg, Unsubscription)
         for n in self.fwd:
-            if self.fwd[n].pop(unsub.sub_id, None) is not None:
-                out.removal(n, msg)
+            if unsub.sub_id in self.fwd[n]:
+                removal = self._removal(n, msg)
+                if removal is None:
+                    continue
+                del self.fwd[n][unsub.sub_id]
+                out.removal(n, removal)
                 self._release(n, list(self.held[n].pop(unsub.sub_id, {})), out)
             elif (coverer := self.holder[n].pop(unsub.sub_id, None)) is not None:
                 del self.held[n][coverer][unsub.sub_id]
                 if not self.held[n][coverer]:
                     del self.held[n][coverer]
+        if not any(unsub.sub_id in f for f in self.fwd.values()):
+            del self.subs[unsub.sub_id]
         return Decision(forwards=out.forwards(self.packing), stored=True)
+
+    def _removal(self, n: str, msg: Unsubscription) -> Unsubscription | None:
+        """What to send ``n``, which ``msg``'s subscription was forwarded to; None keeps it there."""
+        return msg
 
     # --- covering ------------------------------------------------------------------------
 

@@ -1,0 +1,87 @@
+"""The unsubscription-burst metrics of the selective-pruning paper (§V-A), on a tiered topology.
+
+Only a run on a tiered factor (:func:`scotbed.topology.tiered`: core brokers a–e) gets them.
+
+- *released subscription messages* per broker: ``sub_out`` from the first client
+  ``unsubscribe`` on. In a run whose subscriptions all precede its unsubscriptions (the burst
+  scenario, :mod:`scotbed.workloads.pruning_burst`) these are exactly the previously covered
+  subscriptions the unsubscriptions released (the paper's triggered NRS messages);
+- *core queues*: the sampled input-queue length of each core broker (``queue`` with link ""), and
+  the longest output queue there (with capacity-limited links the backlog waits at the sender);
+- *probe delay*: the delivery delay of the probe publications (``pub_id`` starting ``probe``);
+- *core routing tables*: the last sampled table size of each core broker.
+
+The false-positive traffic share is the ``traffic`` section's (one home).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, cast
+
+import pandas as pd
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from scotbed import contract, topology
+from scotbed.analysis.metrics import distribution, of
+from scotbed.workloads.pruning_burst import PROBE_PREFIX
+
+
+def core_brokers(broker_ids: Sequence[str]) -> list[str]:
+    """The tiered core a–e, in chain order; [] when the run's overlay is not tiered."""
+    core = [topology.broker_id(v, 0) for v in topology.TIERED_CORE]
+    return core if set(core) <= set(broker_ids) else []
+
+
+def first_unsubscribe_ns(events: DataFrame) -> int | None:
+    row = of(events, contract.UNSUBSCRIBE).agg(F.min("ts_ns")).first()
+    return None if row is None or row[0] is None else int(row[0])
+
+
+def released_per_broker(events: DataFrame, since_ns: int) -> pd.DataFrame:
+    """node, released: subscription messages each broker sent from ``since_ns`` on."""
+    df = of(events, contract.SUB_OUT).where(F.col("ts_ns") >= since_ns).groupBy("node").count()
+    out = cast(pd.DataFrame, df.toPandas()).rename(columns={"count": "released"})
+    return out.sort_values("node", kind="stable").reset_index(drop=True)
+
+
+def core_queue_series(events: DataFrame, core: Sequence[str]) -> pd.DataFrame:
+    """node, ts_ns, input_len, max_output_len: each core broker's queue samples over time."""
+    q = of(events, contract.QUEUE).where(F.col("node").isin(list(core)))
+    is_input = (F.col("link") == "") | F.col("link").isNull()
+    per = q.groupBy("node", "ts_ns").agg(
+        F.max(F.when(is_input, F.col("len"))).alias("input_len"),
+        F.max(F.when(~is_input, F.col("len"))).alias("max_output_len"),
+    )
+    pdf = cast(pd.DataFrame, per.toPandas()).fillna(0)
+    pdf = pdf.astype({"input_len": "int64", "max_output_len": "int64"})
+    return pdf.sort_values(["node", "ts_ns"], kind="stable").reset_index(drop=True)
+
+
+def probe_delay(deliveries: DataFrame) -> dict[str, Any]:
+    return distribution(deliveries.where(F.col("pub_id").startswith(PROBE_PREFIX)), "delay_ms")
+
+
+def block(
+    released: pd.DataFrame,
+    queues: pd.DataFrame,
+    tables: pd.DataFrame,
+    core: Sequence[str],
+    probe: dict[str, Any],
+) -> dict[str, Any]:
+    """The summary block from the per-broker tables (pure)."""
+    per_core = dict.fromkeys(core, 0) | {
+        n: int(r) for n, r in zip(released["node"], released["released"], strict=True) if n in core
+    }
+    final = {n: int(s) for n, s in zip(tables["node"], tables["final_size"], strict=True)}
+    return {
+        "core": list(core),
+        "released_total": int(released["released"].sum()),
+        "released_per_core": per_core,
+        "core_input_queue_max": int(queues["input_len"].max()) if len(queues) else 0,
+        "core_output_queue_max": int(queues["max_output_len"].max()) if len(queues) else 0,
+        "probe_delay_ms": probe,
+        "core_table_final_mean": sum(final.get(n, 0) for n in core) / len(core) if core else 0.0,
+        "table_final_total": sum(final.values()),
+    }

@@ -1,0 +1,154 @@
+"""The unsubscription-burst scenario of the selective-pruning paper (§V) as a scripted workload (DESIGN §8).
+
+A script rather than the generated workload, because the paper's controls are exact placements
+and timings: subscribers only on the subscriber edges ``s<k>`` of a tiered factor
+(:func:`scotbed.topology.tiered`), publishers only on E's edges ``p<k>``; covering families
+(a root and the children it covers); probe publications that every subscriber edge wants.
+
+Phases, each line with ``"settle": false`` so the brokers see the real pacing:
+
+1. every root (``x between [lo, lo + width - 1]``), its ``children`` (equal slices of the root's
+   range but its top ``gap`` values: the root's publications its children miss) and one
+   probe monitor (``probe exists``) per subscriber edge; ``clustered`` places a family on one
+   edge, otherwise the children are spread round-robin over all subscriber edges;
+2. ``history`` publications from the publisher edges, uniform over the roots' ranges (the
+   subscriber host brokers' publication history), one every ``history_interval_ms``; then a settle;
+3. the burst: ``burst`` roots unsubscribed ``burst_interval_ms`` apart, while ``probes`` probe
+   publications (``probe = k``, ``x = -1``: no root or child matches) go out ``probe_interval_ms``
+   apart from the first publisher edge and ``after`` more regular publications keep their pace
+   (the traffic a kept tree may carry as false positives); then the final settle.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from scotbed import topology
+
+#: the pub_id prefix of the probe publications (the analysis finds them by it)
+PROBE_PREFIX = "probe"
+
+
+@dataclass(frozen=True)
+class BurstScenario:
+    factor: str = "paper-tiered-small"
+    roots: int = 16
+    width: int = 58
+    children: int = 19
+    gap: int = 1
+    clustered: bool = True
+    history: int = 160
+    history_interval_ms: float = 100.0
+    after: int = 100
+    burst: int = 8
+    burst_interval_ms: float = 500.0
+    probes: int = 40
+    probe_interval_ms: float = 250.0
+    seed: int = 7
+
+
+def _between(lo: int, hi: int) -> list[dict[str, Any]]:
+    return [{"attr": "x", "op": "between", "value": [lo, hi]}]
+
+
+def _merge(*streams: tuple[list[dict[str, Any]], float]) -> Iterator[dict[str, Any]]:
+    """Timed streams ``(lines, every_ms)`` interleaved by their schedules, with the sleeps between them."""
+    timed = sorted((i * every, k, i, x) for k, (xs, every) in enumerate(streams) for i, x in enumerate(xs))
+    now = 0.0
+    for t, _, _, x in timed:
+        if t > now:
+            yield {"op": "sleep", "ms": round(t - now, 3)}
+            now = t
+        yield x
+
+
+def script(sc: BurstScenario) -> list[dict[str, Any]]:
+    """The scenario's script lines, in order."""
+    factor = topology.NAMED_FACTORS[sc.factor]()
+    edges = [topology.broker_id(v, 0) for v in factor.vertices if v.startswith("s")]
+    pubs = [topology.broker_id(v, 0) for v in factor.vertices if v.startswith("p")]
+    rng = random.Random(sc.seed)
+    lines: list[dict[str, Any]] = []
+    quiet = {"settle": False}
+    slice_ = (sc.width - sc.gap) // sc.children
+    for r in range(sc.roots):
+        lo = r * sc.width
+        home = edges[r % len(edges)]
+        lines.append(
+            {
+                "op": "subscribe",
+                "sub_id": f"r{r}",
+                "broker": home,
+                "filter": _between(lo, lo + sc.width - 1),
+                **quiet,
+            }
+        )
+        for c in range(sc.children):
+            broker = home if sc.clustered else edges[(r + c + 1) % len(edges)]
+            a = lo + c * slice_
+            flt = _between(a, a + slice_ - 1)
+            lines.append({"op": "subscribe", "sub_id": f"r{r}c{c}", "broker": broker, "filter": flt, **quiet})
+    for k, e in enumerate(edges):
+        lines.append(
+            {
+                "op": "subscribe",
+                "sub_id": f"m{k}",
+                "broker": e,
+                "filter": [{"attr": "probe", "op": "exists"}],
+                **quiet,
+            }
+        )
+    lines.append({"op": "settle"})
+    span = sc.roots * sc.width
+    regular = [
+        {
+            "op": "publish",
+            "pub_id": f"h{i}",
+            "broker": pubs[i % len(pubs)],
+            "attrs": {"x": rng.randrange(span)},
+            **quiet,
+        }
+        for i in range(sc.history + sc.after)
+    ]
+    lines.extend(_merge((regular[: sc.history], sc.history_interval_ms)))
+    lines.append({"op": "settle"})
+    unsubs = [{"op": "unsubscribe", "sub_id": f"r{r}", **quiet} for r in range(sc.burst)]
+    probes = [
+        {
+            "op": "publish",
+            "pub_id": f"{PROBE_PREFIX}{i}",
+            "broker": pubs[0],
+            "attrs": {"probe": i, "x": -1},
+            **quiet,
+        }
+        for i in range(sc.probes)
+    ]
+    after = (regular[sc.history :], sc.history_interval_ms)
+    lines.extend(_merge((unsubs, sc.burst_interval_ms), (probes, sc.probe_interval_ms), after))
+    lines.append({"op": "settle"})
+    return lines
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m scotbed.workloads.pruning_burst OUT.jsonl [--key value]...``: write the script."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("out", type=Path)
+    defaults = BurstScenario()
+    for name, value in vars(defaults).items():
+        kind = (lambda s: s.lower() in ("1", "true", "yes")) if isinstance(value, bool) else type(value)
+        p.add_argument(f"--{name.replace('_', '-')}", type=kind, default=value)
+    args = vars(p.parse_args(argv))
+    out = args.pop("out")
+    sc = BurstScenario(**args)
+    head = f"# generated: python -m scotbed.workloads.pruning_burst {out.name} ({sc})\n"
+    out.write_text(head + "".join(json.dumps(x) + "\n" for x in script(sc)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,66 @@
+"""The burst metrics of :mod:`scotbed.analysis.pruning` on a hand-written event log with known answers."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scotbed.analysis import metrics as M
+from scotbed.analysis import pruning
+from scotbed.analysis.events import read_events
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+T0 = 1_700_000_000_000_000_000
+MS = 1_000_000
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    from scotbed.analysis.session import get_session
+
+    s = get_session("local[2]", app_name="scotbed-tests", shuffle_partitions=4)
+    yield s
+    s.stop()
+
+
+def E(ms: float, node: str, ev: str, **kw: Any) -> dict[str, Any]:
+    return {"ts_ns": T0 + int(ms * MS), "node": node, "ev": ev, **kw}
+
+
+def test_released_queues_and_probe_delay(spark: Any, tmp_path: Path) -> None:
+    rows = [
+        E(0, "b-s0-0", "sub_out", sub_id="r0", link="b-n0-0", hops=0),  # before the burst: not released
+        E(100, "r0", "unsubscribe", sub_id="r0"),
+        E(110, "b-s0-0", "sub_out", sub_id="r0c0", link="b-n0-0", hops=0),
+        E(120, "b-n0-0", "sub_out", sub_id="r0c0", link="b-a-0", hops=1),
+        E(130, "b-a-0", "sub_out", sub_id="r0c0", link="b-b-0", hops=2),
+        E(140, "b-a-0", "sub_out", sub_id="r0c1", link="b-b-0", hops=2),
+        E(0, "b-a-0", "queue", link="", len=2, ce=0.0),
+        E(0, "b-a-0", "queue", link="b-b-0", len=5, ce=0.0),
+        E(0, "b-a-0", "queue", link="b-n0-0", len=1, ce=0.0),
+        E(250, "b-b-0", "queue", link="", len=4, ce=0.0),
+        E(250, "b-n0-0", "queue", link="", len=99, ce=0.0),  # not a core broker
+        E(200, "script", "publish", pub_id="probe0", intended_ns=T0 + 200 * MS, sent_ns=T0 + 200 * MS),
+        E(300, "script", "publish", pub_id="h0", intended_ns=T0 + 300 * MS, sent_ns=T0 + 300 * MS),
+        E(230, "m0", "receive", pub_id="probe0", sub_id="m0", hops=3),
+        E(260, "m1", "receive", pub_id="probe0", sub_id="m1", hops=3),
+        E(900, "r0c0", "receive", pub_id="h0", sub_id="r0c0", hops=3),
+    ]
+    f = tmp_path / "events.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ev, _ = read_events(spark, [str(f)])
+    since = pruning.first_unsubscribe_ns(ev)
+    assert since == T0 + 100 * MS
+    released = pruning.released_per_broker(ev, since)
+    assert dict(zip(released["node"], released["released"], strict=True)) == {
+        "b-a-0": 2, "b-n0-0": 1, "b-s0-0": 1,
+    }  # fmt: skip
+    q = pruning.core_queue_series(ev, ["b-a-0", "b-b-0"])
+    assert q[["node", "input_len", "max_output_len"]].values.tolist() == [["b-a-0", 2, 5], ["b-b-0", 4, 0]]
+    probe = pruning.probe_delay(M.deliveries(ev, M.publication_times(ev, None)))
+    assert (probe["count"], probe["mean"], probe["max"]) == (2, 45.0, 60.0)
