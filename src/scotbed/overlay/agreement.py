@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from scotbed.overlay.costs import Edge, edge
-from scotbed.overlay.evaluate import least
+from scotbed.overlay.costs import Costs, Edge, edge
+from scotbed.overlay.evaluate import MissingInterest, least
+from scotbed.overlay.heuristics import Heuristic, View
 
 FORWARD = "forward"
 ABORT = "abort"
@@ -67,11 +68,24 @@ class Step:
     remove: Edge | None = None
 
 
+def contribution(
+    heuristic: Heuristic, request: Request, view: View, costs: Costs
+) -> Mapping[Edge, float] | str:
+    """The holder's part of the cost vector, or why it cannot give one (an estimate is missing)."""
+    me = request.path[request.at]
+    try:
+        return heuristic.contribute(me, request.ring, view, costs)
+    except MissingInterest as exc:
+        return f"{me} has no estimate for {exc.args[0]} yet"
+
+
 def step(
-    request: Request, lock: Lock, neighbours: frozenset[str], contribution: Mapping[Edge, float]
+    request: Request, lock: Lock, neighbours: frozenset[str], contribution: Mapping[Edge, float] | str
 ) -> Step:
     """One broker's part; mutates ``request`` (vector, position) and ``lock``."""
     me = request.path[request.at]
+    if isinstance(contribution, str):
+        return Step(ABORT, contribution)
     if not lock.acquire(request.swap):
         return Step(ABORT, f"{me} is locked by {lock.holder}")
     last = request.at == len(request.path) - 1

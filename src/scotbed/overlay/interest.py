@@ -3,7 +3,8 @@
 A broker's cache holds the ids of the notifications its local clients published or consumed
 (bounded, oldest out first). It broadcasts a Bloom filter of the cache; a receiver estimates
 I_ij as the number of its own cached ids the filter claims (exact up to false positives).
-Hashing is blake2b (stable across processes), never Python's salted ``hash()``.
+Hashing is blake2b (stable across processes), never Python's salted ``hash()``; each id is hashed
+once when it enters the cache, so building and probing filters is array work.
 """
 
 from __future__ import annotations
@@ -13,60 +14,77 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import numpy as np
+
 CACHE_SIZE = 8192
 BLOOM_BITS = 100_000
 BLOOM_HASHES = 5
 
 
-@dataclass(frozen=True)
-class BloomFilter:
-    """m bits, k positions per id by double hashing of one blake2b digest."""
-
-    bits: int
-    hashes: int
-    value: bytes = b""
-
-    @classmethod
-    def of(cls, ids: Iterable[str], bits: int = BLOOM_BITS, hashes: int = BLOOM_HASHES) -> BloomFilter:
-        if bits < 1 or hashes < 1:
-            raise ValueError(f"a Bloom filter needs bits >= 1 and hashes >= 1, got {bits}, {hashes}")
-        value = bytearray((bits + 7) // 8)
-        for i in ids:
-            for pos in _positions(i, bits, hashes):
-                value[pos >> 3] |= 1 << (pos & 7)
-        return cls(bits, hashes, bytes(value))
-
-    def __contains__(self, notification_id: str) -> bool:
-        return all(
-            self.value[pos >> 3] >> (pos & 7) & 1
-            for pos in _positions(notification_id, self.bits, self.hashes)
-        )
-
-    def common(self, ids: Iterable[str]) -> int:
-        """How many of ``ids`` the filter claims: the estimate of I_ij from the receiver's cache."""
-        return sum(1 for i in ids if i in self)
-
-
-def _positions(notification_id: str, bits: int, hashes: int) -> list[int]:
+def positions(notification_id: str, bits: int, hashes: int) -> list[int]:
+    """The k bit positions of an id: double hashing of one blake2b digest."""
     digest = hashlib.blake2b(notification_id.encode(), digest_size=16).digest()
     h1, h2 = int.from_bytes(digest[:8], "big"), int.from_bytes(digest[8:], "big") | 1
     return [(h1 + n * h2) % bits for n in range(hashes)]
 
 
+@dataclass(frozen=True)
+class BloomFilter:
+    """m bits (``value``, little-endian within each byte) set at k positions per id."""
+
+    bits: int
+    hashes: int
+    value: bytes
+
+    @classmethod
+    def of(cls, ids: Iterable[str], bits: int = BLOOM_BITS, hashes: int = BLOOM_HASHES) -> BloomFilter:
+        pos = np.array([positions(i, bits, hashes) for i in ids], dtype=np.int64).reshape(-1, hashes)
+        return cls.from_positions(pos, bits, hashes)
+
+    @classmethod
+    def from_positions(cls, pos: np.ndarray, bits: int, hashes: int) -> BloomFilter:
+        if bits < 1 or hashes < 1:
+            raise ValueError(f"a Bloom filter needs bits >= 1 and hashes >= 1, got {bits}, {hashes}")
+        buf = np.zeros((bits + 7) // 8, dtype=np.uint8)
+        flat = pos.ravel()
+        np.bitwise_or.at(buf, flat >> 3, (1 << (flat & 7)).astype(np.uint8))
+        return cls(bits, hashes, buf.tobytes())
+
+    def claims(self, pos: np.ndarray) -> int:
+        """How many rows of ``pos`` (one id's k positions per row) the filter holds."""
+        if len(pos) == 0:
+            return 0
+        buf = np.frombuffer(self.value, dtype=np.uint8)
+        hit = (buf[pos >> 3] >> (pos & 7)) & 1
+        return int(hit.all(axis=1).sum())
+
+    def __contains__(self, notification_id: str) -> bool:
+        return self.claims(np.array([positions(notification_id, self.bits, self.hashes)])) == 1
+
+    def common(self, ids: Iterable[str]) -> int:
+        """How many of ``ids`` the filter claims: the estimate of I_ij from the receiver's cache."""
+        rows = [positions(i, self.bits, self.hashes) for i in ids]
+        return self.claims(np.array(rows, dtype=np.int64).reshape(-1, self.hashes))
+
+
 class NotificationCache:
     """The ids a broker's clients published or consumed, at most ``size``, oldest evicted first."""
 
-    def __init__(self, size: int = CACHE_SIZE) -> None:
+    def __init__(self, size: int = CACHE_SIZE, bits: int = BLOOM_BITS, hashes: int = BLOOM_HASHES) -> None:
         if size < 1:
             raise ValueError(f"cache size must be >= 1, got {size}")
-        self.size = size
-        self._ids: OrderedDict[str, None] = OrderedDict()
+        self.size, self.bits, self.hashes = size, bits, hashes
+        self._ids: OrderedDict[str, list[int]] = OrderedDict()
+        self._array: np.ndarray | None = None
 
     def add(self, notification_id: str) -> None:
-        self._ids[notification_id] = None
-        self._ids.move_to_end(notification_id)
+        if notification_id in self._ids:
+            self._ids.move_to_end(notification_id)
+        else:
+            self._ids[notification_id] = positions(notification_id, self.bits, self.hashes)
         while len(self._ids) > self.size:
             self._ids.popitem(last=False)
+        self._array = None
 
     def ids(self) -> list[str]:
         return list(self._ids)
@@ -74,5 +92,16 @@ class NotificationCache:
     def __len__(self) -> int:
         return len(self._ids)
 
-    def bloom(self, bits: int = BLOOM_BITS, hashes: int = BLOOM_HASHES) -> BloomFilter:
-        return BloomFilter.of(self._ids, bits, hashes)
+    def _positions(self) -> np.ndarray:
+        if self._array is None:
+            self._array = np.array(list(self._ids.values()), dtype=np.int64).reshape(-1, self.hashes)
+        return self._array
+
+    def bloom(self) -> BloomFilter:
+        return BloomFilter.from_positions(self._positions(), self.bits, self.hashes)
+
+    def common(self, other: BloomFilter) -> int:
+        """I_ij at this broker i from j's filter."""
+        if (other.bits, other.hashes) != (self.bits, self.hashes):
+            raise ValueError("Bloom filters of different shapes cannot be compared")
+        return other.claims(self._positions())

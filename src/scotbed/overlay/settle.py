@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Set
 from dataclasses import dataclass, field
 
-from scotbed.overlay.agreement import ABORT, COMMIT, Lock, Request, holders, step
+from scotbed.overlay.agreement import ABORT, COMMIT, Lock, Request, contribution, holders, step
 from scotbed.overlay.costs import Costs, edge
 from scotbed.overlay.heuristics import Heuristic, View
 from scotbed.overlay.records import AGREE, NO_KNOBS, SWAP, Decision, Knobs
@@ -48,7 +48,7 @@ def agree(
     log = []
     while True:
         me = request.path[request.at]
-        part = heuristic.contribute(me, request.ring, views[me], costs)
+        part = contribution(heuristic, request, views[me], costs)
         s = step(request, locks[me], tree.adjacency[me], part)
         log.append(
             Decision(AGREE, me, heuristic.name, s.action, s.reason, {"swap": request.swap, "part": part})
