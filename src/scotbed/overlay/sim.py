@@ -46,6 +46,7 @@ class Setup:
     latency_floor: float = 1.0
     knobs: Knobs = NO_KNOBS
     seed: int = 1
+    fixed: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (publisher, subscribers) per type, no churn
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,7 @@ class Outcome:
     trees: list[Tree] = field(default_factory=list)
     records: list[Decision] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
+    parked: int = 0  # notifications that waited for their version's END wave
     expected: Counter[tuple[str, str]] = field(default_factory=Counter)
     delivered: Counter[tuple[str, str]] = field(default_factory=Counter)
     order: dict[tuple[str, str], list[int]] = field(default_factory=lambda: defaultdict(list))
@@ -130,6 +132,11 @@ class Simulation:
     # -- workload ---------------------------------------------------------------------------
     def _start_workload(self) -> None:
         load = self.setup.load
+        for t, (pub, subs) in enumerate(self.setup.fixed):
+            self.publisher[f"t{t}"], self.subs[f"t{t}"] = pub, set(subs)
+            self.clock.at(self.load_rng.expovariate(load.publish_rate), self._publish, f"t{t}")
+        if self.setup.fixed:
+            return
         for t in range(load.types):
             name = f"t{t}"
             pub = weighted_pick(self.names, self.weights, set(), self.load_rng)
@@ -177,6 +184,8 @@ class Simulation:
     def _on_note(self, b: str, note: Note, came: str | None) -> None:
         if self.parked[b].admit(self.versions[b], note.version, (note, came)):
             self._process(b, note, came)
+        else:
+            self.out.parked += 1
 
     def _process(self, b: str, note: Note, came: str | None) -> None:
         if b in note.subscribers:
@@ -245,7 +254,10 @@ class Simulation:
         bloom = self.caches[b].bloom()
         for n in sorted(self._now_neighbours(b)):
             self._send("broadcast", b, n, self._on_broadcast, n, b, bloom, self.setup.eta, (b,), (), b)
-        self.clock.at(self.clock.now + self.setup.period, self._broadcast, b)
+        # ±10 % jitter: two brokers whose requests lock each other out do not meet again in step
+        self.clock.at(
+            self.clock.now + self.setup.period * self.phase_rng.uniform(0.9, 1.1), self._broadcast, b
+        )
 
     def _on_broadcast(
         self,
