@@ -10,7 +10,7 @@ once when it enters the cache, so building and probing filters is array work.
 from __future__ import annotations
 
 import hashlib
-from collections import OrderedDict
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -68,34 +68,35 @@ class BloomFilter:
 
 
 class NotificationCache:
-    """The ids a broker's clients published or consumed, at most ``size``, oldest evicted first."""
+    """The ids a broker's clients published or consumed, at most ``size``, oldest evicted first.
+
+    The ids' bit positions live in a ring of rows, so a filter or a probe is one array operation.
+    """
 
     def __init__(self, size: int = CACHE_SIZE, bits: int = BLOOM_BITS, hashes: int = BLOOM_HASHES) -> None:
         if size < 1:
             raise ValueError(f"cache size must be >= 1, got {size}")
         self.size, self.bits, self.hashes = size, bits, hashes
-        self._ids: OrderedDict[str, list[int]] = OrderedDict()
-        self._array: np.ndarray | None = None
+        self._order: deque[str] = deque()
+        self._rows = np.zeros((size, hashes), dtype=np.int64)  # row order does not matter
+        self._added = 0
 
     def add(self, notification_id: str) -> None:
-        if notification_id in self._ids:
-            self._ids.move_to_end(notification_id)
-        else:
-            self._ids[notification_id] = positions(notification_id, self.bits, self.hashes)
-        while len(self._ids) > self.size:
-            self._ids.popitem(last=False)
-        self._array = None
+        """Cache an id (once: the same notification is not published or consumed twice here)."""
+        if len(self._order) == self.size:
+            self._order.popleft()
+        self._rows[self._added % self.size] = positions(notification_id, self.bits, self.hashes)
+        self._order.append(notification_id)
+        self._added += 1
 
     def ids(self) -> list[str]:
-        return list(self._ids)
+        return list(self._order)
 
     def __len__(self) -> int:
-        return len(self._ids)
+        return len(self._order)
 
     def _positions(self) -> np.ndarray:
-        if self._array is None:
-            self._array = np.array(list(self._ids.values()), dtype=np.int64).reshape(-1, self.hashes)
-        return self._array
+        return self._rows[: len(self._order)]
 
     def bloom(self) -> BloomFilter:
         return BloomFilter.from_positions(self._positions(), self.bits, self.hashes)

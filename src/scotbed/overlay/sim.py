@@ -68,6 +68,7 @@ class Outcome:
     records: list[Decision] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
     parked: int = 0  # notifications that waited for their version's END wave
+    published: Counter[int] = field(default_factory=Counter)  # per bucket
     expected: Counter[tuple[str, str]] = field(default_factory=Counter)
     delivered: Counter[tuple[str, str]] = field(default_factory=Counter)
     order: dict[tuple[str, str], list[int]] = field(default_factory=lambda: defaultdict(list))
@@ -115,6 +116,7 @@ class Simulation:
         self.weights = [self.rng.random() for _ in names]
         self.seq: Counter[str] = Counter()
         self.subs: dict[str, set[str]] = {}
+        self.steiner: dict[tuple[int, frozenset[str]], frozenset[str]] = {}  # delivery trees by version
         self.publisher: dict[str, str] = {}
 
     # -- costs and accounting -------------------------------------------------------------
@@ -169,11 +171,15 @@ class Simulation:
         self.seq[t] += 1
         v = self.versions[pub].version
         subs = frozenset(self.subs[t])
-        nodes, _ = delivery_tree(self.trees[v].adjacency, subs | {pub})
-        note = Note(f"{t}:{self.seq[t]}", pub, self.seq[t], v, subs, frozenset(nodes))
+        key = (v, subs | {pub})
+        if key not in self.steiner:
+            self.steiner[key] = frozenset(delivery_tree(self.trees[v].adjacency, key[1])[0])
+        nodes = self.steiner[key]
+        note = Note(f"{t}:{self.seq[t]}", pub, self.seq[t], v, subs, nodes)
         for s in subs:
             self.out.expected[(note.nid, s)] += 1
         self._charge(NOTIFY, None, pub)
+        self.out.published[int(self.clock.now // self.setup.bucket)] += 1
         self.caches[pub].add(note.nid)
         self._on_note(pub, note, None)
         self.clock.at(
