@@ -13,6 +13,7 @@ from collections import Counter
 
 import pytest
 
+from scotbed.contract import LINK_DOWN, LINK_UP
 from scotbed.overlay.costs import Costs, total_cost
 from scotbed.overlay.heuristics import heuristic
 from scotbed.overlay.settle import settle
@@ -36,6 +37,11 @@ def check_invariants(out: Outcome) -> None:
         else:
             assert held.pop(broker) == swap
     assert held == {}
+    ups = [(t, e) for t, ev, e in out.links if ev == LINK_UP]
+    downs = [(t, e) for t, ev, e in out.links if ev == LINK_DOWN]
+    assert [e for _, e in ups] == [s.inputs["add"] for s in out.swaps]
+    assert [e for _, e in downs] == [s.inputs["remove"] for s in out.swaps]  # one change at a time
+    assert all(t_down >= t_up for (t_up, _), (t_down, _) in zip(ups, downs, strict=True))
     assert out.expected and out.delivered == out.expected
     assert set(out.delivered.values()) == {1}
     for seqs in out.order.values():

@@ -16,6 +16,7 @@ import random
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
+from scotbed.contract import LINK_DOWN, LINK_UP
 from scotbed.overlay.agreement import ABORT, COMMIT, Lock, Request, contribution, step
 from scotbed.overlay.costs import Costs, Edge, delivery_tree, edge
 from scotbed.overlay.heuristics import View, heuristic
@@ -73,6 +74,7 @@ class Outcome:
     delivered: Counter[tuple[str, str]] = field(default_factory=Counter)
     order: dict[tuple[str, str], list[int]] = field(default_factory=lambda: defaultdict(list))
     locks: list[tuple[float, str, str, str]] = field(default_factory=list)  # (t, broker, swap, take|free)
+    links: list[tuple[float, str, Edge]] = field(default_factory=list)  # (t, link_up|link_down, link)
 
     @property
     def swaps(self) -> list[Decision]:
@@ -112,6 +114,7 @@ class Simulation:
         self.changing: int | None = None  # the version whose END wave runs
         self.done: set[str] = set()
         self.committed: dict[str, int] = {}  # swap id -> the version it made
+        self.down: set[tuple[int, Edge]] = set()  # (version, e_r) whose END wave has closed e_r
         self.heuristic = heuristic(setup.heuristic) if setup.heuristic else None
         self.weights = [self.rng.random() for _ in names]
         self.seq: Counter[str] = Counter()
@@ -225,6 +228,7 @@ class Simulation:
         self.changing, self.done = v, set()
         inputs = {"add": request.requested, "remove": remove, "version": v, "vector": dict(request.vector)}
         self.out.records.append(Decision(SWAP, j, self._hname, COMMIT, "", inputs, self.clock.now))
+        self.out.links.append((self.clock.now, LINK_UP, request.requested))
         self._on_newver(j, v, request.requested, remove, None)
 
     def _on_newver(self, b: str, v: int, add: Edge, remove: Edge, came: str | None) -> None:
@@ -243,6 +247,11 @@ class Simulation:
     def _ends(self, b: str, sends: list[Send]) -> None:
         for s in sends:
             self._send("end", b, s.to, self._on_end, s.to, s.version, b)
+        ver = self.versions[b]
+        lost = ver.closed(ver.version - 1)
+        if lost is not None and (ver.version, edge(b, lost)) not in self.down:
+            self.down.add((ver.version, edge(b, lost)))
+            self.out.links.append((self.clock.now, LINK_DOWN, edge(b, lost)))
         self._released(b)
 
     # -- broadcasts and evaluation ------------------------------------------------------------
