@@ -5,9 +5,9 @@ version (``swapwave``), η-hop broadcasts of Bloom filters, link requests throug
 NEWVER floods and END waves. The heuristic, the agreement and the swap protocol are the same code
 the broker runtime is to use. Two simplifications, both of the simulator only: a notification
 carries the brokers of its delivery tree on its version's tree (what converged ``rpf`` routing
-tables give), and one version change runs at a time system-wide (a commit while another swap's
-END wave runs aborts). Costs per message hop are c_uv + p_v (Eq. 1): notifications are the
-delivery cost, every other message is the heuristic's overhead.
+tables give), and versions are numbered by one sequencer (a commit takes the next number, and
+aborts if its swap no longer fits the newest tree). Costs per message hop are c_uv + p_v
+(Eq. 1): notifications are the delivery cost, every other message is the heuristic's overhead.
 """
 
 from __future__ import annotations
@@ -69,12 +69,13 @@ class Outcome:
     records: list[Decision] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
     parked: int = 0  # notifications that waited for their version's END wave
+    overlap: int = 0  # the most versions whose END waves ran at once
     published: Counter[int] = field(default_factory=Counter)  # per bucket
     expected: Counter[tuple[str, str]] = field(default_factory=Counter)
     delivered: Counter[tuple[str, str]] = field(default_factory=Counter)
     order: dict[tuple[str, str], list[int]] = field(default_factory=lambda: defaultdict(list))
     locks: list[tuple[float, str, str, str]] = field(default_factory=list)  # (t, broker, swap, take|free)
-    links: list[tuple[float, str, Edge]] = field(default_factory=list)  # (t, link_up|link_down, link)
+    links: list[tuple[float, str, Edge, int]] = field(default_factory=list)  # (t, up|down, link, version)
 
     @property
     def swaps(self) -> list[Decision]:
@@ -111,8 +112,7 @@ class Simulation:
         }
         self.locks = {b: Lock() for b in names}
         self.resting: dict[str, float] = defaultdict(float)
-        self.changing: int | None = None  # the version whose END wave runs
-        self.done: set[str] = set()
+        self.pending: dict[str, dict[int, tuple[Edge, Edge, str | None]]] = defaultdict(dict)
         self.committed: dict[str, int] = {}  # swap id -> the version it made
         self.down: set[tuple[int, Edge]] = set()  # (version, e_r) whose END wave has closed e_r
         self.heuristic = heuristic(setup.heuristic) if setup.heuristic else None
@@ -213,46 +213,55 @@ class Simulation:
         if holder in self.committed and self.versions[b].finished >= self.committed[holder] - 1:
             self._free(b, holder)
             self.resting[b] = self.clock.now + self.setup.knobs.cooldown
-        if self.changing is not None and self.versions[b].finished >= self.changing - 1:
-            self.done.add(b)
-            if len(self.done) == len(self.names):
-                self.changing = None
 
     # -- the swap: NEWVER flood and END waves -----------------------------------------------
-    def _commit(self, j: str, request: Request, remove: Edge) -> None:
+    def _commit(self, j: str, request: Request, remove: Edge) -> bool:
+        """Number the swap as the next version; False if it no longer fits the newest tree."""
         v = len(self.trees)
-        new = self.trees[-1].swapped(request.requested, remove)
+        try:
+            new = self.trees[-1].swapped(request.requested, remove)
+        except ValueError:
+            return False
         self.trees.append(new)
         self.out.trees.append(new)
         self.committed[request.swap] = v
-        self.changing, self.done = v, set()
+        oldest = min(ver.finished for ver in self.versions.values())
+        self.out.overlap = max(self.out.overlap, v - 1 - oldest)
         inputs = {"add": request.requested, "remove": remove, "version": v, "vector": dict(request.vector)}
         self.out.records.append(Decision(SWAP, j, self._hname, COMMIT, "", inputs, self.clock.now))
-        self.out.links.append((self.clock.now, LINK_UP, request.requested))
+        self.out.links.append((self.clock.now, LINK_UP, request.requested, v))
         self._on_newver(j, v, request.requested, remove, None)
+        return True
 
     def _on_newver(self, b: str, v: int, add: Edge, remove: Edge, came: str | None) -> None:
+        """Adopt version v (after v − 1: a later one waits) and pass the flood on."""
         ver = self.versions[b]
         if ver.version >= v:
+            return
+        if v > ver.version + 1:
+            self.pending[b][v] = (add, remove, came)
             return
         old = ver.neighbours[ver.version]
         sends = ver.adopt(v, add, remove)
         for n in sorted((old | ver.neighbours[v]) - {came} if came else old | ver.neighbours[v]):
             self._send("newver", b, n, self._on_newver, n, v, add, remove, b)
         self._ends(b, sends)
+        if v + 1 in self.pending[b]:
+            self._on_newver(b, v + 1, *self.pending[b].pop(v + 1))
 
     def _on_end(self, b: str, v: int, sender: str) -> None:
         self._ends(b, self.versions[b].on_end(v, sender))
 
     def _ends(self, b: str, sends: list[Send]) -> None:
+        self._released(b)  # parked notifications now due go out before the END markers
         for s in sends:
             self._send("end", b, s.to, self._on_end, s.to, s.version, b)
         ver = self.versions[b]
-        lost = ver.closed(ver.version - 1)
-        if lost is not None and (ver.version, edge(b, lost)) not in self.down:
-            self.down.add((ver.version, edge(b, lost)))
-            self.out.links.append((self.clock.now, LINK_DOWN, edge(b, lost)))
-        self._released(b)
+        for v in ver.removed:
+            lost = ver.closed(v)
+            if lost is not None and (v + 1, edge(b, lost)) not in self.down:
+                self.down.add((v + 1, edge(b, lost)))
+                self.out.links.append((self.clock.now, LINK_DOWN, edge(b, lost), v + 1))
 
     # -- broadcasts and evaluation ------------------------------------------------------------
     @property
@@ -333,17 +342,14 @@ class Simulation:
         s = step(request, self.locks[me], self._now_neighbours(me), part)
         if was is None and self.locks[me].holder == request.swap:
             self.out.locks.append((self.clock.now, me, request.swap, "take"))
-        if s.action == COMMIT and self.changing is not None:
-            s = type(s)(ABORT, "another swap's END wave is running")
+        if s.action == COMMIT and s.remove is not None and not self._commit(me, request, s.remove):
+            s = type(s)(ABORT, "the swap no longer fits the newest tree")
         self.out.records.append(
             Decision(AGREE, me, self._hname, s.action, s.reason, {"swap": request.swap}, self.clock.now)
         )
         if s.action == ABORT:
             self._unwind(request, request.at)
-        elif s.action == COMMIT:
-            assert s.remove is not None
-            self._commit(me, request, s.remove)
-        else:
+        elif s.action != COMMIT:
             assert s.to is not None
             self._send("request", me, s.to, self._step, request)
 

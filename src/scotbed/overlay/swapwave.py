@@ -7,7 +7,8 @@ makes a new tree version v+1 = T_v + e_n − e_r, announced by a flood (NEWVER, 
 - A notification carries the version its publisher's broker had adopted when it was published and
   is routed on that version's tree only, so it reaches every broker of its delivery tree once.
 - On adopting v+1 a broker starts the END(v) wave on T_v: it sends END(v) to a T_v neighbour n once
-  it has END(v) from all its other T_v neighbours. Links are FIFO, so END(v) is the last
+  it has END(v) from all its other T_v neighbours and has finished v − 1 (so no v-notification is
+  still parked here). Links are FIFO, so END(v) is the last
   v-notification on each link in each direction; a broker that has END(v) from all its T_v
   neighbours has seen every v-notification it will ever see: it has *finished* v.
 - A notification of version w is processed only when the broker has finished every version < w;
@@ -47,6 +48,7 @@ class Versions:
     got: dict[int, set[str]] = field(default_factory=dict)
     sent: dict[int, set[str]] = field(default_factory=dict)
     removed: dict[int, str] = field(default_factory=dict)  # v -> the neighbour lost from T_v to T_v+1
+    low: int = 0  # the oldest version whose END sends are not all out
 
     @classmethod
     def start(cls, me: str, neighbours: frozenset[str]) -> Versions:
@@ -66,24 +68,28 @@ class Versions:
             new.add(add[1] if add[0] == self.me else add[0])
         self.neighbours[version] = frozenset(new)
         self.version = version
-        return self._wave(version - 1)
+        return self._wave()
 
     def on_end(self, version: int, sender: str) -> list[Send]:
         self.got.setdefault(version, set()).add(sender)
-        return self._wave(version)
+        return self._wave()
 
-    def _wave(self, v: int) -> list[Send]:
+    def _wave(self) -> list[Send]:
+        """Advance ``finished``, then the END sends now due. END(v) waits until v − 1 is finished:
+        a v-notification parked here must go out before END(v) does."""
+        while self.finished + 1 < self.version and self.neighbours[self.finished + 1] <= self.got.get(
+            self.finished + 1, set()
+        ):
+            self.finished += 1
         out = []
-        if self.version > v:
+        for v in range(self.low, min(self.version, self.finished + 2)):
             got, sent = self.got.setdefault(v, set()), self.sent.setdefault(v, set())
             for n in sorted(self.neighbours[v] - sent):
                 if self.neighbours[v] - {n} <= got:
                     sent.add(n)
                     out.append(Send(n, v))
-        while self.finished + 1 < self.version and self.neighbours[self.finished + 1] <= self.got.get(
-            self.finished + 1, set()
-        ):
-            self.finished += 1
+            if v == self.low and sent == self.neighbours[v]:
+                self.low += 1
         return out
 
     def ready(self, version: int) -> bool:
