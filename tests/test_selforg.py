@@ -157,6 +157,12 @@ def test_bloom_filter_is_stable_and_counts_common_ids() -> None:
     bloom = cache.bloom()
     assert bloom.common(N) == 3
     assert "n9" not in bloom and "n4" in bloom
+    other = NotificationCache(size=4)
+    for n in ["n3", "n4", "n7", "n8", "n9"]:  # n3 is evicted again
+        other.add(n)
+    assert other.ids() == ["n4", "n7", "n8", "n9"]
+    assert (other.common(bloom), cache.common(other.bloom())) == (1, 1)  # only n4 is in both
+    assert other.bloom() == BloomFilter.of(["n9", "n8", "n7", "n4"])  # the filter of what is cached now
 
 
 def test_bloom_filter_does_not_depend_on_the_hash_seed() -> None:
