@@ -11,7 +11,8 @@ filters of 100,000 bits and 5 hashes. Link costs are uniform in [0, (1 − α)·
 publication rate is a tenth of the paper's so a run takes about a minute here.
 
 Printed per α: the delivery cost per notification (Eq. 1 averaged) per bucket, the totals, the
-heuristic's own message cost (broadcasts, requests, NEWVER floods, END waves) and the swap count.
+heuristic's own message cost (broadcasts, requests, NEWVER floods, END waves), the swap count and
+whether every notification reached each of its subscribers exactly once.
 """
 
 from __future__ import annotations
@@ -55,10 +56,12 @@ def main() -> None:
             rows[label] = out
             series = per_notification(out, buckets)
             overhead = sum(out.total(k) for k in OVERHEAD)
+            wrong = sum(1 for k, n in out.delivered.items() if n != 1) + len(out.expected - out.delivered)
             print(
                 f"{label:7s} mean {out.total(NOTIFY) / sum(out.published.values()):7.1f}  "
                 f"overhead/delivery {overhead / out.total(NOTIFY):6.3f}  swaps {len(out.swaps):4d}  "
-                f"({time.monotonic() - t0:4.0f} s)  " + " ".join(f"{v:5.0f}" for v in series)
+                f"oracle {'ok' if wrong == 0 else f'{wrong} WRONG'}  ({time.monotonic() - t0:4.0f} s)  "
+                + " ".join(f"{v:5.0f}" for v in series)
             )
         base = rows["static"].total(NOTIFY)
         print(
