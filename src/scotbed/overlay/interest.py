@@ -79,13 +79,15 @@ class NotificationCache:
         self.size, self.bits, self.hashes = size, bits, hashes
         self._order: deque[str] = deque()
         self._rows = np.zeros((size, hashes), dtype=np.int64)  # row order does not matter
+        self._times = np.zeros(size, dtype=np.float64)  # when each row's id entered
         self._added = 0
 
-    def add(self, notification_id: str) -> None:
+    def add(self, notification_id: str, time: float = 0.0) -> None:
         """Cache an id (once: the same notification is not published or consumed twice here)."""
         if len(self._order) == self.size:
             self._order.popleft()
         self._rows[self._added % self.size] = positions(notification_id, self.bits, self.hashes)
+        self._times[self._added % self.size] = time
         self._order.append(notification_id)
         self._added += 1
 
@@ -95,14 +97,20 @@ class NotificationCache:
     def __len__(self) -> int:
         return len(self._order)
 
-    def _positions(self) -> np.ndarray:
-        return self._rows[: len(self._order)]
+    def _positions(self, since: float | None) -> np.ndarray:
+        rows = self._rows[: len(self._order)]
+        return rows if since is None else rows[self._times[: len(self._order)] >= since]
 
-    def bloom(self) -> BloomFilter:
-        return BloomFilter.from_positions(self._positions(), self.bits, self.hashes)
+    def recent(self, since: float | None = None) -> int:
+        """I_i over the window: how many cached ids entered at or after ``since`` (None: all)."""
+        return len(self._order) if since is None else int(self._positions(since).shape[0])
 
-    def common(self, other: BloomFilter) -> int:
-        """I_ij at this broker i from j's filter."""
+    def bloom(self, since: float | None = None) -> BloomFilter:
+        """The filter of the ids that entered at or after ``since`` (the paper: the last interval)."""
+        return BloomFilter.from_positions(self._positions(since), self.bits, self.hashes)
+
+    def common(self, other: BloomFilter, since: float | None = None) -> int:
+        """I_ij at this broker i from j's filter, over i's ids since ``since``."""
         if (other.bits, other.hashes) != (self.bits, self.hashes):
             raise ValueError("Bloom filters of different shapes cannot be compared")
-        return other.claims(self._positions())
+        return other.claims(self._positions(since))

@@ -47,6 +47,7 @@ class Setup:
     latency_floor: float = 1.0
     knobs: Knobs = NO_KNOBS
     seed: int = 1
+    window: float | None = None  # interest over the ids cached in the last window ticks (None: all)
     fixed: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (publisher, subscribers) per type, no churn
 
 
@@ -58,6 +59,7 @@ class Note:
     version: int
     subscribers: frozenset[str]
     nodes: frozenset[str]
+    published: float
 
 
 @dataclass
@@ -70,6 +72,7 @@ class Outcome:
     skipped: Counter[str] = field(default_factory=Counter)
     parked: int = 0  # notifications that waited for their version's END wave
     overlap: int = 0  # the most versions whose END waves ran at once
+    delays: list[float] = field(default_factory=list)  # publication to delivery, per delivery
     published: Counter[int] = field(default_factory=Counter)  # per bucket
     expected: Counter[tuple[str, str]] = field(default_factory=Counter)
     delivered: Counter[tuple[str, str]] = field(default_factory=Counter)
@@ -123,13 +126,17 @@ class Simulation:
         self.publisher: dict[str, str] = {}
 
     # -- costs and accounting -------------------------------------------------------------
-    def _charge(self, kind: str, u: str | None, v: str) -> None:
+    def _charge(self, kind: str, u: str | None, v: str, when: float) -> None:
         c = self.costs.broker(v) + (self.costs.link(u, v) if u is not None else 0.0)
-        self.out.cost[kind][int(self.clock.now // self.setup.bucket)] += c
+        self.out.cost[kind][int(when // self.setup.bucket)] += c
 
     def _send(self, kind: str, u: str, v: str, fn: object, *args: object) -> None:
+        """Charge the hop on arrival; a notification's to its publication's bucket (parking would
+        otherwise move its cost into later buckets)."""
+        note = args[1] if kind == NOTIFY else None
+
         def arrive() -> None:
-            self._charge(kind, u, v)
+            self._charge(kind, u, v, note.published if isinstance(note, Note) else self.clock.now)
             fn(*args)  # type: ignore[operator]
 
         self.links.send(u, v, arrive)
@@ -178,12 +185,12 @@ class Simulation:
         if key not in self.steiner:
             self.steiner[key] = frozenset(delivery_tree(self.trees[v].adjacency, key[1])[0])
         nodes = self.steiner[key]
-        note = Note(f"{t}:{self.seq[t]}", pub, self.seq[t], v, subs, nodes)
+        note = Note(f"{t}:{self.seq[t]}", pub, self.seq[t], v, subs, nodes, self.clock.now)
         for s in subs:
             self.out.expected[(note.nid, s)] += 1
-        self._charge(NOTIFY, None, pub)
+        self._charge(NOTIFY, None, pub, self.clock.now)
         self.out.published[int(self.clock.now // self.setup.bucket)] += 1
-        self.caches[pub].add(note.nid)
+        self.caches[pub].add(note.nid, self.clock.now)
         self._on_note(pub, note, None)
         self.clock.at(
             self.clock.now + self.load_rng.expovariate(self.setup.load.publish_rate), self._publish, t
@@ -199,18 +206,21 @@ class Simulation:
     def _process(self, b: str, note: Note, came: str | None) -> None:
         if b in note.subscribers:
             self.out.delivered[(note.nid, b)] += 1
+            self.out.delays.append(self.clock.now - note.published)
             self.out.order[(note.publisher + "/" + note.nid.split(":")[0], b)].append(note.seq)
-            self.caches[b].add(note.nid)
+            self.caches[b].add(note.nid, self.clock.now)
         for n in sorted(self.versions[b].neighbours[note.version]):
             if n != came and n in note.nodes:
                 self._send(NOTIFY, b, n, self._on_note, n, note, b)
 
     def _released(self, b: str) -> None:
-        """After b's END progress: release parked notifications, the swap's lock, the change."""
+        """After b's END progress: release parked notifications, and the lock of a committed swap
+        once b has adopted its version (not before: b would check paths on a stale tree)."""
         for note, came in self.parked[b].release(self.versions[b]):
             self._process(b, note, came)
-        holder = self.locks[b].holder
-        if holder in self.committed and self.versions[b].finished >= self.committed[holder] - 1:
+        holder, ver = self.locks[b].holder, self.versions[b]
+        v = self.committed.get(holder) if holder is not None else None
+        if holder is not None and v is not None and ver.version >= v and ver.finished >= v - 1:
             self._free(b, holder)
             self.resting[b] = self.clock.now + self.setup.knobs.cooldown
 
@@ -275,7 +285,7 @@ class Simulation:
     def _broadcast(self, b: str) -> None:
         if self.clock.now >= self.setup.duration:
             return
-        bloom = self.caches[b].bloom()
+        bloom = self.caches[b].bloom(self._since())
         for n in sorted(self._now_neighbours(b)):
             self._send("broadcast", b, n, self._on_broadcast, n, b, bloom, self.setup.eta, (b,), (), b)
         # ±10 % jitter: two brokers whose requests lock each other out do not meet again in step
@@ -299,7 +309,7 @@ class Simulation:
         i_bu = mine[came][1] if came in mine else None
         hops = (*hops, (edge(came, b), i_bu))
         path = (*path, b)
-        interest = float(self.caches[b].common(bloom))
+        interest = float(self.caches[b].common(bloom, self._since()))
         mine[origin] = (
             self.clock.now,
             interest,
@@ -317,7 +327,11 @@ class Simulation:
         for x in [x for x, k in mine.items() if k[0] < fresh]:
             del mine[x]
         links = dict(mine[origin][3]) if origin in mine else {}
-        return View(float(len(self.caches[b])), {x: k[1] for x, k in mine.items()}, links)
+        own = float(self.caches[b].recent(self._since()))
+        return View(own, {x: k[1] for x, k in mine.items()}, links)
+
+    def _since(self) -> float | None:
+        return None if self.setup.window is None else self.clock.now - self.setup.window
 
     def _evaluate(self, b: str, origin: str) -> None:
         if self.heuristic is None or self.locks[b].holder is not None or self.clock.now < self.resting[b]:
