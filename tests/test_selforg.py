@@ -163,6 +163,12 @@ def test_bloom_filter_is_stable_and_counts_common_ids() -> None:
     assert other.ids() == ["n4", "n7", "n8", "n9"]
     assert (other.common(bloom), cache.common(other.bloom())) == (1, 1)  # only n4 is in both
     assert other.bloom() == BloomFilter.of(["n9", "n8", "n7", "n4"])  # the filter of what is cached now
+    timed = NotificationCache(size=8)
+    for t, n in enumerate(N[:6]):
+        timed.add(n, time=float(t))
+    assert (timed.recent(), timed.recent(since=4.0)) == (6, 2)
+    assert timed.bloom(since=4.0) == BloomFilter.of(["n4", "n5"])  # the last interval only
+    assert timed.common(BloomFilter.of(N[:5]), since=3.0) == 2  # n3, n4
 
 
 def test_bloom_filter_does_not_depend_on_the_hash_seed() -> None:
