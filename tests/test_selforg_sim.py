@@ -73,6 +73,20 @@ def test_parking_and_overlapping_swaps_keep_the_oracle() -> None:
         check_invariants(out)
         assert out.parked > 0
     assert max(out.overlap for out in runs) >= 2
+    capped = Simulation(
+        Setup(
+            load=load,
+            heuristic="ci",
+            duration=2000,
+            seed=2,
+            latency_scale=3.0,
+            period=100,
+            open_versions=1,
+            **SMALL,
+        )
+    ).run()
+    check_invariants(capped)
+    assert capped.overlap == 1 and len(capped.swaps) >= 1
 
 
 def test_static_tree_costs_eq2() -> None:

@@ -48,6 +48,7 @@ class Setup:
     knobs: Knobs = NO_KNOBS
     seed: int = 1
     window: float | None = None  # interest over the ids cached in the last window ticks (None: all)
+    open_versions: int | None = None  # a commit aborts while this many versions' END waves run
     fixed: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (publisher, subscribers) per type, no churn
 
 
@@ -71,7 +72,7 @@ class Outcome:
     records: list[Decision] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
     parked: int = 0  # notifications that waited for their version's END wave
-    overlap: int = 0  # the most versions whose END waves ran at once
+    overlap: int = 0  # the most versions whose END waves ran at once (this commit's included)
     delays: list[float] = field(default_factory=list)  # publication to delivery, per delivery
     published: Counter[int] = field(default_factory=Counter)  # per bucket
     expected: Counter[tuple[str, str]] = field(default_factory=Counter)
@@ -228,6 +229,10 @@ class Simulation:
     def _commit(self, j: str, request: Request, remove: Edge) -> bool:
         """Number the swap as the next version; False if it no longer fits the newest tree."""
         v = len(self.trees)
+        # END waves run for versions oldest+1 … v−2 (the newest, v−1, has no successor yet)
+        running = v - 2 - min(ver.finished for ver in self.versions.values())
+        if self.setup.open_versions is not None and running >= self.setup.open_versions:
+            return False
         try:
             new = self.trees[-1].swapped(request.requested, remove)
         except ValueError:
@@ -235,8 +240,7 @@ class Simulation:
         self.trees.append(new)
         self.out.trees.append(new)
         self.committed[request.swap] = v
-        oldest = min(ver.finished for ver in self.versions.values())
-        self.out.overlap = max(self.out.overlap, v - 1 - oldest)
+        self.out.overlap = max(self.out.overlap, running + 1)
         inputs = {"add": request.requested, "remove": remove, "version": v, "vector": dict(request.vector)}
         self.out.records.append(Decision(SWAP, j, self._hname, COMMIT, "", inputs, self.clock.now))
         self.out.links.append((self.clock.now, LINK_UP, request.requested, v))
@@ -357,7 +361,7 @@ class Simulation:
         if was is None and self.locks[me].holder == request.swap:
             self.out.locks.append((self.clock.now, me, request.swap, "take"))
         if s.action == COMMIT and s.remove is not None and not self._commit(me, request, s.remove):
-            s = type(s)(ABORT, "the swap no longer fits the newest tree")
+            s = type(s)(ABORT, "the swap no longer fits the newest tree, or too many versions are open")
         self.out.records.append(
             Decision(AGREE, me, self._hname, s.action, s.reason, {"swap": request.swap}, self.clock.now)
         )
