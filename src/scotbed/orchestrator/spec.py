@@ -39,6 +39,7 @@ from scotbed.broker import routing as routing_registry
 from scotbed.errors import UserError
 from scotbed.loader import read_document
 from scotbed.matching import implemented as matching_implemented
+from scotbed.orchestrator import spec_selforg
 from scotbed.orchestrator.faults import FaultSpec
 from scotbed.orchestrator.spec_errors import describe
 from scotbed.workloads import params as wp
@@ -125,6 +126,8 @@ class TopologySpec(_Block):
     connectivity: int | None = Field(
         default=None, ge=1, description="m of K_m (clusters); default 3 for scot, always 1 for tree"
     )
+    costs: spec_selforg.CostsSpec | None = Field(default=None, description="link and broker costs (§10)")
+    self_organising: spec_selforg.SelfOrganisingSpec | None = Field(default=None, description="§10")
 
     @model_validator(mode="after")
     def _default_connectivity(self) -> TopologySpec:
@@ -537,6 +540,7 @@ def check_semantics(spec: Spec) -> None:
     elif p.mode != "explicit" and p.brokers is not None:
         problems.append(f"workload.placement.brokers: only used with mode explicit, not {p.mode}")
     problems += w.params(spec.base_dir).problems(t.m)
+    problems += spec_selforg.problems(spec)
     if problems:
         raise SpecError(problems)
 

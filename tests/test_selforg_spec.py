@@ -1,0 +1,70 @@
+"""``topology.costs`` and ``topology.self_organising`` in the spec: defaults from scotbed.overlay,
+clear errors naming the key."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from scotbed.orchestrator.spec import SpecError, dump_spec, parse_spec
+from scotbed.overlay.costs import DEFAULT_BROKER, DEFAULT_LINK
+
+
+def errors(topology: dict[str, Any]) -> list[str]:
+    with pytest.raises(SpecError) as e:
+        parse_spec({"name": "x", "routing": "rpf", "topology": {"kind": "tree", **topology}})
+    return e.value.problems
+
+
+def test_costs_parse_and_round_trip() -> None:
+    doc = {
+        "name": "x",
+        "routing": "rpf",
+        "topology": {"kind": "tree", "costs": {"links": [["a", "f", 3.5]], "brokers": {"b": 2.0}}},
+    }
+    spec = parse_spec(doc)
+    assert spec.topology.costs is not None
+    costs = spec.topology.costs.costs()
+    assert (costs.link("f", "a"), costs.link("a", "b"), costs.broker("b"), costs.broker("c")) == (
+        3.5,
+        DEFAULT_LINK,
+        2.0,
+        DEFAULT_BROKER,
+    )
+    assert parse_spec(yaml.safe_load(dump_spec(spec))).topology.costs == spec.topology.costs
+
+
+@pytest.mark.parametrize(
+    ("costs", "fragment"),
+    [
+        ({"links": [["a", "z", 1.0]]}, "topology.costs: z not vertices of topology.acyclic"),
+        ({"links": [["a", "a", 1.0]]}, r"topology.costs.links[0]: a link needs two brokers"),
+        ({"links": [["a", "b", 1.0], ["b", "a", 2.0]]}, "topology.costs.links[1]: link b-a listed twice"),
+        ({"brokers": {"q": 1.0}}, "topology.costs: q not vertices"),
+        ({"default_link": -1.0}, "topology.costs.default_link"),
+        ({"links": [["a", "b"]]}, "topology.costs.links[0]: want [u, v, cost]"),
+        ({"bogus": 1}, "topology.costs.bogus: unknown key"),
+    ],
+)
+def test_costs_errors(costs: dict[str, Any], fragment: str) -> None:
+    assert any(fragment in p for p in errors({"costs": costs})), errors({"costs": costs})
+
+
+def test_self_organising_is_validated_and_refused_until_the_runtime_runs_it() -> None:
+    assert any(
+        "unknown heuristic; allowed: ci, lmst, lmit" in p
+        for p in errors({"self_organising": {"heuristic": "x"}})
+    )
+    assert any(
+        "topology.self_organising.eta" in p
+        for p in errors({"self_organising": {"heuristic": "ci", "eta": 0}})
+    )
+    problems = errors({"self_organising": {"heuristic": "ci"}})
+    assert problems == [
+        "topology.self_organising: the broker runtime does not run the topology manager yet "
+        "(docs/self-organising.md); the simulator does (benchmarks/selforg.py)"
+    ]
+    with pytest.raises(SpecError, match="needs an acyclic overlay"):
+        parse_spec({"name": "x", "topology": {"kind": "scot", "self_organising": {"heuristic": "lmst"}}})
