@@ -70,6 +70,10 @@ BROKER_EVENTS = (
     DROP,
 )
 
+#: periodic, per broker: event-loop lag (``lag_ms_max``, ``lag_ms_mean`` over ``probes`` wake-ups) and
+#: process CPU share (``cpu``, 1.0 = one core) over ``wall_ms``; not routing work, so not in BROKER_EVENTS
+LOOP = "loop"
+
 SUBSCRIBE = "subscribe"
 UNSUBSCRIBE = "unsubscribe"
 PUBLISH = "publish"
