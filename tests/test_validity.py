@@ -1,0 +1,237 @@
+"""Host-bound detection: the broker's loop probe and the validity verdict, on known answers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from scotbed import contract
+from scotbed.analysis.synth import SynthSpec, synthesise
+from scotbed.analysis.validity import (
+    HOST_BOUND,
+    UNKNOWN,
+    VALID,
+    Bounds,
+    Delay,
+    LoopSample,
+    Window,
+    assess,
+    bounds_of,
+    cores_of,
+)
+from scotbed.broker.looplag import LoopProbe
+
+S = 1_000_000_000
+T0 = 1_700_000_000 * S
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_the_probe_reports_max_and_mean_lag_and_the_cpu_share_of_its_period() -> None:
+    wall, cpu = Clock(), Clock()
+    probe = LoopProbe(period_s=0.1, clock=wall, cpu_clock=cpu)
+    for lag in (0.001, 0.003, -0.0005, 0.020):
+        probe.record(lag)
+    wall.t += 0.5
+    cpu.t += 0.2
+    assert probe.take() == {"lag_ms_max": 20.0, "lag_ms_mean": 6.0, "probes": 4, "cpu": 0.4, "wall_ms": 500.0}
+    wall.t += 0.25
+    assert probe.take() == {"lag_ms_max": 0.0, "lag_ms_mean": 0.0, "probes": 0, "cpu": 0.0, "wall_ms": 250.0}
+
+
+def test_a_blocked_event_loop_shows_as_lag_and_a_busy_one_as_cpu() -> None:
+    async def scenario() -> tuple[dict[str, float], float, float]:
+        probe = LoopProbe(period_s=0.01)
+        task = asyncio.create_task(probe.run())
+        await asyncio.sleep(0.05)
+        probe.take()
+        start = time.monotonic()
+        await asyncio.sleep(0.005)
+        blocked = time.monotonic()
+        while time.monotonic() - blocked < 0.15:  # hold the loop (and a core) for 150 ms of wall time
+            pass
+        blocked = time.monotonic() - blocked
+        await asyncio.sleep(0.03)
+        fields = probe.take()
+        task.cancel()
+        return fields, blocked, time.monotonic() - start
+
+    fields, blocked, elapsed = asyncio.run(scenario())
+    # the timer due during the block woke at its end at the earliest, and no later than the scenario ended
+    assert blocked - 0.01 <= fields["lag_ms_max"] / 1000.0 <= elapsed
+    assert fields["probes"] >= 1
+    assert 0.0 < fields["cpu"] <= 1.05
+
+
+def _samples(nodes: int, seconds: int, lag: float, cpu: float, hot: dict[str, float] | None = None) -> list:
+    """``nodes`` brokers sampling every 250 ms for ``seconds``; ``hot`` overrides lag_ms_max per node."""
+    out = []
+    for k in range(seconds * 4):
+        for i in range(nodes):
+            node = f"b-{i}"
+            lag_max = (hot or {}).get(node, lag)
+            out.append(LoopSample(node, T0 + k * S // 4 + S // 8, lag_max, lag_max / 2, cpu, 250.0))
+    return out
+
+
+WINDOW = Window(T0, T0 + 10 * S, T0 + 10 * S)
+
+
+def test_an_idle_host_is_valid_with_every_figure_known() -> None:
+    v = assess(_samples(4, 10, lag=1.0, cpu=0.1), WINDOW, Delay(20.0, 3.0, {"mean": 0.5}), cores=2)
+    assert v.verdict == VALID
+    assert v.loop_lag_ms == {"mean": 0.5, "max": 1.0, "periods": 160, "lagging_periods": 0}
+    assert v.explained_ms == pytest.approx(4 * 0.5 + 0.5)
+    assert v.explained_share == pytest.approx(2.5 / 20.0)
+    assert v.cpu["saturation_mean"] == pytest.approx(4 * 0.1 / 2)
+    assert v.cpu["broker_cpu_s"] == pytest.approx(4.0)
+    assert v.brokers == [] and v.windows == []
+    # demand 0.2 of the host, hottest broker 0.1 of a core: at 0.5 utilisation time_scale 0.4 suffices
+    assert v.suggested_time_scale == pytest.approx(0.4)
+    assert v.line().startswith("valid: loop lag explains 2.5 ms of the 20.0 ms mean delay (12% < 25%)")
+
+
+def test_lag_that_explains_the_delay_makes_the_run_host_bound() -> None:
+    v = assess(_samples(4, 10, lag=10.0, cpu=0.2), WINDOW, Delay(40.0, 2.0, {"mean": 3.0}), cores=2)
+    assert v.verdict == HOST_BOUND
+    assert v.explained_ms == pytest.approx(3 * 5.0 + 3.0)  # 18 of 40 ms: 45 %
+    assert "(45% >= 25%)" in v.reasons[0]
+    assert v.lagging_periods == 0.0  # 10 ms is under the 20 ms bound: only criterion A holds
+
+
+def test_frequent_lag_names_the_brokers_and_the_windows() -> None:
+    samples = _samples(10, 10, lag=1.0, cpu=0.1, hot={"b-3": 50.0})  # one broker lags all the time: 10 %
+    for s in _samples(10, 2, lag=80.0, cpu=0.9):  # and every broker during seconds 4–5
+        samples.append(LoopSample(s.node, s.ts_ns + 4 * S, s.lag_ms_max, s.lag_ms_mean, s.cpu, s.wall_ms))
+    v = assess(samples, WINDOW, Delay(1000.0, 1.0), cores=64)
+    assert v.verdict == HOST_BOUND
+    assert v.loop_lag_ms["lagging_periods"] == 40 + 80
+    assert v.lagging_periods == pytest.approx(120 / 480)
+    assert v.brokers[0]["node"] == "b-3" and v.brokers[0]["lagging_periods"] == 1.0
+    assert v.windows == [{"start_s": 0.0, "end_s": 10.0}]  # b-3 alone is 10 % of every bin
+    strict = Bounds(lag_periods_max=0.5)
+    assert assess(samples, WINDOW, Delay(1000.0, 1.0), 64, bounds=strict).windows == [
+        {"start_s": 4.0, "end_s": 6.0}
+    ]
+
+
+def test_a_saturated_host_is_host_bound_and_the_time_scale_suggestion_follows_the_cpu_demand() -> None:
+    # 8 brokers at 0.25 of a core on 2 cores: saturation 100 %; the run took 10 s for 5 s intended
+    window = Window(T0, T0 + 5 * S, T0 + 10 * S)
+    v = assess(_samples(8, 10, lag=1.0, cpu=0.25), window, Delay(1000.0, 1.0), cores=2, time_scale=2.0)
+    assert v.verdict == HOST_BOUND
+    assert v.cpu["saturation_mean"] == pytest.approx(1.0)
+    assert v.cpu["demand"] == pytest.approx(2.0)  # 20 CPU s over 5 intended s on 2 cores
+    assert v.suggested_time_scale == pytest.approx(2.0 * 2.0 / 0.5)
+    assert v.line().endswith("suggested time_scale >= 8")
+    assert any("100% of 2 cores (>= 90%)" in r for r in v.reasons)
+    # on k8s the cores are unknown: no saturation criterion, the hottest broker drives the suggestion
+    k8s = assess(_samples(8, 10, lag=1.0, cpu=0.25), window, Delay(1000.0, 1.0), cores=None, time_scale=2.0)
+    assert k8s.verdict == VALID and k8s.cpu["saturation_mean"] is None
+    assert k8s.suggested_time_scale == pytest.approx(2.0 * 0.5 / 0.5)
+
+
+def test_samples_outside_the_window_do_not_count_and_no_samples_is_unknown() -> None:
+    late = [LoopSample("b-0", T0 + 20 * S, 500.0, 500.0, 1.0, 250.0)]
+    v = assess(_samples(2, 10, 1.0, 0.1) + late, WINDOW, Delay(20.0, 1.0), cores=2)
+    assert v.verdict == VALID and v.loop_lag_ms["max"] == 1.0
+    assert assess(late, WINDOW, Delay(20.0, 1.0), 2).verdict == UNKNOWN
+    none = assess([], WINDOW, Delay(20.0, 1.0), 2)
+    assert none.verdict == UNKNOWN and none.line() == "unknown: no loop events in the logs"
+
+
+def test_bounds_and_cores_come_from_the_resolved_spec() -> None:
+    spec = {"analysis": {"host_bound": {"lag_bound_ms": 5}}, "run": {"host": {"cpus": 2}}, "backend": "local"}
+    assert bounds_of(spec) == Bounds(lag_bound_ms=5.0)
+    assert bounds_of({}) == Bounds()
+    assert cores_of(spec) == 2
+    assert cores_of({**spec, "backend": "k8s"}) is None
+    assert cores_of({}) is None
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    from scotbed.analysis.session import get_session
+
+    s = get_session("local[2]", app_name="scotbed-validity", shuffle_partitions=4)
+    yield s
+    s.stop()
+
+
+def _window_of(run: Path) -> tuple[int, int]:
+    """First intended publication and last receive, read straight from the files."""
+    pubs = [json.loads(x) for x in (run / contract.PUBLICATIONS).read_text().splitlines()]
+    recv = [
+        json.loads(x)["ts_ns"]
+        for f in (run / contract.EVENTS_DIR).glob("*.jsonl")
+        for x in f.read_text().splitlines()
+        if '"receive"' in x
+    ]
+    return min(p["intended_ns"] for p in pubs), max(recv)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(("lag_ms", "verdict"), [(0.02, VALID), (30.0, HOST_BOUND)])
+def test_the_summary_carries_the_verdict_of_a_synthesised_run(
+    spark: Any, tmp_path: Path, lag_ms: float, verdict: str
+) -> None:
+    from scotbed.analysis.api import analyze
+
+    run = tmp_path / "synth-20260101T000000-00000001"
+    synthesise(run, SynthSpec(brokers=5, publications=200, loop_lag_ms=lag_ms, loop_cpu=0.1, cores=2))
+    start, end = _window_of(run)
+    loops = [
+        json.loads(x)
+        for f in (run / contract.EVENTS_DIR).glob("b-*.jsonl")
+        for x in f.read_text().splitlines()
+        if '"loop"' in x
+    ]
+    periods = sum(start <= e["ts_ns"] <= end for e in loops)
+    assert periods >= 5 * 4  # every broker sampled at least four times while publishing
+
+    doc = analyze(run, spark=spark)
+    v, n = doc["validity"], doc["notifications"]
+    assert v["verdict"] == verdict
+    assert v["loop_lag_ms"] == {
+        "mean": pytest.approx(lag_ms),
+        "max": 2 * lag_ms,
+        "periods": periods,
+        "lagging_periods": periods if 2 * lag_ms > 20.0 else 0,
+    }
+    send = v["send_lag_ms"]["mean"]
+    assert 0 < send < 0.05  # the synthesiser sends within 50 µs of the intended time
+    assert v["explained_ms"] == pytest.approx((n["hops"]["mean"] + 1) * lag_ms + send)
+    assert v["explained_share"] == pytest.approx(v["explained_ms"] / n["delay_ms"]["mean"])
+    assert v["cpu"]["cores"] == 2 and v["cpu"]["saturation_mean"] == pytest.approx(
+        periods * 0.1 * 0.25 / ((end - start) / 1e9) / 2
+    )
+    assert (run / contract.PLOTS_DIR / "loop_lag.png").exists()
+    assert ("HOST-BOUND" in (run / contract.REPORT).read_text()) == (verdict == HOST_BOUND)
+    if verdict == HOST_BOUND:
+        assert v["windows"] == [{"start_s": 0.0, "end_s": pytest.approx(v["windows"][0]["end_s"])}]
+        assert v["windows"][0]["end_s"] >= (end - start) / 1e9
+        assert {b["node"] for b in v["brokers"]} == {f"b-v{i}-0" for i in range(5)}
+
+
+def test_the_spec_block_types_the_bounds_and_the_resolved_spec_round_trips_to_them() -> None:
+    from scotbed.orchestrator.spec import SpecError, dump_spec, parse_spec
+
+    spec = parse_spec({"name": "x"}, ("analysis.host_bound.lag_bound_ms=5",))
+    assert bounds_of(yaml.safe_load(dump_spec(spec))) == Bounds(lag_bound_ms=5.0)
+    assert bounds_of(yaml.safe_load(dump_spec(parse_spec({"name": "x"})))) == Bounds()
+    for bad in ("analysis.host_bound.lag_periods_max=2", "analysis.host_bound.lag_bound=5"):
+        with pytest.raises(SpecError, match="host_bound"):
+            parse_spec({"name": "x"}, (bad,))
