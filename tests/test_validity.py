@@ -103,28 +103,28 @@ def test_an_idle_host_is_valid_with_every_figure_known() -> None:
     v = assess(_samples(4, 10, lag=1.0, cpu=0.1), WINDOW, Delay(20.0, 3.0, {"mean": 0.5}), cores=2)
     assert v.verdict == VALID
     assert v.loop_lag_ms == {"mean": 0.5, "max": 1.0, "periods": 160, "lagging_periods": 0}
-    assert v.explained_ms == pytest.approx(4 * 0.5 + 0.5)
-    assert v.explained_share == pytest.approx(2.5 / 20.0)
+    assert v.explained_ms == pytest.approx(4 * 4 * 0.5 + 0.5)  # 4 brokers visited, 4 waits each
+    assert v.explained_share == pytest.approx(8.5 / 20.0)
     assert v.cpu["saturation_mean"] == pytest.approx(4 * 0.1 / 2)
     assert v.cpu["broker_cpu_s"] == pytest.approx(4.0)
     assert v.brokers == [] and v.windows == []
     # demand 0.2 of the host, hottest broker 0.1 of a core: at 0.5 utilisation time_scale 0.4 suffices
     assert v.suggested_time_scale == pytest.approx(0.4)
     assert v.line().startswith(
-        "valid: loop lag explains 2.5 ms of the 20.0 ms mean delay (12% < 25%, < 20 ms)"
+        "valid: loop lag explains 8.5 ms of the 20.0 ms mean delay (42% >= 25%, < 20 ms)"
     )
 
 
 def test_lag_that_explains_the_delay_makes_the_run_host_bound() -> None:
-    v = assess(_samples(4, 10, lag=16.0, cpu=0.2), WINDOW, Delay(60.0, 2.0, {"mean": 3.0}), cores=2)
+    v = assess(_samples(4, 10, lag=16.0, cpu=0.2), WINDOW, Delay(200.0, 2.0, {"mean": 6.0}), cores=2)
     assert v.verdict == HOST_BOUND
-    assert v.explained_ms == pytest.approx(3 * 8.0 + 3.0)  # 27 of 60 ms: 45 %
-    assert "(45% >= 25%, >= 20 ms)" in v.reasons[0]
+    assert v.explained_ms == pytest.approx(3 * 4 * 8.0 + 6.0)  # 102 of 200 ms: 51 %
+    assert "(51% >= 25%, >= 20 ms)" in v.reasons[0]
     assert v.lagging_periods == 0.0  # 16 ms is under the 20 ms bound: only criterion A holds
     # the same share of a fast overlay's delay is the loop's granularity, not the host
     fast = assess(_samples(4, 10, lag=1.0, cpu=0.2), WINDOW, Delay(4.0, 2.0, {"mean": 0.5}), cores=2)
-    assert fast.verdict == VALID and fast.explained_share == pytest.approx(0.5)
-    assert "(50% >= 25%, < 20 ms)" in fast.reasons[0]
+    assert fast.verdict == VALID and fast.explained_share == pytest.approx(6.5 / 4.0)
+    assert "(162% >= 25%, < 20 ms)" in fast.reasons[0]
 
 
 def test_frequent_lag_names_the_brokers_and_the_windows() -> None:
@@ -228,7 +228,7 @@ def test_the_summary_carries_the_verdict_of_a_synthesised_run(
     }
     send = v["send_lag_ms"]["mean"]
     assert 0 < send < 0.05  # the synthesiser sends within 50 µs of the intended time
-    assert v["explained_ms"] == pytest.approx((n["hops"]["mean"] + 1) * lag_ms + send)
+    assert v["explained_ms"] == pytest.approx((n["hops"]["mean"] + 1) * 4 * lag_ms + send)
     assert v["explained_share"] == pytest.approx(v["explained_ms"] / n["delay_ms"]["mean"])
     assert v["cpu"]["cores"] == 2 and v["cpu"]["saturation_mean"] == pytest.approx(
         periods * 0.1 * 0.25 / ((end - start) / 1e9) / 2

@@ -6,10 +6,12 @@ are the host's scheduling, not the algorithm's. Each broker logs a ``loop`` even
 the process's CPU share. Over the *measurement window* — the first publication's intended time to the
 last delivery — a run is **host-bound** when any of:
 
-A. *lag explains the delay*: ``explained_ms = (hops_mean + 1) · lag_mean_ms + send_lag_mean_ms`` is at
-   least ``delay_share_max`` of the mean notification delay. A notification waits for the loop at each
-   of the ``hops + 1`` brokers it visits (mean timer lateness ≈ the mean wait of a ready task), and its
-   delay is measured from the intended send time, so a late publisher adds its send lag. ``explained_ms``
+A. *lag explains the delay*: ``explained_ms = (hops_mean + 1) · waits_per_hop · lag_mean_ms +
+   send_lag_mean_ms`` is at least ``delay_share_max`` of the mean notification delay. A notification
+   waits for the loop several times at each of the ``hops + 1`` brokers it visits — the gRPC read, the
+   input queue, the processing loop, the link sender, the gRPC write each resume a task — and the mean
+   timer lateness is the mean wait of a ready task; its delay is measured from the intended send time,
+   so a late publisher adds its send lag. ``explained_ms``
    must also reach ``lag_bound_ms``: lag under the bound is the loop's normal granularity, and on a
    fast overlay (delays of a few ms) it would otherwise make every run host-bound;
 B. *lag is frequent*: at least ``lag_periods_max`` of all brokers' sampling periods saw a wake-up later
@@ -54,6 +56,7 @@ class Bounds:
     delay_share_max: float = 0.25  # A: share of the mean notification delay that lag may explain
     cpu_saturation_max: float = 0.9  # C: summed broker CPU share over cores
     target_utilisation: float = 0.5  # the host (or a broker's core) utilisation the suggestion aims at
+    waits_per_hop: float = 4.0  # A: loop waits a notification makes per broker it visits (see above)
 
 
 @dataclass(frozen=True)
@@ -150,7 +153,7 @@ def assess(
     over = [s for s in inside if s.lag_ms_max > bounds.lag_bound_ms]
     lagging = len(over) / len(inside)
     send_mean = float(delay.send_lag_ms.get("mean") or 0.0)
-    explained = (delay.hops_mean + 1.0) * lag_mean + send_mean
+    explained = (delay.hops_mean + 1.0) * bounds.waits_per_hop * lag_mean + send_mean
     share = explained / delay.mean_ms if delay.mean_ms else None
     cpu = _cpu(inside, window, cores)
     reasons, bound = _criteria(lag_mean, lagging, explained, share, cpu, delay, bounds)
@@ -201,7 +204,7 @@ def _criteria(
         f"loop lag explains {explained:.1f} ms of the {mean} mean delay"
         + (f" ({share:.0%} {'>=' if shared else '<'} {b.delay_share_max:.0%}" if share is not None else " (")
         + f", {'>=' if explained >= b.lag_bound_ms else '<'} {b.lag_bound_ms:g} ms)"
-        + f" [mean lag {lag_mean:.2f} ms x (hops {delay.hops_mean:.2f} + 1)"
+        + f" [mean lag {lag_mean:.2f} ms x {b.waits_per_hop:g} waits x (hops {delay.hops_mean:.2f} + 1)"
         + f" + send lag {float(delay.send_lag_ms.get('mean') or 0.0):.1f} ms]",
         f"{lagging:.1%} of broker periods lagged > {b.lag_bound_ms:g} ms "
         f"({'>=' if lagging >= b.lag_periods_max else '<'} {b.lag_periods_max:.0%})",

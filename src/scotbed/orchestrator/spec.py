@@ -332,15 +332,14 @@ class WorkloadSpec(_Block):
 
 
 class HostBoundSpec(_Block):
-    """When the delays measure the host, not the routing (criteria: scotbed.analysis.validity): loop lag
-    over lag_bound_ms (ms) in lag_periods_max of the periods, lag explaining delay_share_max of the mean
-    delay, or brokers using cpu_saturation_max of the cores. The time_scale hint aims at target_utilisation"""
+    """When the delays measure the host, not the routing (criteria, units: scotbed.analysis.validity)."""
 
     lag_bound_ms: float = Field(default=HB.lag_bound_ms, gt=0)
     lag_periods_max: float = Field(default=HB.lag_periods_max, gt=0, le=1)
     delay_share_max: float = Field(default=HB.delay_share_max, gt=0)
     cpu_saturation_max: float = Field(default=HB.cpu_saturation_max, gt=0)
     target_utilisation: float = Field(default=HB.target_utilisation, gt=0, le=1)
+    waits_per_hop: float = Field(default=HB.waits_per_hop, gt=0)
 
 
 class AnalysisSpec(_Block):
