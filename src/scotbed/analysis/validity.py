@@ -162,7 +162,7 @@ def assess(
         suggested = None
         reasons.append(
             "the brokers' own CPU demand is within the target utilisation: the lag comes from other "
-            "work on the host, which no time_scale removes"
+            "work on the host (clients, other processes), which no time_scale removes"
         )
     return Validity(
         verdict=HOST_BOUND if bound else VALID,
