@@ -35,7 +35,7 @@ from scotbed.broker.client import BrokerClient
 from scotbed.broker.eventlog import read_events
 from scotbed.broker.fleet import wait_quiescent
 from scotbed.broker.launcher import LocalCluster
-from scotbed.broker.looplag import LoopProbe
+from scotbed.broker.looplag import SCHEDSTAT, LoopProbe, run_queue_wait_ns
 
 S = 1_000_000_000
 T0 = 1_700_000_000 * S
@@ -50,15 +50,38 @@ class Clock:
 
 
 def test_the_probe_reports_max_and_mean_lag_and_the_cpu_share_of_its_period() -> None:
-    wall, cpu = Clock(), Clock()
-    probe = LoopProbe(period_s=0.1, clock=wall, cpu_clock=cpu)
+    wall, cpu, wait = Clock(), Clock(), [7_000_000]
+    probe = LoopProbe(period_s=0.1, clock=wall, cpu_clock=cpu, wait_clock=lambda: wait[0])
     for lag in (0.001, 0.003, -0.0005, 0.020):
         probe.record(lag)
     wall.t += 0.5
     cpu.t += 0.2
-    assert probe.take() == {"lag_ms_max": 20.0, "lag_ms_mean": 6.0, "probes": 4, "cpu": 0.4, "wall_ms": 500.0}
+    wait[0] += 30_000_000
+    first = {
+        "lag_ms_max": 20.0,
+        "lag_ms_mean": 6.0,
+        "probes": 4,
+        "cpu": 0.4,
+        "wall_ms": 500.0,
+        "wait_ms": 30.0,
+    }
+    assert probe.take() == first
     wall.t += 0.25
-    assert probe.take() == {"lag_ms_max": 0.0, "lag_ms_mean": 0.0, "probes": 0, "cpu": 0.0, "wall_ms": 250.0}
+    idle = {"lag_ms_max": 0.0, "lag_ms_mean": 0.0, "probes": 0, "cpu": 0.0, "wall_ms": 250.0, "wait_ms": 0.0}
+    assert probe.take() == idle
+    # where the kernel does not report run-queue wait, the field is absent
+    bare = LoopProbe(clock=wall, cpu_clock=cpu, wait_clock=lambda: None)
+    wall.t += 0.1
+    assert "wait_ms" not in bare.take()
+
+
+def test_the_run_queue_wait_is_read_from_the_kernel_where_it_reports_it(tmp_path: Path) -> None:
+    f = tmp_path / "schedstat"
+    f.write_text("123 4567 8\n")
+    assert run_queue_wait_ns(f) == 4567
+    assert run_queue_wait_ns(tmp_path / "absent") is None
+    if SCHEDSTAT.exists():  # Linux: the real file parses
+        assert isinstance(run_queue_wait_ns(), int)
 
 
 def test_a_blocked_event_loop_shows_as_lag_and_a_busy_one_as_cpu() -> None:
@@ -108,6 +131,7 @@ def test_an_idle_host_is_valid_with_every_figure_known() -> None:
     assert v.cpu["saturation_mean"] == pytest.approx(4 * 0.1 / 2)
     assert v.cpu["broker_cpu_s"] == pytest.approx(4.0)
     assert v.brokers == [] and v.windows == []
+    assert v.cpu["run_queue_wait"] is None  # samples without wait_ms
     # demand 0.2 of the host, hottest broker 0.1 of a core: at 0.5 utilisation time_scale 0.4 suffices
     assert v.suggested_time_scale == pytest.approx(0.4)
     assert v.line().startswith(
@@ -153,6 +177,10 @@ def test_a_saturated_host_is_host_bound_and_the_time_scale_suggestion_follows_th
     assert v.suggested_time_scale == pytest.approx(2.0 * 2.0 / 0.5)
     assert v.line().endswith("suggested time_scale >= 8")
     assert any("100% of 2 cores (>= 90%)" in r for r in v.reasons)
+    waited = [LoopSample(s.node, s.ts_ns, 1.0, 0.5, 0.25, 250.0, 100.0) for s in _samples(8, 10, 1.0, 0.25)]
+    w = assess(waited, window, Delay(1000.0, 1.0), cores=2)
+    assert w.cpu["run_queue_wait"] == pytest.approx(0.4)
+    assert "broker loops waited for a core 40.0% of the time" in w.reasons
     # on k8s the cores are unknown: no saturation criterion, the hottest broker drives the suggestion
     k8s = assess(_samples(8, 10, lag=1.0, cpu=0.25), window, Delay(1000.0, 1.0), cores=None, time_scale=2.0)
     assert k8s.verdict == VALID and k8s.cpu["saturation_mean"] is None
@@ -311,7 +339,9 @@ def _judge(tmp_path: Path, starve: bool) -> Any:
         cluster.flush_all()
         events = [e for b in cluster.addresses() for e in read_events(cluster.event_log(b))]
     samples = [
-        LoopSample(e["node"], e["ts_ns"], e["lag_ms_max"], e["lag_ms_mean"], e["cpu"], e["wall_ms"])
+        LoopSample(
+            e["node"], e["ts_ns"], e["lag_ms_max"], e["lag_ms_mean"], e["cpu"], e["wall_ms"], e.get("wait_ms")
+        )
         for e in events
         if e["ev"] == contract.LOOP
     ]
@@ -333,7 +363,7 @@ def test_a_broker_the_host_does_not_schedule_makes_the_run_host_bound(tmp_path: 
 # an idle process on the same host, probing its own loop like a broker does: the control
 CONTROL = """
 import asyncio, json, time
-from scotbed.broker.looplag import LoopProbe
+from scotbed.broker.looplag import SCHEDSTAT, LoopProbe, run_queue_wait_ns
 async def main():
     probe = LoopProbe()
     asyncio.create_task(probe.run())

@@ -71,7 +71,8 @@ BROKER_EVENTS = (
 )
 
 #: periodic, per broker: event-loop lag (``lag_ms_max``, ``lag_ms_mean`` over ``probes`` wake-ups) and
-#: process CPU share (``cpu``, 1.0 = one core) over ``wall_ms``; not routing work, so not in BROKER_EVENTS
+#: process CPU share (``cpu``, 1.0 = one core) over ``wall_ms``, and on Linux the loop thread's run-queue wait
+#: (``wait_ms``); not routing work, so not in BROKER_EVENTS
 LOOP = "loop"
 
 SUBSCRIBE = "subscribe"

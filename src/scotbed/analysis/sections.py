@@ -169,11 +169,11 @@ def drops_section(d: RunData) -> S.Drops:
 def validity_section(d: RunData) -> validity.Validity:
     """Host-bound or valid (:mod:`scotbed.analysis.validity`), from the ``loop`` events, the publication
     times (window, send lag) and the measured delays; the loop-lag series goes to the report."""
-    cols = ("node", "ts_ns", "lag_ms_max", "lag_ms_mean", "cpu", "wall_ms")
+    cols = ("node", "ts_ns", "lag_ms_max", "lag_ms_mean", "cpu", "wall_ms", "wait_ms")
     rows = M.of(d.events, contract.LOOP).select(*cols).where(F.col("lag_ms_max").isNotNull()).collect()
     samples = [
         validity.LoopSample(
-            r[0], int(r[1]), float(r[2]), float(r[3] or 0), float(r[4] or 0), float(r[5] or 0)
+            r[0], int(r[1]), float(r[2]), float(r[3] or 0), float(r[4] or 0), float(r[5] or 0), r[6]
         )
         for r in rows
     ]

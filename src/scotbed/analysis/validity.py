@@ -69,6 +69,7 @@ class LoopSample:
     lag_ms_mean: float
     cpu: float
     wall_ms: float
+    wait_ms: float | None = None  # the loop thread's run-queue wait (Linux)
 
 
 @dataclass(frozen=True)
@@ -209,6 +210,8 @@ def _criteria(
         f"{lagging:.1%} of broker periods lagged > {b.lag_bound_ms:g} ms "
         f"({'>=' if lagging >= b.lag_periods_max else '<'} {b.lag_periods_max:.0%})",
     ]
+    if cpu.get("run_queue_wait") is not None:
+        reasons.append(f"broker loops waited for a core {cpu['run_queue_wait']:.1%} of the time")
     sat = cpu.get("saturation_mean")
     c = sat is not None and sat >= b.cpu_saturation_max
     if sat is not None:
@@ -231,6 +234,8 @@ def _cpu(inside: Sequence[LoopSample], window: Window | None, cores: int | None)
         ts = [s.ts_ns for s in inside]
         span = measured = (max(ts) - min(ts)) / 1e9
     total = sum(cpu_s.values())
+    waited = [s for s in inside if s.wait_ms is not None]
+    wait_share = sum(s.wait_ms or 0.0 for s in waited) / sum(s.wall_ms for s in waited) if waited else None
     hottest = max(cpu_s, key=lambda n: cpu_s[n])
     out: dict[str, Any] = {
         "cores": cores,
@@ -240,6 +245,7 @@ def _cpu(inside: Sequence[LoopSample], window: Window | None, cores: int | None)
         "saturation_mean": None,
         "saturation_peak": None,
         "demand": None,
+        "run_queue_wait": wait_share,  # share of the window a broker's loop thread waited for a core
     }
     if cores and measured > 0 and span > 0:
         out["saturation_mean"] = total / measured / cores
