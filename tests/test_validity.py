@@ -400,3 +400,28 @@ def test_lag_from_other_work_on_the_host_gets_no_time_scale_suggestion() -> None
     v = assess(_samples(4, 10, lag=50.0, cpu=0.05), WINDOW, Delay(200.0, 2.0), cores=2)
     assert v.verdict == HOST_BOUND and v.suggested_time_scale is None
     assert "no time_scale removes" in v.reasons[-1] and "suggested" not in v.line()
+
+
+def test_campaign_points_with_a_host_bound_run_are_counted(tmp_path: Path) -> None:
+    import pandas as pd
+
+    from scotbed.analysis.campaign import aggregate
+
+    verdicts = {(100, 0): VALID, (100, 1): VALID, (1000, 0): HOST_BOUND, (1000, 1): VALID}
+    for (subs, seed), verdict in verdicts.items():
+        d = tmp_path / "runs" / f"r-{subs}-{seed}"
+        (d / "analysis").mkdir(parents=True)
+        spec = {"name": "c", "seed": seed, "routing": "snr", "workload": {"subscribers": subs}}
+        (d / contract.SPEC_RESOLVED).write_text(yaml.safe_dump(spec))
+        summary = {
+            "run_id": d.name,
+            "routing": "snr",
+            "notifications": {"delay_ms": {"mean": subs / 10}},
+            "correctness": {"ok": True},
+            "validity": {"verdict": verdict},
+        }
+        (d / contract.SUMMARY).write_text(json.dumps(summary))
+    aggregate(tmp_path)
+    table = pd.read_parquet(tmp_path / "analysis" / "aggregate.parquet").set_index("value")
+    assert table.loc["100", "host_bound"] == 0 and table.loc["1000", "host_bound"] == 1
+    assert "validity.verdict" in (tmp_path / contract.REPORT).read_text()
