@@ -389,10 +389,10 @@ def test_the_same_run_is_valid_unless_an_idle_process_on_the_host_lags_as_well(t
     inside = [t for t in takes if v.window["start_ns"] <= t["ts_ns"] <= v.window["end_ns"]]
     assert len(inside) >= 20
     idle_lagging = sum(t["lag_ms_max"] > Bounds().lag_bound_ms for t in inside) / len(inside)
-    assert v.loop_lag_ms["periods"] >= 3 * 20  # three brokers sampled every 100 ms for 3 s
+    assert v.loop_lag_ms["periods"] >= 3 * 10  # three brokers, sampled every 100 ms (later when lagging), 3 s
     if idle_lagging < Bounds().lag_periods_max / 2:
         assert v.verdict == VALID, f"{v.line()} (idle control lagged in {idle_lagging:.0%})"
-    elif idle_lagging >= Bounds().lag_periods_max:
+    elif idle_lagging >= Bounds().lag_periods_max:  # between the two the host is borderline: no claim
         assert v.verdict == HOST_BOUND and v.suggested_time_scale is None, v.line()
 
 
