@@ -74,6 +74,11 @@ BROKER_EVENTS = (
 LINK_UP = "link_up"
 LINK_DOWN = "link_down"
 
+#: periodic, per broker: event-loop lag (``lag_ms_max``, ``lag_ms_mean`` over ``probes`` wake-ups) and
+#: process CPU share (``cpu``, 1.0 = one core) over ``wall_ms``, and on Linux the loop thread's run-queue wait
+#: (``wait_ms``); not routing work, so not in BROKER_EVENTS
+LOOP = "loop"
+
 SUBSCRIBE = "subscribe"
 UNSUBSCRIBE = "unsubscribe"
 PUBLISH = "publish"

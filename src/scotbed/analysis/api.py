@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 from pyspark.sql import SparkSession
 
 from scotbed import contract, java
@@ -130,6 +131,11 @@ def _render(run: RunDir, summary: Summary, data: RunData) -> None:
         "table_sizes": plots.table_sizes(t["table_series"], pd_dir / "table_sizes.png"),
         "load": plots.broker_load(t["load"], pd_dir / "load.png"),
     }
+    lag_series, v = data.plot_data["loop_lag"]
+    origin = v.window.get("start_ns") or (int(curve["start_ns"].min()) if len(curve) else 0)
+    made["loop_lag"] = plots.loop_lag(
+        lag_series, curve, origin, v.bounds["lag_bound_ms"], pd_dir / "loop_lag.png"
+    )
     if run.topology:
         made["topology"] = plots.topology(run.topology, pd_dir / "topology.png")
     traffic = {}
@@ -153,6 +159,7 @@ def _render(run: RunDir, summary: Summary, data: RunData) -> None:
             **data.plot_data.get("script_tables", {}),
             "Hops per delivery": t["hops"],
             "Routing-table size per broker": t["table_sizes"],
+            **({"Brokers whose loop lagged": pd.DataFrame(v.brokers)} if v.brokers else {}),
             **traffic,
             **pruning_tables,
         },

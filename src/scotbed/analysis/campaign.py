@@ -5,6 +5,7 @@ A campaign directory holds ``runs/*/`` run directories, each analysed
 is a spec key whose value differs between runs (the name, seed and routing
 excluded: routing is the series, seeds are repetitions). Points are means over
 repetitions with a 95% Student-t confidence interval (OctopiS Fig. 9/10).
+A point whose runs include a host-bound one (``host_bound`` > 0) is marked in the table and plots.
 Writes ``analysis/aggregate.parquet``, ``analysis/runs.csv``, plots under
 ``analysis/plots/`` and ``report.html`` in the campaign directory.
 """
@@ -22,6 +23,7 @@ import yaml
 from scotbed import contract
 from scotbed.analysis import plots, report
 from scotbed.analysis.stats import flatten, mean_ci
+from scotbed.analysis.validity import HOST_BOUND
 
 METRICS = (
     "subscriptions.ims_total",
@@ -35,6 +37,7 @@ METRICS = (
     "traffic.false_positive_fraction",
     "stability.recovery.time_to_stabilise_s",
 )
+HOST_BOUND_KEY = "validity.verdict"  # a point with a host-bound run is marked (scotbed.analysis.validity)
 NOT_SWEPT = ("spec.name", "spec.seed", "spec.routing", "spec.backend", "spec.repetition", "spec.repetitions")
 
 
@@ -85,6 +88,7 @@ def aggregate_table(
                 continue
             for (s, v), part in keyed.assign(series=series).groupby(["series", p], dropna=False):
                 ci = mean_ci([x for x in part[metric].tolist() if isinstance(x, (int, float))])
+                host_bound = int((part[HOST_BOUND_KEY] == HOST_BOUND).sum()) if HOST_BOUND_KEY in part else 0
                 if ci.n == 0:
                     continue
                 out.append(
@@ -98,10 +102,11 @@ def aggregate_table(
                         "mean": ci.mean,
                         "low": ci.low,
                         "high": ci.high,
+                        "host_bound": host_bound,
                     }
                 )
     return pd.DataFrame(
-        out, columns=["parameter", "value", "x", "series", "metric", "n", "mean", "low", "high"]
+        out, columns=["parameter", "value", "x", "series", "metric", "n", "mean", "low", "high", "host_bound"]
     )
 
 
@@ -125,7 +130,7 @@ def aggregate(campaign_dir: str | Path) -> dict[str, Any]:
         made[name] = plots.metric_vs_param(
             data, str(param), str(metric), root / contract.PLOTS_DIR / f"{name}.png", "series"
         )
-    shown = ["run", "routing", *params, *[m for m in METRICS if m in runs], "correctness.ok"]
+    shown = ["run", "routing", *params, *[m for m in METRICS if m in runs], "correctness.ok", HOST_BOUND_KEY]
     html = report.render_campaign(
         root / contract.REPORT, root.name, runs[[c for c in shown if c in runs]], params, made, table
     )

@@ -36,6 +36,12 @@ EVENT_FIELDS: tuple[tuple[str, str], ...] = (
     ("reason", "STRING"),
     ("intended_ns", "BIGINT"),
     ("sent_ns", "BIGINT"),
+    ("lag_ms_max", "DOUBLE"),
+    ("lag_ms_mean", "DOUBLE"),
+    ("probes", "BIGINT"),
+    ("cpu", "DOUBLE"),
+    ("wall_ms", "DOUBLE"),
+    ("wait_ms", "DOUBLE"),
 )
 EVENT_DDL = ", ".join(f"`{n}` {t}" for n, t in EVENT_FIELDS)
 CORRUPT = "_corrupt_record"  # Spark's column for a line that is not valid JSON under the schema

@@ -88,6 +88,31 @@ def stability(
     return _save(fig, out)
 
 
+def loop_lag(series: pd.DataFrame, curve: pd.DataFrame, origin_ns: int, bound_ms: float, out: Path) -> Path:
+    """The stability curve's window-max delay over the brokers' loop lag and summed CPU share, on one
+    time axis from the first publication: delays that rise with the lag are the host's, not the routing's."""
+    fig, (a_delay, a_lag) = plt.subplots(2, 1, figsize=(7, 6), sharex=True)
+    if len(curve):
+        a_delay.plot(
+            (curve["end_ns"] - origin_ns) / 1e9, curve["max_delay_ms"], marker=".", label="window max"
+        )
+    a_delay.set_ylabel("notification delay (ms)")
+    a_delay.set_title("Delay beside loop lag")
+    a_delay.grid(alpha=0.3)
+    if len(series):
+        a_lag.plot(series["t_s"], series["lag_ms_max"], label="loop lag, worst broker")
+        a_lag.plot(series["t_s"], series["lag_ms_mean"], label="loop lag, mean")
+        cpu = a_lag.twinx()
+        cpu.plot(series["t_s"], series["cpu_sum"], color="grey", linestyle=":", label="CPU, all brokers")
+        cpu.set_ylabel("CPU share (cores)")
+    a_lag.axhline(bound_ms, color="red", linestyle="--", linewidth=1, label="lag bound")
+    a_lag.set_ylabel("loop lag (ms)")
+    a_lag.set_xlabel("time since the first intended publication (s)")
+    a_lag.grid(alpha=0.3)
+    a_lag.legend(fontsize=7)
+    return _save(fig, out)
+
+
 def queues(series: pd.DataFrame, out: Path, top: int = 8) -> Path:
     """Output-queue length (the ``top`` longest links) and input-queue length per broker over time."""
     fig, (a_out, a_in) = plt.subplots(2, 1, figsize=(7, 6), sharex=True)
@@ -215,6 +240,11 @@ def metric_vs_param(table: pd.DataFrame, param: str, metric: str, out: Path, ser
         part = part.sort_values(param)
         yerr = [part["mean"] - part["low"], part["high"] - part["mean"]]
         ax.errorbar(part[param], part["mean"], yerr=yerr, marker="o", capsize=3, label=str(name))
+        if "host_bound" in part:
+            hb = part[part["host_bound"] > 0]
+            ax.plot(hb[param], hb["mean"], "x", color="red", markersize=10, label="_host-bound")
+    if "host_bound" in table and (table["host_bound"] > 0).any():
+        ax.plot([], [], "x", color="red", label="host-bound (docs/host-bound.md)")
     ax.set_xlabel(param)
     ax.set_ylabel(metric)
     ax.set_title(f"{metric} vs {param}")

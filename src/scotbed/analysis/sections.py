@@ -14,7 +14,7 @@ import pandas as pd
 from pyspark.sql import functions as F
 
 from scotbed import contract
-from scotbed.analysis import fidelity, links, pruning
+from scotbed.analysis import fidelity, links, pruning, validity
 from scotbed.analysis import metrics as M
 from scotbed.analysis import summary as S
 from scotbed.analysis.context import RunData
@@ -180,6 +180,39 @@ def pruning_section(d: RunData) -> S.Pruning:
     return S.Pruning(pruning.block(released, queues, sizes, core, pruning.probe_delay(d.deliveries)))
 
 
+def validity_section(d: RunData) -> validity.Validity:
+    """Host-bound or valid (:mod:`scotbed.analysis.validity`), from the ``loop`` events, the publication
+    times (window, send lag) and the measured delays; the loop-lag series goes to the report."""
+    cols = ("node", "ts_ns", "lag_ms_max", "lag_ms_mean", "cpu", "wall_ms", "wait_ms")
+    rows = M.of(d.events, contract.LOOP).select(*cols).where(F.col("lag_ms_max").isNotNull()).collect()
+    samples = [
+        validity.LoopSample(
+            r[0], int(r[1]), float(r[2]), float(r[3] or 0), float(r[4] or 0), float(r[5] or 0), r[6]
+        )
+        for r in rows
+    ]
+    lag = (F.col("sent_ns") - F.col("intended_ns")) / 1e6
+    pubs = d.pub_times.agg(F.min("intended_ns"), F.max("intended_ns")).first()
+    last = d.deliveries.agg(F.max("recv_ns")).first()
+    window = None
+    if pubs and pubs[0] is not None:
+        end = int(last[0]) if last and last[0] is not None else int(pubs[1])
+        window = validity.Window(int(pubs[0]), int(pubs[1]), max(end, int(pubs[1])))
+    n_deliv = int(d.hops["count"].sum()) if len(d.hops) else 0
+    hops = float((d.hops["hops"] * d.hops["count"]).sum() / n_deliv) if n_deliv else 0.0
+    send = M.distribution(d.pub_times.select(lag.alias("send_lag_ms")), "send_lag_ms")
+    delay = validity.Delay(d.delays[0]["delay_ms"].get("mean"), hops, send)
+    spec = d.run.spec
+    scale = float((spec.get("workload") or {}).get("time_scale") or 1.0)
+    v = validity.assess(samples, window, delay, validity.cores_of(spec), scale, validity.bounds_of(spec))
+    origin = window.start_ns if window else min((s.ts_ns for s in samples), default=0)
+    d.tables["loop_lag"] = pd.DataFrame(
+        validity.lag_series(samples, origin), columns=["t_s", "lag_ms_max", "lag_ms_mean", "cpu_sum"]
+    )
+    d.plot_data["loop_lag"] = (d.tables["loop_lag"], v)
+    return v
+
+
 # The sections of summary.json, in file order.
 SECTIONS: tuple[tuple[str, Callable[[RunData], S.Section]], ...] = (
     ("events", events_section),
@@ -195,4 +228,5 @@ SECTIONS: tuple[tuple[str, Callable[[RunData], S.Section]], ...] = (
     ("drops", drops_section),
     ("pruning", pruning_section),
     ("correctness", correctness_section),
+    ("validity", validity_section),
 )

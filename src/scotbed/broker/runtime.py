@@ -43,12 +43,14 @@ from typing import Any
 
 from scotbed.broker.eventlog import EventLog
 from scotbed.broker.limits import envelope_fits
+from scotbed.broker.looplag import LoopProbe
 from scotbed.broker.routing import make_algorithm
 from scotbed.broker.routing.base import Decision, Entry, LinkState, RoutingAlgorithm
 from scotbed.config import BrokerConfig, NeighbourConfig
 from scotbed.contract import (
     DELIVER,
     DROP,
+    LOOP,
     MATCH,
     NOTIF_IN,
     NOTIF_OUT,
@@ -184,6 +186,7 @@ class Broker:
         self.last_activity_ns = time.time_ns()
         self.match_observer: Callable[[float], None] | None = None  # the metrics histogram, when on
         self._tasks: list[asyncio.Task[None]] = []
+        self.loop_probe = LoopProbe()
 
     # --- link status table ---------------------------------------------------------------
 
@@ -205,6 +208,7 @@ class Broker:
         ]
         if self.cfg.log.sample_interval_ms > 0:
             self._tasks.append(asyncio.create_task(self._sampler(), name="sample"))
+            self._tasks.append(asyncio.create_task(self.loop_probe.run(), name="loop-probe"))
 
     async def stop_tasks(self) -> None:
         for t in self._tasks:
@@ -450,6 +454,7 @@ class Broker:
         for link in self.links.values():
             emit(QUEUE, link=link.id, len=len(link.queue), ce=round(link.ce, 3))
         emit(TABLE, size=self.algo.table_size())
+        emit(LOOP, **self.loop_probe.take())
 
     async def _flusher(self) -> None:
         period = self.cfg.log.flush_interval_ms / 1000.0

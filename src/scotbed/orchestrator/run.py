@@ -580,6 +580,10 @@ def main(args: Any) -> int:
         print("scotbed run: terminated; resources removed, collected logs kept", file=sys.stderr)
         return 143
     progress.info(result.verdict)
+    if result.summary and "validity" in result.summary:
+        from scotbed.analysis.validity import line
+
+        progress.info(line(result.summary["validity"]))
     progress.info(f"report: {result.run_dir / contract.REPORT}")
     print(result.run_dir / contract.REPORT)
     return 0 if result.ok else 1

@@ -35,6 +35,7 @@ from pydantic import (
 
 from scotbed import topology as topo
 from scotbed import yamlload
+from scotbed.analysis.validity import Bounds as HB
 from scotbed.broker import routing as routing_registry
 from scotbed.errors import UserError
 from scotbed.loader import read_document
@@ -333,6 +334,17 @@ class WorkloadSpec(_Block):
         return wp.WorkloadParams(**flat, **typed)
 
 
+class HostBoundSpec(_Block):
+    """When the delays measure the host, not the routing (criteria, units: scotbed.analysis.validity)."""
+
+    lag_bound_ms: float = Field(default=HB.lag_bound_ms, gt=0)
+    lag_periods_max: float = Field(default=HB.lag_periods_max, gt=0, le=1)
+    delay_share_max: float = Field(default=HB.delay_share_max, gt=0)
+    cpu_saturation_max: float = Field(default=HB.cpu_saturation_max, gt=0)
+    target_utilisation: float = Field(default=HB.target_utilisation, gt=0, le=1)
+    waits_per_hop: float = Field(default=HB.waits_per_hop, gt=0)
+
+
 class AnalysisSpec(_Block):
     stability_window: int = Field(
         default=1000, ge=1, description="notifications per point of the stability curve"
@@ -343,6 +355,7 @@ class AnalysisSpec(_Block):
         description="milliseconds after a subscription change during which a publication counts as "
         "'in transition' rather than missing, on top of the logged propagation",
     )
+    host_bound: HostBoundSpec = Field(default_factory=lambda: HostBoundSpec())
 
 
 class TimeoutsSpec(_Block):

@@ -51,6 +51,9 @@ class SynthSpec:
     seed: int = 1
     start_ns: int = 1_700_000_000_000_000_000
     stability_window: int = 50
+    loop_lag_ms: float | None = None  # when set, each broker logs a ``loop`` event with each sample:
+    loop_cpu: float = 0.1  # mean lag loop_lag_ms, max lag twice it, this CPU share (of one core)
+    cores: int = 2  # the host's cores the run records (``run.host.cpus``) when loop events are on
 
 
 class _Logs:
@@ -166,6 +169,7 @@ def synthesise(out: Path, spec: SynthSpec = SynthSpec()) -> dict[str, Any]:
             _sample_queues(logs, adj, sample_next, extra, rng)
             for b in brokers:
                 logs.write(b, sample_next, contract.TABLE, size=len(active))
+            _sample_loop(logs, brokers, sample_next, spec)
             sample_next += 250 * MS
     logs.close()
     return {
@@ -190,6 +194,8 @@ def _write_run_files(out: Path, spec: SynthSpec, scot: Scot) -> None:
         "workload": {"subscribers": spec.subscribers, "publishers": spec.publishers, "hrp": None},
         "analysis": {"stability_window": spec.stability_window},
     }
+    if spec.loop_lag_ms is not None:
+        run_spec["run"] = {"host": {"cpus": spec.cores}}
     (out / contract.SPEC_RESOLVED).write_text(yaml.safe_dump(run_spec, sort_keys=False))
 
 
@@ -314,6 +320,16 @@ def _route(
                     hops=depth[b] + 1,
                     dynamic=False,
                 )
+
+
+def _sample_loop(logs: _Logs, brokers: list[str], ts: int, spec: SynthSpec) -> None:
+    if spec.loop_lag_ms is None:
+        return
+    lag, cpu = spec.loop_lag_ms, spec.loop_cpu
+    for b in brokers:
+        logs.write(
+            b, ts, contract.LOOP, lag_ms_max=2 * lag, lag_ms_mean=lag, probes=2, cpu=cpu, wall_ms=250.0
+        )
 
 
 def _sample_queues(logs: _Logs, adj: dict[str, list[str]], ts: int, extra: int, rng: random.Random) -> None:
