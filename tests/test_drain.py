@@ -132,3 +132,13 @@ def test_the_verdict_tells_undrained_from_incorrect_and_correct() -> None:
     doc = _doc(0, 0, True)
     del doc["notifications"]["undelivered_at_stop"]  # a summary from before the drain section
     assert verdict_of_json(doc)[0]
+
+
+def test_the_report_says_undrained_only_when_deliveries_were_undelivered_at_stop(tmp_path: Path) -> None:
+    from scotbed.analysis.report import render_run
+
+    summary = json.loads((REPO / "tests" / "fixtures" / "analysis_summary_golden.json").read_text())
+    assert "UNDRAINED" not in render_run(tmp_path / "a.html", summary, "", {}, {}).read_text()
+    summary["drain"] = {**summary["drain"], "undelivered_at_stop": 3, "backlog_at_stop": 2, "deadline_s": 1.0}
+    html = render_run(tmp_path / "b.html", summary, "", {}, {}).read_text()
+    assert "UNDRAINED: 3 of the missing deliveries were still" in html
