@@ -20,6 +20,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--repetitions", type=int, metavar="N", help="repetitions of every row (default: the row's own)"
     )
+    p.add_argument(
+        "--table-only", action="store_true", help="run nothing: the table from the runs finished so far"
+    )
     p.add_argument("--workers", type=int, default=2, metavar="N", help="Locust worker processes (default 2)")
     p.add_argument("--quiet", action="store_true", help="only warnings, errors and the table's path")
     p.set_defaults(

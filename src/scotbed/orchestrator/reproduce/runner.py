@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from scotbed import contract
-from scotbed.orchestrator.campaign import INDEX, Campaign, CampaignIndex, run_campaign
+from scotbed.orchestrator.campaign import INDEX, Campaign, CampaignIndex, fingerprint, run_campaign
 from scotbed.orchestrator.reproduce.doc import Measured, write_doc
 from scotbed.orchestrator.reproduce.effects import judge, relative_changes
 from scotbed.orchestrator.reproduce.rows import Row, RowsError, load_rows, select
+from scotbed.orchestrator.spec import load_spec
 
 REPO = Path(__file__).resolve().parents[4]
 
@@ -48,18 +49,22 @@ def measure(row: Row, quick: bool, out: Path, args: Any, progress: Any) -> Measu
         progress.info(f"{row.name} [{i}/{n}] {cell.key}: {status}")
 
     t0 = time.monotonic()
-    cdir, _ = run_campaign(campaign, out, run_one, on_cell)
+    if getattr(args, "table_only", False):
+        cdir = out / campaign.name
+    else:
+        cdir, _ = run_campaign(campaign, out, run_one, on_cell)
     index = CampaignIndex(cdir / INDEX)
     summaries: dict[tuple[str, int], dict[str, Any]] = {}
     seconds, incorrect = 0.0, []
-    for key, rec in index.cells.items():
-        if not index.finished(key):
+    for cell in campaign.cells(load_spec(campaign.base).seed):  # only runs of this scale count
+        if not index.finished(cell.key, fingerprint(campaign.base, cell.sets)):
             continue
+        rec = index.cells[cell.key]
         summary = json.loads((Path(rec["run_dir"]) / contract.SUMMARY).read_text())
-        summaries[(str(rec["values"]["routing"]), int(rec["values"]["repetition"]))] = summary
+        summaries[(str(rec["values"]["routing"]), cell.repetition)] = summary
         seconds += float(rec["seconds"])
         if not bool(summary.get("correctness", {}).get("ok")):
-            incorrect.append(key)
+            incorrect.append(cell.key)
     judged = [judge(e, relative_changes(e, summaries)) for e in row.effects]
     wall = time.monotonic() - t0
     override = f" --repetitions {campaign.repetitions}" if campaign.repetitions != row.reps(quick) else ""
