@@ -74,7 +74,7 @@ def test_an_unknown_row_is_named_in_the_error() -> None:
 def test_quick_end_to_end_writes_the_table_and_resumes(tmp_path: Path) -> None:
     out, doc = tmp_path / "repro", tmp_path / "doc" / "reproduction.md"
     args = ("reproduce", "octopis-scalability", "--quick", "--out", str(out), "--doc", str(doc), "--quiet")
-    first = scotbed(tmp_path, *args, timeout=240)
+    first = scotbed(tmp_path, *args, timeout=900)
     assert first.returncode == 0, first.stderr[-3000:]
     index = json.loads((out / "octopis-scalability-quick" / "index.json").read_text())["cells"]
     assert sorted(index) == [f"routing={r},rep=0" for r in ("bid", "dnr", "snr")]
