@@ -4,6 +4,7 @@ per row."""
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -113,6 +114,8 @@ def write_doc(path: Path, rows: list[Row], measured: dict[str, Measured], comman
         f"is within a factor {SIZE_FACTOR:g} of the paper's, *direction only* when only the direction",
         "matches, *disagrees* when the direction is opposite, *inconclusive* when the interval spans 0.",
         "The experiments are scaled down to one 2-core host and are not tuned to agree.",
+        f"Written on a host with {os.cpu_count()} cores and a load average of "
+        f"{', '.join(f'{x:.0f}' for x in os.getloadavg())} (1, 5, 15 min) when the table was written.",
         "",
         "| system | paper | status |",
         "|---|---|---|",
