@@ -42,6 +42,11 @@ LOCUST_CSV_PREFIX = f"{LOCUST_DIR}/locust"  # Locust's --csv prefix
 LOCUST_HTML = f"{LOCUST_DIR}/{REPORT}"  # Locust's --html report
 LOCUST_STATUS = f"{LOCUST_DIR}/status.json"  # the workload's progress, read by the orchestrator
 LOCUST_RELEASE = f"{LOCUST_DIR}/release"  # the orchestrator's go signal to the publishers
+#: the orchestrator's stop signal: the subscribers keep their streams open until it exists (file release)
+LOCUST_STOP = f"{LOCUST_DIR}/stop"
+#: the drain record: whether the brokers went quiescent before ``timeouts.drain_s``, the backlog over
+#: time and at stop (written by the host-side Locust driver, read by the analysis)
+DRAIN = "drain.json"
 
 # --- event names (one JSON object a line: ts_ns, node, ev, ...) -----------------------------------
 

@@ -8,6 +8,7 @@ line in :data:`SECTIONS`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import pandas as pd
@@ -55,6 +56,7 @@ def correctness_section(d: RunData) -> S.Correctness:
 
 def notifications_section(d: RunData) -> S.Notifications:
     c = correctness_section(d)
+    drain = drain_section(d)
     dists, curves = d.delays
     hops = d.hops
     nims = M.notification_ims(d.node_facts)
@@ -71,20 +73,28 @@ def notifications_section(d: RunData) -> S.Notifications:
         published=d.published[0],
         expected_deliveries=c.count("expected_deliveries"),
         delivered=c.counts["delivered"] if "delivered" in c.counts else d.deliveries.count(),
-        missing=c.count("missing"),
+        missing=c.count("missing") - drain.undelivered_at_stop,
         duplicates=c.count("duplicates"),
         false_positives=c.count("false_positives"),
         in_transition=c.count("in_transition"),
         ims_total=int(nims["ims"].sum()) if len(nims) else 0,
         dynamic_copies=int(nims["dynamic"].sum()) if len(nims) else 0,
-        delay_ms=dists["delay_ms"],
+        delay_ms={**dists["delay_ms"], "excludes": drain.delay_excludes},
         send_delay_ms=dists["send_delay_ms"],
         matching_us={"mean": match["mean"], "p99": match["p99"], "max": match["max"]},
         hops={
             "mean": float((hops["hops"] * hops["count"]).sum() / n_deliv) if n_deliv else 0.0,
             "max": int(hops["hops"].max()) if n_deliv else 0,
         },
+        undelivered_at_stop=drain.undelivered_at_stop,
     )
+
+
+def drain_section(d: RunData) -> S.Drain:
+    """The drain record read back; the deliveries it keeps from ``missing`` when the deadline cut it."""
+    path = d.run.path / contract.DRAIN
+    record = json.loads(path.read_text()) if path.exists() else None
+    return S.drain_of(record, d.oracle.result["missing"] if d.oracle is not None else 0)
 
 
 CDF_SERIES = (("intended → receive", "delay_ms"), ("sent → receive", "send_delay_ms"))
@@ -227,6 +237,7 @@ SECTIONS: tuple[tuple[str, Callable[[RunData], S.Section]], ...] = (
     ("load", load_section),
     ("drops", drops_section),
     ("pruning", pruning_section),
+    ("drain", drain_section),
     ("correctness", correctness_section),
     ("validity", validity_section),
 )

@@ -78,6 +78,8 @@ class Notifications(Plain):
     send_delay_ms: dict[str, Any]
     matching_us: dict[str, Any]
     hops: dict[str, Any]
+    #: expected deliveries still queued when the drain deadline cut the run (not ``missing``: see Drain)
+    undelivered_at_stop: int = 0
 
 
 @dataclass(frozen=True)
@@ -157,6 +159,45 @@ class Pruning:
         return self.block
 
 
+@dataclass(frozen=True)
+class Drain(Plain):
+    """The drain after the last publication (:data:`scotbed.contract.DRAIN`): did every broker go
+    quiescent before ``timeouts.drain_s``? When it did not, the deliveries the oracle cannot find
+    are counted as ``undelivered_at_stop``: queued when the subscribers left, not lost (a run cut
+    with a backlog cannot tell the two apart). ``delay_excludes``: expected deliveries the delay
+    statistics lack."""
+
+    recorded: bool
+    quiescent: bool
+    deadline_s: float
+    elapsed_s: float
+    backlog_at_stop: int
+    peak_backlog: int
+    undelivered_at_stop: int
+    delay_excludes: int
+
+
+def drain_of(record: Mapping[str, Any] | None, unfound: int) -> Drain:
+    """The drain section from the drain record (None: no record, a run without the host drain) and the
+    oracle's count of expected deliveries never received."""
+    if record is None:
+        return Drain(False, True, 0.0, 0.0, 0, 0, 0, unfound)
+    cut = not record["quiescent"] and int(record["backlog_at_stop"]) > 0
+    return Drain(
+        recorded=True,
+        quiescent=bool(record["quiescent"]),
+        deadline_s=float(record["deadline_s"]),
+        elapsed_s=float(record["elapsed_s"]),
+        backlog_at_stop=int(record["backlog_at_stop"]),
+        peak_backlog=int(record["peak_backlog"]),
+        undelivered_at_stop=unfound if cut else 0,
+        delay_excludes=unfound,
+    )
+
+
+UNDRAINED = "UNDRAINED: "  # the verdict's prefix when only the drain deadline kept deliveries back
+
+
 @dataclass
 class Summary:
     """Header fields, the sections by name (registry order) and the environment of the analysis."""
@@ -206,6 +247,13 @@ def verdict(summary: Summary) -> tuple[bool, str]:
         f"{n.delivered} delivered of {n.expected_deliveries} expected (+{n.in_transition} in transition), "
         f"{n.missing} missing, {n.duplicates} duplicates, {n.false_positives} false positives"
     )
+    if n.undelivered_at_stop:
+        ok = False
+        text += f", {n.undelivered_at_stop} undelivered at stop (the backlog outlasted timeouts.drain_s)"
+        # the oracle's own ``ok`` counts these as missing; the drain record says they were still queued
+        clean = summary.correctness.ok is not None and n.missing == n.duplicates == n.false_positives == 0
+        if clean:
+            return ok, UNDRAINED + text
     return ok, ("correct: " if ok else "INCORRECT: ") + text
 
 
@@ -213,7 +261,7 @@ def verdict_of_json(doc: Mapping[str, Any]) -> tuple[bool, str]:
     """:func:`verdict` of a summary read back as JSON (``analysis/summary.json``, :func:`analyze`'s dict)."""
     try:
         notes = doc["notifications"]  # may carry more (the fault timeline's missing_in_fault_windows)
-        n = Notifications(**{f.name: notes[f.name] for f in fields(Notifications)})
+        n = Notifications(**{f.name: notes[f.name] for f in fields(Notifications) if f.name in notes})
         c = doc["correctness"]
         correctness = Correctness(c.get("ok"), str(c.get("engine", "")), float(c.get("settle_ms", 0.0)))
     except (KeyError, TypeError) as e:

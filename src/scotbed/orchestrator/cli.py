@@ -20,7 +20,17 @@ from scotbed.orchestrator.run import Terminated
 from scotbed.orchestrator.spec import SpecError
 
 #: subcommand modules under scotbed.orchestrator.commands, in help order
-COMMANDS: list[str] = ["validate", "topology", "render", "run", "analyze", "campaign", "saturate", "down"]
+COMMANDS: list[str] = [
+    "validate",
+    "topology",
+    "render",
+    "run",
+    "analyze",
+    "campaign",
+    "saturate",
+    "down",
+    "reproduce",
+]
 
 #: exceptions that are the user's to fix (spec, topology, broker config, filter, command, host capacity):
 #: message only, exit 2 (:mod:`scotbed.errors`)

@@ -3,17 +3,22 @@
 The run lifecycle (:mod:`scotbed.orchestrator.run`) decides when; this module does the Locust
 part: start the processes (recorded in the run state, so ``scotbed down`` finds them), wait until
 every initial subscription is acknowledged, release the publishers, watch the master until the
-workload ends, and stop everything on failure. Failures are :class:`WorkloadFailed` with the phase
-first (``subscribe: ...``, ``publish: ...``); the lifecycle adds the run directory.
+publications end, keep the subscribers connected while the brokers' backlog drains (bounded by
+``timeouts.drain_s``; the drain record says whether it emptied), and stop everything on failure.
+Failures are :class:`WorkloadFailed` with the phase first (``subscribe: ...``, ``publish: ...``);
+the lifecycle adds the run directory.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from scotbed import contract
 from scotbed.orchestrator.progress import Phase
 from scotbed.orchestrator.state import RunState
 
@@ -84,7 +89,8 @@ class HostLocust(HostDriver):
         self.session.release()
 
     def watch(self, timeout_s: float, ph: Phase) -> None:
-        """Follow the master until the workload ends, failing on a workload error or the timeout."""
+        """Follow the master until the last publication (phase ``draining``), failing on a workload
+        error or the timeout."""
         deadline = time.monotonic() + timeout_s
         master = self.session.master
         while master is not None and master.poll() is None:
@@ -92,6 +98,8 @@ class HostLocust(HostDriver):
             st = self.session.status()
             if st.get("phase") == "failed":
                 raise WorkloadFailed(f"publish: workload failed: {st.get('error')}")
+            if st.get("phase") in ("draining", "done"):
+                return
             ph.update(
                 f"{st.get('phase', 'starting')}: publishers done {st.get('publishers_done', 0)}"
                 f"/{st.get('publishers', '?')}, subscribers done {st.get('subscribers_done', 0)}"
@@ -104,3 +112,41 @@ class HostLocust(HostDriver):
     def wait(self, timeout_s: float) -> Any:
         """The processes' end and what they wrote (:class:`scotbed.workloads.runner.WorkloadResult`)."""
         return self.session.wait(timeout_s=timeout_s)
+
+    def drain(self, admin_addresses: Mapping[str, str], deadline_s: float, ph: Phase) -> dict[str, Any]:
+        """Keep the subscribers connected until every broker is quiescent or ``deadline_s`` passed;
+        write the drain record (:data:`scotbed.contract.DRAIN`), then let the subscribers go."""
+        from scotbed.broker.fleet import status_all, wait_quiescent
+
+        start = time.monotonic()
+        series: list[tuple[float, int]] = []
+
+        def on_poll(replies: Mapping[str, Any]) -> None:
+            self.check_brokers()
+            series.append((round(time.monotonic() - start, 3), backlog(replies)))
+            done = sum(1 for r in replies.values() if r.quiescent)
+            peak = max(b for _, b in series)
+            ph.update(f"backlog {series[-1][1]} (peak {peak}), {done}/{len(replies)} brokers quiescent")
+
+        try:
+            last = asyncio.run(wait_quiescent(admin_addresses, deadline_s, stable_s=0.3, on_poll=on_poll))
+            quiescent = True
+        except TimeoutError:
+            last = asyncio.run(status_all(admin_addresses))
+            quiescent = False
+        record = {
+            "deadline_s": deadline_s,
+            "quiescent": quiescent,
+            "elapsed_s": round(time.monotonic() - start, 3),
+            "backlog_at_stop": backlog(last),
+            "peak_backlog": max((b for _, b in series), default=0),
+            "series": series[:: max(1, len(series) // 500)],
+        }
+        (self.run_dir / contract.DRAIN).write_text(json.dumps(record) + "\n")
+        self.session.stop_draining()
+        return record
+
+
+def backlog(replies: Mapping[str, Any]) -> int:
+    """Notifications and subscriptions still queued: every broker's input and output queue lengths."""
+    return sum(r.input_len + sum(x.output_len for x in r.links) for r in replies.values())

@@ -198,4 +198,7 @@ def workload_plan(
     except ValueError as e:  # PlanError and the generators' ValueErrors
         msg = str(e)
         raise SpecError(msg if msg.startswith("workload") else f"workload: {msg}") from None
-    return dataclasses.replace(plan, timeout_s=spec.timeouts.run_s)
+    # the Locust master's own subscribe bound is the spec's, not the plan's default
+    return dataclasses.replace(
+        plan, timeout_s=spec.timeouts.run_s, subscribe_timeout_s=spec.timeouts.quiescent_s
+    )

@@ -11,6 +11,7 @@ Or the phases, for an orchestrator that wants to act between them::
         n = s.wait_subscribed(60)    # every initial subscription acknowledged by its broker
         cluster.wait_quiescent()     # the orchestrator's own check
         s.release()                  # publishers start now (or s.release(t0_ns) at a wall-clock time)
+        s.stop_draining()            # optional: after the orchestrator's own drain (wait() does it too)
         result = s.wait(600)         # publishers done + drain_s; logs merged
 
 The master writes ``locust/status.json`` (phase: subscribing, settling,
@@ -212,9 +213,16 @@ class WorkloadSession:
         tmp.write_text("" if t0_ns is None else str(t0_ns))
         tmp.replace(self.locust_dir / "release")
 
+    def stop_draining(self) -> None:
+        """Let the subscribers close their streams (release mode ``file``) once ``drain_s`` has passed."""
+        (self.run_dir / contract.LOCUST_STOP).touch()
+
     def wait(self, timeout_s: float | None = None) -> WorkloadResult:
-        """Until the master exits; then merge the workload files and count the events."""
+        """Until the master exits (with release ``file``, :meth:`stop_draining` first unless done already);
+        then merge the workload files and count the events."""
         assert self.master is not None, "start() first"
+        if self.plan.release.mode == "file":
+            self.stop_draining()
         limit = timeout_s if timeout_s is not None else self.plan.timeout_s + 60
         try:
             code = self.master.wait(timeout=max(0.0, limit - (time.monotonic() - self._started)))

@@ -22,7 +22,8 @@ shows the phase to the orchestrator):
    overdue quote in one batch and logs each with its intended time), and
    subscribers run their churn actions at t0 + at_s;
 4. ``draining``: when every publisher and every subscriber reported done, the
-   master waits ``drain_s`` for the last deliveries;
+   master waits ``drain_s`` for the last deliveries and, with release ``file``, until the
+   orchestrator creates ``locust/stop`` (it waits for the brokers' backlog to drain first);
 5. ``done`` (or ``failed`` with an ``error``): the master quits, the workers
    flush their logs and exit.
 """
@@ -78,6 +79,7 @@ class Coordinator:
         self.plan = plan
         self.status_path = run_dir / contract.LOCUST_STATUS
         self.release_path = run_dir / contract.LOCUST_RELEASE
+        self.stop_path = run_dir / contract.LOCUST_STOP
         self.next = {"subscriber": 0, "publisher": 0}
         self.limit = {"subscriber": len(plan.subscribers), "publisher": len(plan.publishers)}
         self.acked = 0
@@ -201,6 +203,8 @@ class Coordinator:
 
     def _drain(self) -> None:
         gevent.sleep(self.plan.drain_s)
+        while self.plan.release.mode == "file" and not self.stop_path.exists():
+            gevent.sleep(0.05)
         if self.phase != "draining":
             return
         self.phase = "done"

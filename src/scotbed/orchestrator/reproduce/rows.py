@@ -1,0 +1,85 @@
+"""The reproduction rows (``rows.yaml``): what each paper states and which experiment measures it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from scotbed.errors import UserError
+
+ROWS_FILE = Path(__file__).with_name("rows.yaml")
+
+
+class RowsError(UserError):
+    """A rows file that cannot be read; the message names the row and key."""
+
+
+@dataclass(frozen=True)
+class Effect:
+    """The paper's stated relative change of ``metric`` (a summary.json path), ``variant`` vs ``baseline``."""
+
+    label: str
+    metric: str
+    variant: str
+    baseline: str
+    paper: float
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    system: str
+    paper: str
+    status: str
+    figure: str = ""
+    spec: str | None = None
+    compare: tuple[str, ...] = ()
+    repetitions: int = 1
+    scale: tuple[str, ...] = ()
+    quick_repetitions: int = 1
+    quick: tuple[str, ...] = ()
+    effects: tuple[Effect, ...] = ()
+    notes: str = ""
+
+    @property
+    def runnable(self) -> bool:
+        return self.spec is not None
+
+    def sets(self, quick: bool) -> tuple[str, ...]:
+        return (*self.scale, *self.quick) if quick else self.scale
+
+    def reps(self, quick: bool) -> int:
+        return self.quick_repetitions if quick else self.repetitions
+
+
+def _row(doc: dict[str, Any]) -> Row:
+    effects = tuple(Effect(**e) for e in doc.pop("effects", []))
+    tuples: dict[str, Any] = {k: tuple(doc.pop(k)) for k in ("compare", "scale", "quick") if k in doc}
+    row = Row(**doc, **tuples, effects=effects)
+    for e in row.effects:
+        if {e.variant, e.baseline} - set(row.compare):
+            raise RowsError(f"row {row.name}: effect {e.label}: {e.variant}/{e.baseline} not in compare")
+    return row
+
+
+def load_rows(path: Path = ROWS_FILE) -> list[Row]:
+    doc = yaml.safe_load(path.read_text())
+    rows = []
+    for raw in doc["rows"]:
+        try:
+            rows.append(_row(dict(raw)))
+        except TypeError as e:
+            raise RowsError(f"{path}: row {raw.get('name')!r}: {e}") from None
+    return rows
+
+
+def select(rows: list[Row], names: list[str]) -> list[Row]:
+    """The named rows (all when none is named); an unknown name is an error that lists the known ones."""
+    known = {r.name: r for r in rows}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise RowsError(f"unknown row(s) {', '.join(unknown)}; known: {', '.join(known)}")
+    return [known[n] for n in names] if names else rows

@@ -1,0 +1,110 @@
+"""Run the rows of ``scotbed reproduce`` as campaigns (resumable: a finished run is not re-run) and
+write the table; ``main(args)`` is the command."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from scotbed import contract
+from scotbed.orchestrator.campaign import INDEX, Campaign, CampaignIndex, fingerprint, run_campaign
+from scotbed.orchestrator.reproduce.doc import Measured, write_doc
+from scotbed.orchestrator.reproduce.effects import judge, relative_changes
+from scotbed.orchestrator.reproduce.rows import Row, RowsError, load_rows, select
+from scotbed.orchestrator.spec import load_spec
+
+REPO = Path(__file__).resolve().parents[4]
+
+
+def campaign_of(row: Row, quick: bool, repetitions: int | None = None) -> Campaign:
+    """The row as a campaign: its spec × its routings × repetitions (the row's unless overridden),
+    at the row's scale."""
+    assert row.spec is not None
+    return Campaign(
+        name=f"{row.name}-quick" if quick else row.name,
+        base=(REPO / row.spec).resolve(),
+        matrix={"routing": list(row.compare)},
+        repetitions=repetitions or row.reps(quick),
+        sets=list(row.sets(quick)),
+    )
+
+
+def measure(row: Row, quick: bool, out: Path, args: Any, progress: Any) -> Measured:
+    """Run (or resume) the row's campaign and judge each effect over the finished runs."""
+    from scotbed.orchestrator.run import options_from_args, run_spec
+
+    campaign = campaign_of(row, quick, getattr(args, "repetitions", None))
+    verdicts: dict[str, str] = {}
+
+    def run_one(spec: Path, sets: list[str], runs: Path) -> Path:
+        options = options_from_args(args, backend=None, out=runs, quiet=True)
+        result = run_spec(spec, sets, options)
+        verdicts[result.run_dir.name] = result.verdict
+        return result.run_dir
+
+    def on_cell(i: int, n: int, cell: Any, status: str) -> None:
+        progress.info(f"{row.name} [{i}/{n}] {cell.key}: {status}")
+
+    t0 = time.monotonic()
+    if getattr(args, "table_only", False):
+        cdir = out / campaign.name
+    else:
+        cdir, _ = run_campaign(campaign, out, run_one, on_cell)
+    index = CampaignIndex(cdir / INDEX)
+    summaries: dict[tuple[str, int], dict[str, Any]] = {}
+    seconds, incorrect = 0.0, []
+    for cell in campaign.cells(load_spec(campaign.base).seed):  # only runs of this scale count
+        if not index.finished(cell.key, fingerprint(campaign.base, cell.sets)):
+            continue
+        rec = index.cells[cell.key]
+        summary = json.loads((Path(rec["run_dir"]) / contract.SUMMARY).read_text())
+        summaries[(str(rec["values"]["routing"]), cell.repetition)] = summary
+        seconds += float(rec["seconds"])
+        if not bool(summary.get("correctness", {}).get("ok")):
+            incorrect.append(cell.key)
+    judged = [judge(e, relative_changes(e, summaries)) for e in row.effects]
+    wall = time.monotonic() - t0
+    override = f" --repetitions {campaign.repetitions}" if campaign.repetitions != row.reps(quick) else ""
+    command = f"scotbed reproduce {row.name}{' --quick' if quick else ''}{override}"
+    runs, reps = len(summaries), campaign.repetitions
+    return Measured(row, quick, judged, runs, seconds, wall, incorrect, command, reps)
+
+
+def main(args: Any) -> int:
+    from scotbed.analysis.session import shared_session
+    from scotbed.orchestrator.commands import CommandError
+    from scotbed.orchestrator.outdir import writable_dir
+    from scotbed.orchestrator.progress import make_progress
+    from scotbed.orchestrator.run import SignalGuard
+
+    try:
+        rows = load_rows()
+        chosen = select(rows, list(args.names))
+    except RowsError as e:
+        raise CommandError(str(e)) from None
+    out = Path(args.out)
+    writable_dir(out)
+    progress = make_progress(getattr(args, "quiet", False), getattr(args, "log_json", False))
+    measured: dict[str, Measured] = {}
+    with SignalGuard(), shared_session():
+        for row in chosen:
+            if row.runnable:
+                measured[row.name] = measure(row, args.quick, out, args, progress)
+    doc = Path(args.doc) if args.doc else out / "reproduction.md"
+    write_doc(doc, rows, measured, _command(args))
+    progress.info(f"reproduction table: {doc}")
+    print(doc)
+    if not measured and any(r.runnable for r in chosen):
+        print("scotbed reproduce: no row was measured", file=sys.stderr)
+        return 3
+    return 0
+
+
+def _command(args: Any) -> str:
+    parts = ["scotbed reproduce", *args.names]
+    if args.quick:
+        parts.append("--quick")
+    return " ".join(parts)

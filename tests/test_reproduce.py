@@ -1,0 +1,92 @@
+"""`scotbed reproduce`: the rows as data, the effects and their verdicts (pure), and ``--quick`` end to
+end with real brokers, Locust and Spark: the table is written, a second call resumes without re-running."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import pytest
+from scotbed_cli import scotbed
+
+from scotbed.broker.routing import ALGORITHMS
+from scotbed.orchestrator.reproduce.effects import judge, metric, relative_changes
+from scotbed.orchestrator.reproduce.rows import Effect, RowsError, load_rows, select
+
+IMS = Effect("SBP IMs", "subscriptions.ims_total", "snr", "bid", -0.89)
+
+
+def _summary(ims: float) -> dict[str, object]:
+    return {"subscriptions": {"ims_total": ims, "delay_ms": {"mean": 2.0}}}
+
+
+def test_a_metric_is_read_by_its_dotted_path() -> None:
+    s = _summary(40)
+    assert metric(s, "subscriptions.ims_total") == 40.0
+    assert metric(s, "subscriptions.delay_ms.mean") == 2.0
+    assert metric(s, "subscriptions.nothing") is None
+
+
+def test_changes_are_paired_by_repetition_and_skip_an_unpaired_run() -> None:
+    runs = {
+        ("bid", 0): _summary(100),
+        ("snr", 0): _summary(20),
+        ("bid", 1): _summary(50),
+        ("snr", 1): _summary(10),
+    }
+    runs[("snr", 2)] = _summary(1)  # no bid run for repetition 2
+    assert relative_changes(IMS, runs) == [-0.8, -0.8]
+
+
+def test_verdicts() -> None:
+    assert judge(IMS, [-0.8, -0.85, -0.82]).verdict == "agrees"
+    assert judge(IMS, [-0.3, -0.32]).verdict == "direction only"
+    assert judge(IMS, [0.5, 0.52]).verdict == "disagrees"
+    assert judge(IMS, [-0.5, 0.5]).verdict == "inconclusive"
+    assert judge(IMS, []).verdict == "no data"
+    one = judge(IMS, [-0.9]).measured
+    assert (one.n, one.mean, one.low, one.high) == (1, -0.9, -0.9, -0.9)
+    ci = judge(IMS, [-0.8, -0.9]).measured
+    assert ci.low < -0.85 < ci.high and math.isclose(ci.mean, -0.85)
+
+
+def test_every_system_of_design_section_1_has_a_row() -> None:
+    rows = load_rows()
+    listed = ", ".join(r.system for r in rows)
+    for name in ALGORITHMS:
+        assert re.search(rf"\b{re.escape(name)}\b", listed), name
+    assert {r.name for r in rows if r.runnable} >= {"octopis-scalability", "octopis-burst"}
+    for r in rows:
+        if r.runnable:
+            assert (Path(__file__).resolve().parents[1] / str(r.spec)).is_file()
+            assert r.effects and set(r.compare) >= {e.variant for e in r.effects}
+
+
+def test_an_unknown_row_is_named_in_the_error() -> None:
+    with pytest.raises(RowsError, match="nope"):
+        select(load_rows(), ["nope"])
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_quick_end_to_end_writes_the_table_and_resumes(tmp_path: Path) -> None:
+    out, doc = tmp_path / "repro", tmp_path / "doc" / "reproduction.md"
+    args = ("reproduce", "octopis-scalability", "--quick", "--out", str(out), "--doc", str(doc), "--quiet")
+    first = scotbed(tmp_path, *args, timeout=900)
+    assert first.returncode == 0, first.stderr[-3000:]
+    index = json.loads((out / "octopis-scalability-quick" / "index.json").read_text())["cells"]
+    assert sorted(index) == [f"routing={r},rep=0" for r in ("bid", "dnr", "snr")]
+    assert all(c["status"] == "done" for c in index.values())
+    text = doc.read_text()
+    assert text.count("| SBP IMs, snr vs bid | -89 % |") == 1
+    assert "| vinifera, rendezvous-baseline |" in text and "not built" in text
+    assert (doc.parent / "reproduction" / "octopis-scalability-quick.png").stat().st_size > 0
+    for c in index.values():  # every run delivered exactly once
+        summary = json.loads((Path(c["run_dir"]) / "analysis" / "summary.json").read_text())
+        n = summary["notifications"]
+        assert n["delivered"] == n["expected_deliveries"] > 0 and n["missing"] == n["duplicates"] == 0
+    again = scotbed(tmp_path, *args, timeout=120)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert json.loads((out / "octopis-scalability-quick" / "index.json").read_text())["cells"] == index
