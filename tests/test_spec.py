@@ -11,7 +11,8 @@ import yaml
 
 from scotbed.broker import routing as routing_registry
 from scotbed.orchestrator import plan
-from scotbed.orchestrator.spec import SpecError, apply_sets, build_scot, dump_spec, load_spec, parse_spec
+from scotbed.orchestrator.overrides import apply_sets
+from scotbed.orchestrator.spec import SpecError, build_scot, dump_spec, load_spec, parse_spec
 
 EXPERIMENTS = Path(__file__).resolve().parent.parent / "experiments"
 

@@ -14,9 +14,8 @@ files (edge-list and GraphML factors, relative to the spec file).
 
 from __future__ import annotations
 
-import copy
 import typing
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -34,27 +33,18 @@ from pydantic import (
 )
 
 from scotbed import topology as topo
-from scotbed import yamlload
 from scotbed.analysis.validity import Bounds as HB
 from scotbed.broker import routing as routing_registry
-from scotbed.errors import UserError
 from scotbed.loader import read_document
 from scotbed.matching import implemented as matching_implemented
 from scotbed.orchestrator import spec_selforg
 from scotbed.orchestrator.faults import FaultSpec
-from scotbed.orchestrator.spec_errors import describe
+from scotbed.orchestrator.overrides import apply_sets
+from scotbed.orchestrator.spec_errors import SpecError, describe
 from scotbed.workloads import params as wp
 
 #: the largest overlay a spec may ask for; beyond it a typo (fanout 10, depth 8) would hang the planner
 MAX_BROKERS = 5000
-
-
-class SpecError(UserError):
-    """A spec that cannot be run. ``problems`` holds one ``key.path: message`` line per problem."""
-
-    def __init__(self, problems: str | Sequence[str]) -> None:
-        self.problems = [problems] if isinstance(problems, str) else list(problems)
-        super().__init__("\n".join(self.problems))
 
 
 class _Block(BaseModel):
@@ -410,36 +400,6 @@ class Spec(_Block):
 
 
 # --- loading, overrides, errors ---------------------------------------------------------------
-
-
-def apply_sets(doc: dict[str, Any], sets: Iterable[str]) -> dict[str, Any]:
-    """A copy of ``doc`` with each ``key.path=value`` applied; values are parsed as YAML scalars
-    (or flow collections), so ``3`` is an int, ``0.5`` a float, ``true`` a bool, ``null`` None."""
-    out = copy.deepcopy(doc)
-    for item in sets:
-        key, sep, raw = item.partition("=")
-        key = key.strip()
-        if not sep or not key or any(not part for part in key.split(".")):
-            raise SpecError(f"--set {item!r}: expected key.path=value, e.g. workload.subscribers=100")
-        try:
-            value = yamlload.loads(raw, f"--set {key}") if raw.strip() else ""
-        except yamlload.YamlError as e:
-            raise SpecError(f"cannot parse {raw!r} as a YAML value: {e}") from None
-        parts = key.split(".")
-        node: Any = out
-        for depth, part in enumerate(parts[:-1]):
-            child = node.get(part)
-            if child is None:
-                child = node[part] = {}
-            elif not isinstance(child, dict):
-                here = ".".join(parts[: depth + 1])
-                raise SpecError(
-                    f"--set {key}: {here} is {child!r}, not a mapping; set {here} as a whole, "
-                    f"e.g. --set '{here}={{kind: ..., ...}}'"
-                )
-            node = child
-        node[parts[-1]] = value
-    return out
 
 
 def parse_spec(

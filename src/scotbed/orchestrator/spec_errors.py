@@ -10,6 +10,16 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel
 
+from scotbed.errors import UserError
+
+
+class SpecError(UserError):
+    """A spec that cannot be run. ``problems`` holds one ``key.path: message`` line per problem."""
+
+    def __init__(self, problems: str | Sequence[str]) -> None:
+        self.problems = [problems] if isinstance(problems, str) else list(problems)
+        super().__init__("\n".join(self.problems))
+
 
 def describe(err: Any, doc: Any, root: type[BaseModel], kinds: Sequence[str]) -> str:
     """One ``path: message`` line for a pydantic error, with the path as the user wrote it."""
