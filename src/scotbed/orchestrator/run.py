@@ -15,28 +15,23 @@ itself, so ``scotbed down`` can remove what was started.
 Exit codes: 0 the run finished, the analysis ran and the correctness checks
 held; 1 the run finished but a check failed (missing, duplicate or
 false-positive deliveries); 2 the spec or the command is wrong; 3 the run
-failed (a barrier timed out, a broker died, the workload failed); 130/143
-interrupted.
+failed (a barrier timed out, a broker died, the workload failed); 4 the
+drain deadline (``timeouts.drain_s``) ended the run with deliveries still
+queued, none lost otherwise; 130/143 interrupted.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import platform
 import signal
-import socket
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
-
-import yaml
 
 from scotbed import contract
 from scotbed.analysis import unreadable
@@ -47,13 +42,12 @@ from scotbed.orchestrator.images import BROKER_IMAGE, WORKLOAD_IMAGE
 from scotbed.orchestrator.locust_driver import HostLocust, WorkloadFailed
 from scotbed.orchestrator.outdir import writable_dir
 from scotbed.orchestrator.progress import Phase, Progress, make_progress
+from scotbed.orchestrator.provenance import resolved_spec_text
 from scotbed.orchestrator.script_driver import HostScript
 from scotbed.orchestrator.scripted import load_script
-from scotbed.orchestrator.spec import Spec, build_scot, dump_spec, load_spec
+from scotbed.orchestrator.spec import Spec, build_scot, load_spec
 from scotbed.orchestrator.state import RunState
 from scotbed.workloads.script import Script
-
-VERSIONED = ("scotbed", "grpcio", "protobuf", "numpy", "locust", "pyspark", "pydantic", "kubernetes")
 
 
 class RunFailed(RuntimeError):
@@ -118,45 +112,6 @@ def make_backend(name: str, options: RunOptions, progress: Progress) -> Backend:
             warn=progress.warn,
         )
     raise ValueError(f"unknown backend {name!r}; allowed: local, compose, k8s")
-
-
-def versions() -> dict[str, str]:
-    out = {}
-    for name in VERSIONED:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = "not installed"
-    return out
-
-
-def resolved_spec_text(spec: Spec, run_id: str, backend: str, sets: list[str]) -> str:
-    """The spec after defaults and --set, then a ``run`` block: who, where and with what it ran."""
-    from scotbed import java
-
-    doc = yaml.safe_load(dump_spec(spec))
-    doc["backend"] = backend
-    doc["run"] = {
-        "run_id": run_id,
-        "started_utc": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "backend": backend,
-        "sets": list(sets),
-        "host": {
-            "name": socket.gethostname(),
-            "platform": platform.platform(),
-            "python": sys.version.split()[0],
-            "cpus": _cpus(),
-        },
-        "versions": versions(),
-        "java": java.describe(),
-    }
-    return yaml.safe_dump(doc, sort_keys=False)
-
-
-def _cpus() -> int:
-    import os
-
-    return os.cpu_count() or 0
 
 
 class SignalGuard:
