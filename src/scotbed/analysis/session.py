@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import time
 import warnings
 import zipfile
 from collections.abc import Iterator
@@ -28,6 +29,9 @@ SHUFFLE_PARTITIONS_LOCAL = 8
 # Writers open at once per task when the events are stored partitioned by event name: one per name,
 # so Spark need not sort the rows by name before writing.
 CONCURRENT_WRITERS = 32
+# A loaded host sometimes loses Spark's JVM before it reports its port (JAVA_GATEWAY_EXITED, seen at
+# load averages above 80); a second start then succeeds. A JVM that cannot start at all fails every try.
+GATEWAY_ATTEMPTS = 3
 _shared: list[bool] = []
 
 
@@ -85,11 +89,29 @@ def get_session(
         builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions)).config(
             "spark.driver.memory", os.environ.get("SCOTBED_SPARK_DRIVER_MEMORY", "2g")
         )
-    spark = builder.getOrCreate()
+    spark = _start(builder)
     spark.sparkContext.setLogLevel("ERROR")
     if not is_local:
         spark.sparkContext.addPyFile(str(package_zip(Path(tempfile.mkdtemp(prefix="scotbed-pyfiles-")))))
     return spark
+
+
+def _start(builder: SparkSession.Builder) -> SparkSession:
+    from pyspark.errors import PySparkRuntimeError
+
+    for attempt in range(1, GATEWAY_ATTEMPTS + 1):
+        try:
+            return builder.getOrCreate()
+        except PySparkRuntimeError as e:
+            if e.getCondition() != "JAVA_GATEWAY_EXITED" or attempt == GATEWAY_ATTEMPTS:
+                raise
+            print(
+                f"scotbed: Spark's JVM exited before reporting its port (try {attempt} of "
+                f"{GATEWAY_ATTEMPTS}); starting it again",
+                file=sys.stderr,
+            )
+            time.sleep(2.0 * attempt)
+    raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
 
 def is_shared() -> bool:
