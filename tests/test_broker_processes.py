@@ -289,3 +289,29 @@ def test_link_capacity_set_at_runtime_builds_a_queue_and_marks_the_link_overload
                 assert link.sent == 300 and link.output_len == 0 and link.capacity_msgs_per_s == 0
 
         asyncio.run(scenario())
+
+
+def test_the_quiescence_barrier_waits_out_a_broker_too_busy_to_answer(tmp_path: Path) -> None:
+    """A stopped broker's Status times out: the barrier keeps waiting (a saturated host is slow, not
+    broken), returns once the broker answers again, and names the cause when its own deadline passes."""
+    import signal
+
+    from scotbed.broker.fleet import STATUS_TIMEOUT_S
+
+    with _cluster(topology.tree(topology.path(2)), tmp_path, "rpf") as cluster:
+        addrs = cluster.addresses()
+        cluster.signal("b-v1-0", signal.SIGSTOP)
+        try:
+            with pytest.raises(TimeoutError, match="did not answer Status"):
+                asyncio.run(wait_quiescent(addrs, timeout_s=1.0))
+
+            async def resume_later() -> dict[str, pb.StatusReply]:
+                waiting = asyncio.create_task(wait_quiescent(addrs, timeout_s=4 * STATUS_TIMEOUT_S))
+                await asyncio.sleep(1.0)
+                cluster.signal("b-v1-0", signal.SIGCONT)
+                return await waiting
+
+            replies = asyncio.run(resume_later())
+        finally:
+            cluster.signal("b-v1-0", signal.SIGCONT)
+        assert set(replies) == {"b-v0-0", "b-v1-0"} and all(r.quiescent for r in replies.values())

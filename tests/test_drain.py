@@ -17,6 +17,7 @@ import pytest
 
 from scotbed import contract
 from scotbed.analysis.summary import UNDRAINED, drain_of
+from scotbed.orchestrator.locust_driver import SubscriberCatchUp
 from scotbed.orchestrator.run import RunOptions, run_spec, undrained_or_incorrect
 from scotbed.orchestrator.state import load_all
 
@@ -65,6 +66,7 @@ def test_a_backlog_longer_than_the_workload_drain_ends_correct(tmp_path: Path, s
     n, drain = result.summary["notifications"], result.summary["drain"]
     assert result.ok, result.verdict
     assert record["quiescent"] and record["backlog_at_stop"] == 0
+    assert record["received"] == record["delivered"] == n["delivered"]  # the subscribers read them all
     assert record["peak_backlog"] > 0 and record["elapsed_s"] > 0.2  # it outlasted workload.drain_s
     assert n["published"] == 80
     assert n["delivered"] == n["expected_deliveries"] > 0
@@ -91,6 +93,15 @@ def test_a_deadline_shorter_than_the_backlog_counts_undelivered_at_stop(tmp_path
 
 
 RECORD = {"deadline_s": 5.0, "quiescent": False, "elapsed_s": 5.1, "backlog_at_stop": 7, "peak_backlog": 90}
+
+
+def test_the_subscribers_catch_up_when_their_count_meets_the_brokers_or_stalls() -> None:
+    wait = SubscriberCatchUp(stall_s=2.0)
+    assert not wait.done(delivered=10, received=4, now=0.0)
+    assert not wait.done(delivered=10, received=7, now=1.0)  # still reading
+    assert not wait.done(delivered=10, received=7, now=2.9)
+    assert wait.done(delivered=10, received=7, now=3.0)  # no progress for 2 s: a cancelled stream
+    assert SubscriberCatchUp().done(delivered=10, received=10, now=0.0)
 
 
 def test_a_cut_drain_moves_the_unfound_deliveries_to_undelivered_at_stop() -> None:

@@ -74,6 +74,7 @@ def _fingerprint(replies: Mapping[str, pb.StatusReply]) -> dict[str, dict[str, i
 
 
 OnPoll = Callable[[Mapping[str, pb.StatusReply]], None]
+STATUS_TIMEOUT_S = 5.0  # one Status round of the quiescence barrier
 
 
 async def wait_quiescent(
@@ -102,7 +103,19 @@ async def _wait_quiescent(
     stable_since: float | None = None
     previous: dict[str, dict[str, int]] | None = None
     while True:
-        replies = await admins.each("Status", pb.StatusRequest(), 5.0)
+        try:
+            replies = await admins.each("Status", pb.StatusRequest(), STATUS_TIMEOUT_S)
+        except grpc.aio.AioRpcError as e:
+            if e.code() != grpc.StatusCode.DEADLINE_EXCEEDED:
+                raise
+            # a broker too busy to answer is not quiescent; a saturated host is slow, not broken
+            if time.monotonic() >= deadline:
+                raise TimeoutError(
+                    f"not quiescent after {timeout_s:.0f} s: a broker did not answer Status "
+                    f"within {STATUS_TIMEOUT_S:.0f} s"
+                ) from None
+            stable_since, previous = None, None
+            continue
         if on_poll is not None:
             on_poll(replies)
         now = time.monotonic()

@@ -134,6 +134,8 @@ class HostLocust(HostDriver):
         except TimeoutError:
             last = asyncio.run(status_all(admin_addresses))
             quiescent = False
+        delivered = sum(int(r.counters.get(contract.DELIVER, 0)) for r in last.values())
+        received = self._wait_for_subscribers(delivered, start + deadline_s, ph) if quiescent else 0
         record = {
             "deadline_s": deadline_s,
             "quiescent": quiescent,
@@ -141,10 +143,43 @@ class HostLocust(HostDriver):
             "backlog_at_stop": backlog(last),
             "peak_backlog": max((b for _, b in series), default=0),
             "series": series[:: max(1, len(series) // 500)],
+            "delivered": delivered,
+            "received": received,
         }
         (self.run_dir / contract.DRAIN).write_text(json.dumps(record) + "\n")
         self.session.stop_draining()
         return record
+
+    def _wait_for_subscribers(self, delivered: int, deadline: float, ph: Phase) -> int:
+        """After the brokers went quiescent: until the subscribers have read what the brokers delivered
+        (an overloaded Locust worker reads its streams late); returns the deliveries they read."""
+        catch_up = SubscriberCatchUp()
+        while True:
+            received = int(self.session.status().get("received", 0))
+            now = time.monotonic()
+            if catch_up.done(delivered, received, now) or now >= deadline:
+                return received
+            ph.update(f"brokers quiescent; subscribers have read {received}/{delivered} deliveries")
+            time.sleep(0.1)
+
+
+class SubscriberCatchUp:
+    """Have the subscribers read what the brokers delivered? Yes when the count they report reaches
+    the brokers' ``deliver`` count, or when it stops growing for ``stall_s``: a stream an
+    unsubscription cancelled never reads what was in flight to it, so the counts need not meet."""
+
+    def __init__(self, stall_s: float = 2.0) -> None:
+        self.stall_s = stall_s
+        self._last = -1
+        self._since = 0.0
+
+    def done(self, delivered: int, received: int, now: float) -> bool:
+        if received >= delivered:
+            return True
+        if received != self._last:
+            self._last, self._since = received, now
+            return False
+        return now - self._since >= self.stall_s
 
 
 def backlog(replies: Mapping[str, Any]) -> int:

@@ -60,6 +60,7 @@ class ProcessRecords:
         self.events = JsonlWriter(run_dir / contract.events_file(process))
         self.subscriptions = JsonlWriter(run_dir / contract.workload_part("subscriptions", process))
         self.publications = JsonlWriter(run_dir / contract.workload_part("publications", process))
+        self.receives = 0  # deliveries read from the brokers' streams so far (the drain waits for them)
 
     def event(self, ts_ns: int, node: str, ev: str, **fields: Any) -> None:
         self.events.write({"ts_ns": ts_ns, "node": node, "ev": ev, **fields})
@@ -91,6 +92,7 @@ class ProcessRecords:
         self, ts_ns: int, subscriber: str, pub_id: str, sub_id: str, hops: int, broker_ns: int, broker: str
     ) -> None:
         """A delivery that reached ``subscriber`` at ``ts_ns``."""
+        self.receives += 1
         self.event(ts_ns, subscriber, contract.RECEIVE, pub_id=pub_id, sub_id=sub_id, hops=hops,
                    broker_ns=broker_ns, broker=broker)  # fmt: skip
 

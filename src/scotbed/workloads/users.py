@@ -83,6 +83,7 @@ class Coordinator:
         self.next = {"subscriber": 0, "publisher": 0}
         self.limit = {"subscriber": len(plan.subscribers), "publisher": len(plan.publishers)}
         self.acked = 0
+        self.received = 0  # deliveries the subscribers have read, as the processes report them
         self.done = {"subscriber": 0, "publisher": 0}
         self.phase = "subscribing"
         self.t0_ns = 0
@@ -98,6 +99,7 @@ class Coordinator:
             "acked": self.acked,
             "subscribers_done": self.done["subscriber"],
             "publishers_done": self.done["publisher"],
+            "received": self.received,
             "subscribers": self.limit["subscriber"],
             "publishers": self.limit["publisher"],
             "t0_ns": self.t0_ns,
@@ -131,6 +133,8 @@ class Coordinator:
             if self.done == self.limit and self.phase == "publishing":
                 self.phase = "draining"
                 gevent.spawn(self._drain)
+        elif kind == "received":
+            self.received += int(data["n"])
         elif kind == "failed":
             self.fail(str(data.get("message")))
         self._write()
@@ -264,10 +268,16 @@ class Context:
             self.env.runner.send_message(REPORT, {"kind": kind, **data})
 
     def flush_forever(self) -> None:
+        """Flush the records and report the deliveries read since the last round (the drain waits until
+        the subscribers have read what the brokers delivered)."""
+        reported = 0
         while True:
             gevent.sleep(FLUSH_INTERVAL_S)
             if self._records is not None:
                 self._records.flush()
+                if self._records.receives > reported:
+                    n, reported = self._records.receives - reported, self._records.receives
+                    self.report("received", n=n)
 
     def close(self) -> None:
         if self._records is not None:
