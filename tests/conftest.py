@@ -63,3 +63,13 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, A
     report = outcome.get_result()
     if report.skipped and _in_ci() and isinstance(collector, pytest.Module):
         _fail_skip(report)
+
+
+@pytest.fixture(scope="module")
+def spark() -> Generator[Any, None, None]:
+    """One local Spark session per test module; the analysis joins the active session."""
+    from scotbed.analysis.session import get_session
+
+    session = get_session("local[2]", app_name="scotbed-tests", shuffle_partitions=4)
+    yield session
+    session.stop()

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -79,15 +78,6 @@ def _rounded(value: Any) -> Any:
 def comparable(summary: dict[str, Any]) -> dict[str, Any]:
     doc = json.loads(json.dumps(summary, default=str))
     return {k: _rounded(v) for k, v in doc.items() if k not in ENVIRONMENT_KEYS}
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    from scotbed.analysis.session import get_session
-
-    s = get_session("local[2]", app_name="scotbed-golden", shuffle_partitions=4)
-    yield s
-    s.stop()
 
 
 @pytest.mark.parametrize("store", ["memory", "parquet"])

@@ -9,7 +9,6 @@ Plus the drain section's pure logic.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,15 +39,6 @@ SLOW = [
     "timeouts.quiescent_s=60",
     "routing=snr",
 ]
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    from scotbed.analysis.session import get_session
-
-    session = get_session("local[2]")
-    yield session
-    session.stop()
 
 
 @pytest.fixture(autouse=True)

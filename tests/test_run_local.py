@@ -14,7 +14,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,16 +41,6 @@ TREE = ["topology.kind=tree", "topology.acyclic={kind: kary, fanout: 2, depth: 2
 # slow iCOLs (80 notifications/s from the publishers against 5 messages/s per iCOL), so DNR's
 # congestion detection fires and re-routes: with unlimited links it never would
 SLOW_ICOLS = ["links.icol_capacity_msgs_per_s=5", "congestion.queue_threshold=3"]
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    """One Spark session for every run of the module (the analysis joins an active session)."""
-    from scotbed.analysis.session import get_session
-
-    session = get_session("local[2]")
-    yield session
-    session.stop()
 
 
 @pytest.fixture(autouse=True)

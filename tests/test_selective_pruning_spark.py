@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,15 +16,6 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 T0 = 1_700_000_000_000_000_000
 MS = 1_000_000
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    from scotbed.analysis.session import get_session
-
-    s = get_session("local[2]", app_name="scotbed-tests", shuffle_partitions=4)
-    yield s
-    s.stop()
 
 
 def E(ms: float, node: str, ev: str, **kw: Any) -> dict[str, Any]:

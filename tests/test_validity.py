@@ -10,7 +10,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -203,15 +202,6 @@ def test_bounds_and_cores_come_from_the_resolved_spec() -> None:
     assert cores_of(spec) == 2
     assert cores_of({**spec, "backend": "k8s"}) is None
     assert cores_of({}) is None
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    from scotbed.analysis.session import get_session
-
-    s = get_session("local[2]", app_name="scotbed-validity", shuffle_partitions=4)
-    yield s
-    s.stop()
 
 
 def _window_of(run: Path) -> tuple[int, int]:
