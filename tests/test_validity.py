@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import signal
@@ -186,6 +187,41 @@ def test_a_saturated_host_is_host_bound_and_the_time_scale_suggestion_follows_th
     assert k8s.suggested_time_scale == pytest.approx(2.0 * 0.5 / 0.5)
 
 
+def _clients(processes: int, seconds: int, lag: float, cpu: float) -> list:
+    """``processes`` Locust workers logging ``client_loop`` every 250 ms."""
+    return [
+        LoopSample(f"locust-w{i}", T0 + k * S // 4 + S // 8, lag, lag / 2, cpu, 250.0)
+        for k in range(seconds * 4)
+        for i in range(processes)
+    ]
+
+
+def test_client_processes_count_in_the_explained_delay_and_in_the_host_load() -> None:
+    brokers = _samples(4, 10, lag=1.0, cpu=0.2)  # 40 % of 2 cores: valid on their own
+    alone = assess(brokers, WINDOW, Delay(40.0, 1.0, {"mean": 0.5}), cores=2)
+    assert alone.verdict == VALID and alone.clients == {}
+    # two Locust workers each busy 0.6 of a core with 30 ms lag: the host is at 100 %, and a delivery
+    # waits once for its subscriber's loop (15 ms mean) before its receive time is taken
+    v = assess(brokers, WINDOW, Delay(40.0, 1.0, {"mean": 0.5}), 2, clients=_clients(2, 10, 30.0, 0.6))
+    assert v.verdict == HOST_BOUND
+    assert v.explained_ms == pytest.approx(2 * 4 * 0.5 + 0.5 + 15.0)
+    assert v.clients == {
+        "processes": 2,
+        "lag_ms_mean": 15.0,
+        "lag_ms_max": 30.0,
+        "lagging_periods": 1.0,
+        "cpu_s": pytest.approx(12.0),
+        "saturation_mean": pytest.approx(0.6),
+    }
+    assert v.cpu["saturation_mean"] == pytest.approx(0.4)
+    assert v.cpu["host_saturation_mean"] == pytest.approx(1.0)
+    assert v.cpu["demand"] == pytest.approx(1.0)  # 20 CPU s over 10 intended s on 2 cores
+    assert v.suggested_time_scale == pytest.approx(2.0)
+    assert "brokers used 40% + clients 60% of 2 cores (>= 90%)" in v.reasons
+    lagged = "client processes' loops lagged 15.00 ms on average, > 20 ms in 100.0% of their periods"
+    assert lagged in v.reasons
+
+
 def test_samples_outside_the_window_do_not_count_and_no_samples_is_unknown() -> None:
     late = [LoopSample("b-0", T0 + 20 * S, 500.0, 500.0, 1.0, 250.0)]
     v = assess(_samples(2, 10, 1.0, 0.1) + late, WINDOW, Delay(20.0, 1.0), cores=2)
@@ -224,7 +260,9 @@ def test_the_summary_carries_the_verdict_of_a_synthesised_run(
     from scotbed.analysis.api import analyze
 
     run = tmp_path / "synth-20260101T000000-00000001"
-    synthesise(run, SynthSpec(brokers=5, publications=200, loop_lag_ms=lag_ms, loop_cpu=0.1, cores=2))
+    spec = SynthSpec(brokers=5, publications=200, loop_lag_ms=lag_ms, loop_cpu=0.1, cores=2)
+    spec = dataclasses.replace(spec, client_lag_ms=lag_ms)
+    synthesise(run, spec)
     start, end = _window_of(run)
     loops = [
         json.loads(x)
@@ -246,7 +284,11 @@ def test_the_summary_carries_the_verdict_of_a_synthesised_run(
     }
     send = v["send_lag_ms"]["mean"]
     assert 0 < send < 0.05  # the synthesiser sends within 50 µs of the intended time
-    assert v["explained_ms"] == pytest.approx((n["hops"]["mean"] + 1) * 4 * lag_ms + send)
+    assert v["explained_ms"] == pytest.approx((n["hops"]["mean"] + 1) * 4 * lag_ms + send + lag_ms)
+    assert v["clients"]["processes"] == 4 and v["clients"]["lag_ms_mean"] == pytest.approx(lag_ms)
+    assert v["cpu"]["client_saturation_mean"] == pytest.approx(
+        v["clients"]["cpu_s"] / ((end - start) / 1e9) / 2
+    )
     assert v["explained_share"] == pytest.approx(v["explained_ms"] / n["delay_ms"]["mean"])
     assert v["cpu"]["cores"] == 2 and v["cpu"]["saturation_mean"] == pytest.approx(
         periods * 0.1 * 0.25 / ((end - start) / 1e9) / 2

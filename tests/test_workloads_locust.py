@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from workload_plans import plan_for
 
+from scotbed import contract
 from scotbed import topology as T
 from scotbed.filters import Filter
 from scotbed.workloads import plan as P
@@ -67,6 +68,11 @@ def test_headless_run_ends_by_itself_and_logs_every_publication_and_receive(
         f"pub-{p.name}-{i}" for p in plan.publishers for i in range(60)
     )
     assert Counter(e["ev"] for e in events)["subscribe"] == 40
+    # each worker probes its own gevent loop, as the brokers do theirs, every 250 ms of a run this long
+    probes = [e for e in events if e["ev"] == contract.CLIENT_LOOP]
+    assert {e["node"] for e in probes} == {"locust-w0", "locust-w1"}
+    assert all(e["probes"] >= 1 and e["cpu"] >= 0 for e in probes)
+    assert all(e["lag_ms_max"] >= e["lag_ms_mean"] >= 0 for e in probes)
 
     filters = {sid: f for s in plan.subscribers for sid, f in s.subscriptions}
     published = _jsonl(tmp_path / "workload" / "publications.jsonl")

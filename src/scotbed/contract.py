@@ -83,6 +83,9 @@ LINK_DOWN = "link_down"
 #: process CPU share (``cpu``, 1.0 = one core) over ``wall_ms``, and on Linux the loop thread's run-queue wait
 #: (``wait_ms``); not routing work, so not in BROKER_EVENTS
 LOOP = "loop"
+#: the same figures for a workload (Locust) process, ``node`` = the process (``locust-w0``): a late
+#: client loop delays sends and receive timestamps, and the clients' CPU counts in the host's load
+CLIENT_LOOP = "client_loop"
 
 SUBSCRIBE = "subscribe"
 UNSUBSCRIBE = "unsubscribe"

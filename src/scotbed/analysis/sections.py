@@ -194,13 +194,15 @@ def validity_section(d: RunData) -> validity.Validity:
     """Host-bound or valid (:mod:`scotbed.analysis.validity`), from the ``loop`` events, the publication
     times (window, send lag) and the measured delays; the loop-lag series goes to the report."""
     cols = ("node", "ts_ns", "lag_ms_max", "lag_ms_mean", "cpu", "wall_ms", "wait_ms")
-    rows = M.of(d.events, contract.LOOP).select(*cols).where(F.col("lag_ms_max").isNotNull()).collect()
-    samples = [
-        validity.LoopSample(
-            r[0], int(r[1]), float(r[2]), float(r[3] or 0), float(r[4] or 0), float(r[5] or 0), r[6]
-        )
-        for r in rows
-    ]
+    samples, clients = (
+        [
+            validity.LoopSample(
+                r[0], int(r[1]), float(r[2]), float(r[3] or 0), float(r[4] or 0), float(r[5] or 0), r[6]
+            )
+            for r in M.of(d.events, ev).select(*cols).where(F.col("lag_ms_max").isNotNull()).collect()
+        ]
+        for ev in (contract.LOOP, contract.CLIENT_LOOP)
+    )
     lag = (F.col("sent_ns") - F.col("intended_ns")) / 1e6
     pubs = d.pub_times.agg(F.min("intended_ns"), F.max("intended_ns")).first()
     last = d.deliveries.agg(F.max("recv_ns")).first()
@@ -214,7 +216,9 @@ def validity_section(d: RunData) -> validity.Validity:
     delay = validity.Delay(d.delays[0]["delay_ms"].get("mean"), hops, send)
     spec = d.run.spec
     scale = float((spec.get("workload") or {}).get("time_scale") or 1.0)
-    v = validity.assess(samples, window, delay, validity.cores_of(spec), scale, validity.bounds_of(spec))
+    v = validity.assess(
+        samples, window, delay, validity.cores_of(spec), scale, validity.bounds_of(spec), clients
+    )
     origin = window.start_ns if window else min((s.ts_ns for s in samples), default=0)
     d.tables["loop_lag"] = pd.DataFrame(
         validity.lag_series(samples, origin), columns=["t_s", "lag_ms_max", "lag_ms_mean", "cpu_sum"]

@@ -7,24 +7,28 @@ the process's CPU share. Over the *measurement window* — the first publication
 last delivery — a run is **host-bound** when any of:
 
 A. *lag explains the delay*: ``explained_ms = (hops_mean + 1) · waits_per_hop · lag_mean_ms +
-   send_lag_mean_ms`` is at least ``delay_share_max`` of the mean notification delay. A notification
-   waits for the loop several times at each of the ``hops + 1`` brokers it visits — the gRPC read, the
-   input queue, the processing loop, the link sender, the gRPC write each resume a task — and the mean
-   timer lateness is the mean wait of a ready task; its delay is measured from the intended send time,
-   so a late publisher adds its send lag. ``explained_ms``
+   send_lag_mean_ms + client_lag_mean_ms`` is at least ``delay_share_max`` of the mean notification
+   delay. A notification waits for the loop several times at each of the ``hops + 1`` brokers it
+   visits — the gRPC read, the input queue, the processing loop, the link sender, the gRPC write each
+   resume a task — and the mean timer lateness is the mean wait of a ready task; its delay is measured
+   from the intended send time, so a late publisher adds its send lag, and it ends when the
+   subscriber's process reads the delivery, after one wait for that client's loop (the Locust
+   processes log ``client_loop`` events, the same probe as the brokers'). ``explained_ms``
    must also reach ``lag_bound_ms``: lag under the bound is the loop's normal granularity, and on a
    fast overlay (delays of a few ms) it would otherwise make every run host-bound;
 B. *lag is frequent*: at least ``lag_periods_max`` of all brokers' sampling periods saw a wake-up later
    than ``lag_bound_ms``;
-C. *the host is saturated*: the brokers' summed CPU share, averaged over the window, is at least
-   ``cpu_saturation_max`` of the host's cores (only where the cores are known and shared: not on k8s).
+C. *the host is saturated*: the brokers' and the client processes' summed CPU share, averaged over
+   the window, is at least ``cpu_saturation_max`` of the host's cores (only where the cores are known
+   and shared: not on k8s).
 
 Otherwise it is **valid**; **unknown** when the logs hold no ``loop`` event (a run from before them).
 
 Time scale. Broker work is per message, not per second, so the CPU seconds a workload costs do not
 depend on ``time_scale``; stretching the run stretches the time they are spread over. A broker's CPU
-*demand* is its CPU seconds in the window over the intended publish span; the host's is their sum
-over its cores. The suggested time scale is the current one times
+*demand* is its CPU seconds in the window over the intended publish span; the host's is the sum over
+brokers and clients (whose work is per message too) over its cores. The suggested time scale is the
+current one times
 ``max(host demand, hottest broker's demand) / target_utilisation`` (a broker uses at most one core),
 rounded up to two significant digits: the smallest at which the estimated utilisation stays at the
 target. A host-bound run whose brokers' demand is already within the target gets no suggestion: its
@@ -109,6 +113,7 @@ class Validity:
     explained_share: float | None
     send_lag_ms: dict[str, Any]
     cpu: dict[str, Any]
+    clients: dict[str, Any]  # the Locust processes' loop lag and CPU (empty: logs without client_loop)
     brokers: list[dict[str, Any]]
     windows: list[dict[str, float]]
     time_scale: float
@@ -144,26 +149,31 @@ def assess(
     cores: int | None,
     time_scale: float = 1.0,
     bounds: Bounds = Bounds(),
+    clients: Sequence[LoopSample] = (),
 ) -> Validity:
-    """The validity of one run from its ``loop`` events (any order) and what it measured."""
+    """The validity of one run from its brokers' ``loop`` events and its client processes'
+    ``client_loop`` events (any order) and what it measured."""
     inside = [s for s in samples if window is None or window.holds(s.ts_ns)]
     if not inside:
         why = "no loop events in the measurement window" if samples else "no loop events in the logs"
         return _unknown(why, window, delay, time_scale, bounds)
+    client_in = [s for s in clients if window is None or window.holds(s.ts_ns)]
     lag_mean = sum(s.lag_ms_mean for s in inside) / len(inside)
     over = [s for s in inside if s.lag_ms_max > bounds.lag_bound_ms]
     lagging = len(over) / len(inside)
     send_mean = float(delay.send_lag_ms.get("mean") or 0.0)
+    client = _clients(client_in, window, cores, bounds)
     explained = (delay.hops_mean + 1.0) * bounds.waits_per_hop * lag_mean + send_mean
+    explained += float(client.get("lag_ms_mean") or 0.0)
     share = explained / delay.mean_ms if delay.mean_ms else None
-    cpu = _cpu(inside, window, cores)
-    reasons, bound = _criteria(lag_mean, lagging, explained, share, cpu, delay, bounds)
+    cpu = _cpu(inside, window, cores, client)
+    reasons, bound = _criteria(lag_mean, lagging, explained, share, cpu, client, delay, bounds)
     suggested = _suggest(cpu, time_scale, bounds)
     if bound and (suggested is None or suggested <= time_scale):
         suggested = None
         reasons.append(
-            "the brokers' own CPU demand is within the target utilisation: the lag comes from other "
-            "work on the host (clients, other processes), which no time_scale removes"
+            "the run's own CPU demand (brokers and clients) is within the target utilisation: the lag "
+            "comes from other work on the host, which no time_scale removes"
         )
     return Validity(
         verdict=HOST_BOUND if bound else VALID,
@@ -180,6 +190,7 @@ def assess(
         explained_share=share,
         send_lag_ms=dict(delay.send_lag_ms),
         cpu=cpu,
+        clients=client,
         brokers=_brokers(inside, bounds),
         windows=_windows(inside, window, bounds),
         time_scale=time_scale,
@@ -194,6 +205,7 @@ def _criteria(
     explained: float,
     share: float | None,
     cpu: dict[str, Any],
+    client: dict[str, Any],
     delay: Delay,
     b: Bounds,
 ) -> tuple[list[str], bool]:
@@ -206,34 +218,67 @@ def _criteria(
         + (f" ({share:.0%} {'>=' if shared else '<'} {b.delay_share_max:.0%}" if share is not None else " (")
         + f", {'>=' if explained >= b.lag_bound_ms else '<'} {b.lag_bound_ms:g} ms)"
         + f" [mean lag {lag_mean:.2f} ms x {b.waits_per_hop:g} waits x (hops {delay.hops_mean:.2f} + 1)"
-        + f" + send lag {float(delay.send_lag_ms.get('mean') or 0.0):.1f} ms]",
+        + f" + send lag {float(delay.send_lag_ms.get('mean') or 0.0):.1f} ms"
+        + f" + client lag {float(client.get('lag_ms_mean') or 0.0):.2f} ms]",
         f"{lagging:.1%} of broker periods lagged > {b.lag_bound_ms:g} ms "
         f"({'>=' if lagging >= b.lag_periods_max else '<'} {b.lag_periods_max:.0%})",
     ]
     if cpu.get("run_queue_wait") is not None:
         reasons.append(f"broker loops waited for a core {cpu['run_queue_wait']:.1%} of the time")
-    sat = cpu.get("saturation_mean")
+    if client:
+        reasons.append(
+            f"client processes' loops lagged {client['lag_ms_mean']:.2f} ms on average, "
+            f"> {b.lag_bound_ms:g} ms in {client['lagging_periods']:.1%} of their periods"
+        )
+    sat = cpu.get("host_saturation_mean")
     c = sat is not None and sat >= b.cpu_saturation_max
     if sat is not None:
+        clients = f" + clients {cpu['client_saturation_mean']:.0%}" if client else ""
         reasons.append(
-            f"brokers used {sat:.0%} of {cpu['cores']} cores "
+            f"brokers used {cpu['saturation_mean']:.0%}{clients} of {cpu['cores']} cores "
             f"({'>=' if c else '<'} {b.cpu_saturation_max:.0%})"
         )
     return reasons, a or lagging >= b.lag_periods_max or c
 
 
-def _cpu(inside: Sequence[LoopSample], window: Window | None, cores: int | None) -> dict[str, Any]:
-    """CPU seconds per broker in the window, their demand over the intended span, host saturation."""
+def _clients(
+    inside: Sequence[LoopSample], window: Window | None, cores: int | None, b: Bounds
+) -> dict[str, Any]:
+    """The client processes' loop lag and CPU in the window; empty without ``client_loop`` events."""
+    if not inside:
+        return {}
+    cpu_s = sum(s.cpu * s.wall_ms / 1000.0 for s in inside)
+    measured = _spans(inside, window)[1]
+    return {
+        "processes": len({s.node for s in inside}),
+        "lag_ms_mean": sum(s.lag_ms_mean for s in inside) / len(inside),
+        "lag_ms_max": max(s.lag_ms_max for s in inside),
+        "lagging_periods": sum(s.lag_ms_max > b.lag_bound_ms for s in inside) / len(inside),
+        "cpu_s": cpu_s,
+        "saturation_mean": cpu_s / measured / cores if cores and measured > 0 else None,
+    }
+
+
+def _spans(inside: Sequence[LoopSample], window: Window | None) -> tuple[float, float]:
+    """(intended publish span, measured window) in seconds; without a window, the samples' span."""
+    if window is not None:
+        return window.intended_span_s, (window.end_ns - window.start_ns) / 1e9
+    ts = [s.ts_ns for s in inside]
+    span = (max(ts) - min(ts)) / 1e9
+    return span, span
+
+
+def _cpu(
+    inside: Sequence[LoopSample], window: Window | None, cores: int | None, client: Mapping[str, Any]
+) -> dict[str, Any]:
+    """CPU seconds per broker in the window, their demand over the intended span, host saturation
+    (brokers and clients)."""
     cpu_s: dict[str, float] = defaultdict(float)
     for s in inside:
         cpu_s[s.node] += s.cpu * s.wall_ms / 1000.0
-    if window is not None:
-        span = window.intended_span_s
-        measured = (window.end_ns - window.start_ns) / 1e9
-    else:
-        ts = [s.ts_ns for s in inside]
-        span = measured = (max(ts) - min(ts)) / 1e9
+    span, measured = _spans(inside, window)
     total = sum(cpu_s.values())
+    client_s = float(client.get("cpu_s") or 0.0)
     waited = [s for s in inside if s.wait_ms is not None]
     wait_share = sum(s.wait_ms or 0.0 for s in waited) / sum(s.wall_ms for s in waited) if waited else None
     hottest = max(cpu_s, key=lambda n: cpu_s[n])
@@ -243,14 +288,18 @@ def _cpu(inside: Sequence[LoopSample], window: Window | None, cores: int | None)
         "hottest_broker": hottest,
         "hottest_demand": cpu_s[hottest] / span if span > 0 else None,
         "saturation_mean": None,
+        "client_saturation_mean": None,
+        "host_saturation_mean": None,
         "saturation_peak": None,
         "demand": None,
         "run_queue_wait": wait_share,  # share of the window a broker's loop thread waited for a core
     }
     if cores and measured > 0 and span > 0:
         out["saturation_mean"] = total / measured / cores
+        out["client_saturation_mean"] = client_s / measured / cores
+        out["host_saturation_mean"] = (total + client_s) / measured / cores
         out["saturation_peak"] = _peak(inside) / cores
-        out["demand"] = total / span / cores
+        out["demand"] = (total + client_s) / span / cores
     return out
 
 
@@ -333,6 +382,7 @@ def _unknown(why: str, window: Window | None, delay: Delay, time_scale: float, b
         explained_share=None,
         send_lag_ms=dict(delay.send_lag_ms),
         cpu={},
+        clients={},
         brokers=[],
         windows=[],
         time_scale=time_scale,

@@ -54,6 +54,8 @@ class SynthSpec:
     loop_lag_ms: float | None = None  # when set, each broker logs a ``loop`` event with each sample:
     loop_cpu: float = 0.1  # mean lag loop_lag_ms, max lag twice it, this CPU share (of one core)
     cores: int = 2  # the host's cores the run records (``run.host.cpus``) when loop events are on
+    client_lag_ms: float | None = None  # when set, each workload process logs ``client_loop`` the same way
+    client_cpu: float = 0.05
 
 
 class _Logs:
@@ -323,13 +325,14 @@ def _route(
 
 
 def _sample_loop(logs: _Logs, brokers: list[str], ts: int, spec: SynthSpec) -> None:
-    if spec.loop_lag_ms is None:
-        return
-    lag, cpu = spec.loop_lag_ms, spec.loop_cpu
-    for b in brokers:
-        logs.write(
-            b, ts, contract.LOOP, lag_ms_max=2 * lag, lag_ms_mean=lag, probes=2, cpu=cpu, wall_ms=250.0
-        )
+    probes = [(brokers, contract.LOOP, spec.loop_lag_ms, spec.loop_cpu)]
+    processes = [f"worker-{k}" for k in range(spec.worker_processes)] + ["pubworker-0", "pubworker-1"]
+    probes.append((processes, contract.CLIENT_LOOP, spec.client_lag_ms, spec.client_cpu))
+    for nodes, ev, lag, cpu in probes:
+        if lag is None:
+            continue
+        for node in nodes:
+            logs.write(node, ts, ev, lag_ms_max=2 * lag, lag_ms_mean=lag, probes=2, cpu=cpu, wall_ms=250.0)
 
 
 def _sample_queues(logs: _Logs, adj: dict[str, list[str]], ts: int, extra: int, rng: random.Random) -> None:

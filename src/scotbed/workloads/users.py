@@ -47,6 +47,8 @@ from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 
 from scotbed import contract
+from scotbed.broker.looplag import LoopProbe
+from scotbed.config import LogConfig
 from scotbed.filters import Filter
 from scotbed.v1 import scotbed_pb2 as pb
 from scotbed.v1 import scotbed_pb2_grpc as pbg
@@ -60,6 +62,7 @@ from scotbed.workloads.schema import Quote
 
 CLAIM, CLAIMED, REPORT, RELEASE = "scotbed_claim", "scotbed_claimed", "scotbed_report", "scotbed_release"
 FLUSH_INTERVAL_S = 0.2
+CLIENT_SAMPLE_S = LogConfig.sample_interval_ms / 1000.0  # the brokers' default `loop` period, so both compare
 
 log = logging.getLogger("scotbed.workloads")
 
@@ -279,6 +282,20 @@ class Context:
                     n, reported = self._records.receives - reported, self._records.receives
                     self.report("received", n=n)
 
+    def probe_forever(self, probe: LoopProbe) -> None:
+        """Measure how late this process's gevent loop wakes (and its CPU share) and log it as a
+        ``client_loop`` event every ``CLIENT_SAMPLE_S``: the brokers' ``loop`` probe, on the client side."""
+        due = time.monotonic() + CLIENT_SAMPLE_S
+        while True:
+            asked = time.monotonic()
+            gevent.sleep(probe.period_s)
+            now = time.monotonic()
+            probe.record(now - asked - probe.period_s)
+            if now >= due:
+                due = now + CLIENT_SAMPLE_S
+                rec = self.records
+                rec.event(time.time_ns(), rec.process, contract.CLIENT_LOOP, **probe.take())
+
     def close(self) -> None:
         if self._records is not None:
             self._records.close()
@@ -327,6 +344,7 @@ def setup(environment: Environment) -> None:
         ctx.coordinator = coord
         environment.events.test_start.add_listener(lambda **_: coord.start())
     gevent.spawn(ctx.flush_forever)
+    gevent.spawn(ctx.probe_forever, LoopProbe())
     environment.events.test_stop.add_listener(lambda **_: ctx.records.flush())
     environment.events.quitting.add_listener(lambda **_: ctx.close())
 
