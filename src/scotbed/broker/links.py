@@ -254,6 +254,8 @@ class LinkReceiver:
                 )
             if state.incarnation != incarnation:  # a newer stream of the same peer took over
                 await context.abort(grpc.StatusCode.ABORTED, "superseded by a newer link stream")
+            if broker.links.get(peer) is not link:  # closed (or closed and reopened) by a relink
+                await context.abort(grpc.StatusCode.PERMISSION_DENIED, f"the link to {peer!r} was closed")
             if batch.seq <= state.last_seq:
                 broker.counters["duplicate_batches"] += 1
             else:

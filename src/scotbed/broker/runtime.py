@@ -50,6 +50,8 @@ from scotbed.config import BrokerConfig, NeighbourConfig
 from scotbed.contract import (
     DELIVER,
     DROP,
+    LINK_DOWN,
+    LINK_UP,
     LOOP,
     MATCH,
     NOTIF_IN,
@@ -147,7 +149,7 @@ class _View:
         self.cluster = cfg.cluster
         self.type = cfg.type
         self.clusters = cfg.clusters
-        self.neighbours: Mapping[str, NeighbourConfig] = {n.id: n for n in cfg.neighbours}
+        self.neighbours: dict[str, NeighbourConfig] = {n.id: n for n in cfg.neighbours}  # changed by relink
         self.params: Mapping[str, Any] = cfg.routing_params
         self._matching = cfg.matching
 
@@ -170,14 +172,9 @@ class Broker:
         self.events = events or EventLog(cfg.id, cfg.log.path, cfg.log.buffer_events)
         self.view = _View(self)
         self.algo: RoutingAlgorithm = make_algorithm(cfg.routing, self.view)
-        self.links: dict[str, LinkOut] = {
-            n.id: LinkOut(
-                n,
-                n.capacity_msgs_per_s if n.capacity_msgs_per_s is not None else cfg.link_capacity_msgs_per_s,
-                cfg.limits.max_link_backlog,
-            )
-            for n in cfg.neighbours
-        }
+        self.links: dict[str, LinkOut] = {n.id: self._link_out(n) for n in cfg.neighbours}
+        self.senders: dict[str, asyncio.Task[None]] = {}  # one sender task per link, once started
+        self.incarnation = ""
         self.input: asyncio.Queue[Item] = asyncio.Queue()
         self.sessions: dict[str, Session] = {}
         self.counters: Counter[str] = Counter()
@@ -187,6 +184,60 @@ class Broker:
         self.match_observer: Callable[[float], None] | None = None  # the metrics histogram, when on
         self._tasks: list[asyncio.Task[None]] = []
         self.loop_probe = LoopProbe()
+
+    def _link_out(self, n: NeighbourConfig) -> LinkOut:
+        cap = n.capacity_msgs_per_s
+        capacity = cap if cap is not None else self.cfg.link_capacity_msgs_per_s
+        return LinkOut(n, capacity, self.cfg.limits.max_link_backlog)
+
+    def start_links(self, incarnation: str) -> None:
+        """One sender task per link; links opened later by :meth:`relink` get theirs there."""
+        self.incarnation = incarnation
+        for link in self.links.values():
+            self._start_sender(link)
+
+    def _start_sender(self, link: LinkOut) -> None:
+        from scotbed.broker.links import LinkSender  # links imports this module
+
+        self.senders[link.id] = asyncio.create_task(LinkSender(self, link, self.incarnation).run())
+
+    async def stop_links(self) -> None:
+        tasks = list(self.senders.values())
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self.senders = {}
+
+    def relink(self, up: list[NeighbourConfig], down: list[str], next_hop: Mapping[str, str]) -> int:
+        """Open and close links at run time and re-point routing entries; returns entries re-pointed.
+
+        Runs between two messages of the processing loop (it never awaits), so the plug-in sees one
+        overlay per message. Envelopes still queued on a closed link are dropped and counted: a caller
+        that must lose nothing closes a link only once it is quiet (the scripted swap drains first).
+        """
+        if not self.algo.dynamic_links:
+            raise ValueError(f"routing {self.cfg.routing!r} does not follow dynamic links")
+        unknown = [n for n in down if n not in self.links]
+        known = [n.id for n in up if n.id in self.links or n.id == self.id]
+        if unknown or known:
+            raise KeyError(f"not a neighbour: {unknown}; already a neighbour or this broker: {known}")
+        for n in down:
+            link = self.links.pop(n)
+            del self.view.neighbours[n]
+            task = self.senders.pop(n, None)
+            if task is not None:
+                task.cancel()
+            lost = len(link.queue) + link.unacked_envelopes
+            if lost:
+                self.drop(n, "link_down", envelopes=lost)
+            self.events.emit(LINK_DOWN, link=n, lost=lost)
+        for nc in up:
+            link = self.links[nc.id] = self._link_out(nc)
+            self.view.neighbours[nc.id] = nc
+            if self.incarnation:
+                self._start_sender(link)
+            self.events.emit(LINK_UP, link=nc.id)
+        return self.algo.on_relink(next_hop)
 
     # --- link status table ---------------------------------------------------------------
 

@@ -26,6 +26,7 @@ from scotbed.broker import guard
 from scotbed.broker.limits import Refusal, check_publish, check_subscribe, server_options
 from scotbed.broker.links import LinkReceiver
 from scotbed.broker.runtime import Broker
+from scotbed.config import NeighbourConfig
 from scotbed.filters import FilterError
 from scotbed.messages import Subscription
 from scotbed.v1 import scotbed_pb2 as pb
@@ -156,6 +157,20 @@ class AdminService(pbg.AdminServicer):
                 f"{request.neighbour!r} is not a neighbour of {self.broker.id}",
             )
         return pb.LinkCapacityReply()
+
+    async def Relink(self, request: pb.RelinkRequest, context: Any) -> pb.RelinkReply:
+        up = [
+            NeighbourConfig(n.neighbour, n.kind, n.type, n.cluster, n.region, n.address)
+            for n in request.up
+        ]
+        try:
+            repointed = self.broker.relink(up, list(request.down), dict(request.next_hop))
+            return pb.RelinkReply(repointed=repointed)
+        except ValueError as e:
+            await self._refuse(context, grpc.StatusCode.FAILED_PRECONDITION, str(e))
+        except KeyError as e:
+            await self._refuse(context, grpc.StatusCode.INVALID_ARGUMENT, str(e.args[0]))
+        raise AssertionError("unreachable: abort raises")
 
 
 SERVICE_NAMES = (

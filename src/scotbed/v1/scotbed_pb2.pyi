@@ -368,3 +368,42 @@ class LinkCapacityRequest(_message.Message):
 class LinkCapacityReply(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class NewLink(_message.Message):
+    __slots__ = ("neighbour", "address", "kind", "type", "cluster", "region")
+    NEIGHBOUR_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_FIELD_NUMBER: _ClassVar[int]
+    REGION_FIELD_NUMBER: _ClassVar[int]
+    neighbour: str
+    address: str
+    kind: str
+    type: str
+    cluster: int
+    region: str
+    def __init__(self, neighbour: _Optional[str] = ..., address: _Optional[str] = ..., kind: _Optional[str] = ..., type: _Optional[str] = ..., cluster: _Optional[int] = ..., region: _Optional[str] = ...) -> None: ...
+
+class RelinkRequest(_message.Message):
+    __slots__ = ("up", "down", "next_hop")
+    class NextHopEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    UP_FIELD_NUMBER: _ClassVar[int]
+    DOWN_FIELD_NUMBER: _ClassVar[int]
+    NEXT_HOP_FIELD_NUMBER: _ClassVar[int]
+    up: _containers.RepeatedCompositeFieldContainer[NewLink]
+    down: _containers.RepeatedScalarFieldContainer[str]
+    next_hop: _containers.ScalarMap[str, str]
+    def __init__(self, up: _Optional[_Iterable[_Union[NewLink, _Mapping]]] = ..., down: _Optional[_Iterable[str]] = ..., next_hop: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class RelinkReply(_message.Message):
+    __slots__ = ("repointed",)
+    REPOINTED_FIELD_NUMBER: _ClassVar[int]
+    repointed: int
+    def __init__(self, repointed: _Optional[int] = ...) -> None: ...
