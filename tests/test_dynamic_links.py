@@ -22,6 +22,7 @@ from scotbed.broker.fleet import wait_quiescent
 from scotbed.broker.launcher import LocalCluster
 from scotbed.config import BrokerConfig
 from scotbed.contract import LINK_DOWN, LINK_UP
+from scotbed.filters import Filter
 from scotbed.overlay.tree import Tree, path_edges, repointed
 from scotbed.v1 import scotbed_pb2 as pb
 
@@ -180,3 +181,97 @@ def test_relink_is_refused_for_a_plugin_without_dynamic_links_and_for_unknown_ne
                 assert [lk.neighbour for lk in (await cl.status()).links] == [b]
 
         asyncio.run(refused_unknown())
+
+
+SYMBOLS = ("IBM", "SUN", "HP")
+FILTERS = ('symbol = "IBM"', 'symbol = "SUN" and price < 100', "price >= 0")
+
+
+def _attrs(k: int) -> dict[str, object]:
+    return {"symbol": SYMBOLS[k % 3], "price": k % 200}
+
+
+async def _publish_for(client: BrokerClient, publisher: str, until: float) -> int:
+    """Batches of 5 every 5 ms until ``until``; pub ids ``<publisher>:<seq>``; returns how many."""
+    k = 0
+    while time.monotonic() < until:
+        await client.publish([(f"{publisher}:{k + i}", _attrs(k + i)) for i in range(5)], publisher)
+        k += 5
+        await asyncio.sleep(0.005)
+    return k
+
+
+async def _swap_under_load(cluster: LocalCluster) -> dict[str, pb.StatusReply]:
+    cfgs = {c.id: c for c in cluster.configs}
+    ids = sorted(cfgs)  # path v0 .. v4
+    old = Tree.of(path_edges(ids))
+    new = old.swapped((ids[0], ids[3]), (ids[1], ids[2]))
+    addrs = cluster.addresses()
+    clients = {x: BrokerClient(addr) for x, addr in addrs.items()}
+    try:
+        streams = {
+            (h, f): await clients[h].subscribe(f"{h}/{n}", f, "test")
+            for h in ids
+            for n, f in enumerate(FILTERS)
+        }
+        await wait_quiescent(addrs, timeout_s=30)
+        until = time.monotonic() + 1.5
+        publishing = [asyncio.create_task(_publish_for(clients[h], h, until)) for h in ids]
+        await asyncio.sleep(0.5)
+        plan = repointed(old, new)
+        a, d = ids[0], ids[3]
+        ups = {a: [_new_link(cfgs[d], addrs[d])], d: [_new_link(cfgs[a], addrs[a])]}
+        downs = {ids[1]: [ids[2]], ids[2]: [ids[1]]}
+        await asyncio.gather(
+            *(clients[x].relink(ups.get(x, []), downs.get(x, []), plan.get(x, {}), version=1) for x in ids)
+        )
+        published = dict(zip(ids, await asyncio.gather(*publishing), strict=True))
+        status = await wait_quiescent(addrs, timeout_s=30)
+        for (h, f), s in streams.items():
+            flt = Filter.parse(f)
+            want = [f"{p}:{k}" for p in ids for k in range(published[p]) if flt.matches(_attrs(k))]
+            deadline = time.monotonic() + 10
+            while len(s.received) < len(want) and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+            got = [dv.notification.pub_id for dv in s.received]
+            for p in ids:  # per publisher: every matching notification once, in publication order
+                mine = [x for x in got if x.startswith(f"{p}:")]
+                assert mine == [x for x in want if x.startswith(f"{p}:")], f"{h} {f!r} from {p}"
+            assert len(got) == len(want)
+        await asyncio.gather(*(s.close() for s in streams.values()))
+        return status
+    finally:
+        await asyncio.gather(*(cl.close() for cl in clients.values()))
+
+
+@pytest.mark.slow
+def test_a_versioned_swap_under_load_loses_duplicates_and_reorders_nothing(tmp_path: Path) -> None:
+    with _cluster(tmp_path, 5, "rpf") as cluster:
+        status = asyncio.run(_swap_under_load(cluster))
+        ids = sorted(c.id for c in cluster.configs)
+        for i in ids:
+            cluster.terminate(i)
+        links = {
+            i: [
+                (e["ev"], e["link"], e.get("lost"))
+                for e in read_events(cluster.event_log(i))
+                if e["ev"] in (LINK_UP, LINK_DOWN)
+            ]
+            for i in ids
+        }
+    v0, v1, v2, v3, v4 = ids
+    assert links == {
+        v0: [(LINK_UP, v3, None)],
+        v1: [(LINK_DOWN, v2, 0)],
+        v2: [(LINK_DOWN, v1, 0)],
+        v3: [(LINK_UP, v0, None)],
+        v4: [],
+    }
+    # the new link carried traffic and the old one none after the swap; notifications were parked
+    assert {lk.neighbour for lk in status[v1].links} == {v0}
+    assert next(lk.received for lk in status[v0].links if lk.neighbour == v3) > 0
+    assert sum(r.counters["parked"] for r in status.values()) > 0
+    assert (
+        sum(r.counters["end_out"] for r in status.values()) == 2 * 4
+    )  # END(0) once each way per tree-0 link
+    assert sum(r.counters["drop"] for r in status.values()) == 0

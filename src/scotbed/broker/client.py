@@ -153,10 +153,11 @@ class BrokerClient:
         return bool(reply.quiescent)
 
     async def relink(
-        self, up: list[pb.NewLink], down: list[str], next_hop: dict[str, str] | None = None
+        self, up: list[pb.NewLink], down: list[str], next_hop: dict[str, str] | None = None, version: int = 0
     ) -> int:
-        """Open ``up``, close ``down``, re-point entries by host broker; returns entries re-pointed."""
-        reply = await self.admin.Relink(pb.RelinkRequest(up=up, down=down, next_hop=next_hop or {}))
+        """Open ``up``, close ``down``, re-point entries by host broker (now, or as tree ``version``)."""
+        req = pb.RelinkRequest(up=up, down=down, next_hop=next_hop or {}, version=version)
+        reply = await self.admin.Relink(req)
         return int(reply.repointed)
 
     async def set_link_capacity(self, capacity_msgs_per_s: float, neighbour: str = "") -> None:

@@ -46,12 +46,11 @@ from scotbed.broker.limits import envelope_fits
 from scotbed.broker.looplag import LoopProbe
 from scotbed.broker.routing import make_algorithm
 from scotbed.broker.routing.base import Decision, Entry, LinkState, RoutingAlgorithm
+from scotbed.broker.treeswap import End, TreeSwap
 from scotbed.config import BrokerConfig, NeighbourConfig
 from scotbed.contract import (
     DELIVER,
     DROP,
-    LINK_DOWN,
-    LINK_UP,
     LOOP,
     MATCH,
     NOTIF_IN,
@@ -160,7 +159,8 @@ class _View:
         return make_matcher(self._matching)
 
 
-Item = tuple[str | None, Message, Any]  # (from hop or None for a local client, message, raw pb notification)
+# (from hop or None for a local client, message or END marker, raw pb notification)
+Item = tuple[str | None, Message | End, Any]
 
 
 class Broker:
@@ -172,9 +172,10 @@ class Broker:
         self.events = events or EventLog(cfg.id, cfg.log.path, cfg.log.buffer_events)
         self.view = _View(self)
         self.algo: RoutingAlgorithm = make_algorithm(cfg.routing, self.view)
-        self.links: dict[str, LinkOut] = {n.id: self._link_out(n) for n in cfg.neighbours}
+        self.links: dict[str, LinkOut] = {n.id: self.link_out(n) for n in cfg.neighbours}
         self.senders: dict[str, asyncio.Task[None]] = {}  # one sender task per link, once started
         self.incarnation = ""
+        self.swap = TreeSwap(self)
         self.input: asyncio.Queue[Item] = asyncio.Queue()
         self.sessions: dict[str, Session] = {}
         self.counters: Counter[str] = Counter()
@@ -185,7 +186,7 @@ class Broker:
         self._tasks: list[asyncio.Task[None]] = []
         self.loop_probe = LoopProbe()
 
-    def _link_out(self, n: NeighbourConfig) -> LinkOut:
+    def link_out(self, n: NeighbourConfig) -> LinkOut:
         cap = n.capacity_msgs_per_s
         capacity = cap if cap is not None else self.cfg.link_capacity_msgs_per_s
         return LinkOut(n, capacity, self.cfg.limits.max_link_backlog)
@@ -194,9 +195,9 @@ class Broker:
         """One sender task per link; links opened later by :meth:`relink` get theirs there."""
         self.incarnation = incarnation
         for link in self.links.values():
-            self._start_sender(link)
+            self.start_sender(link)
 
-    def _start_sender(self, link: LinkOut) -> None:
+    def start_sender(self, link: LinkOut) -> None:
         from scotbed.broker.links import LinkSender  # links imports this module
 
         self.senders[link.id] = asyncio.create_task(LinkSender(self, link, self.incarnation).run())
@@ -207,37 +208,6 @@ class Broker:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         self.senders = {}
-
-    def relink(self, up: list[NeighbourConfig], down: list[str], next_hop: Mapping[str, str]) -> int:
-        """Open and close links at run time and re-point routing entries; returns entries re-pointed.
-
-        Runs between two messages of the processing loop (it never awaits), so the plug-in sees one
-        overlay per message. Envelopes still queued on a closed link are dropped and counted: a caller
-        that must lose nothing closes a link only once it is quiet (the scripted swap drains first).
-        """
-        if not self.algo.dynamic_links:
-            raise ValueError(f"routing {self.cfg.routing!r} does not follow dynamic links")
-        unknown = [n for n in down if n not in self.links]
-        known = [n.id for n in up if n.id in self.links or n.id == self.id]
-        if unknown or known:
-            raise KeyError(f"not a neighbour: {unknown}; already a neighbour or this broker: {known}")
-        for n in down:
-            link = self.links.pop(n)
-            del self.view.neighbours[n]
-            task = self.senders.pop(n, None)
-            if task is not None:
-                task.cancel()
-            lost = len(link.queue) + link.unacked_envelopes
-            if lost:
-                self.drop(n, "link_down", envelopes=lost)
-            self.events.emit(LINK_DOWN, link=n, lost=lost)
-        for nc in up:
-            link = self.links[nc.id] = self._link_out(nc)
-            self.view.neighbours[nc.id] = nc
-            if self.incarnation:
-                self._start_sender(link)
-            self.events.emit(LINK_UP, link=nc.id)
-        return self.algo.on_relink(next_hop)
 
     # --- link status table ---------------------------------------------------------------
 
@@ -269,7 +239,7 @@ class Broker:
 
     def quiescent(self) -> bool:
         """Every queue empty, nothing being processed, every sent batch acknowledged."""
-        if self.busy or not self.input.empty():
+        if self.busy or not self.input.empty() or self.swap.busy():
             return False
         return all(not link.queue and not link.unacked for link in self.links.values())
 
@@ -305,7 +275,7 @@ class Broker:
 
     # --- entry points for the adapters ------------------------------------------------------
 
-    def submit(self, from_hop: str | None, msg: Message, raw: Any = None) -> None:
+    def submit(self, from_hop: str | None, msg: Message | End, raw: Any = None) -> None:
         self.input.put_nowait((from_hop, msg, raw))
 
     def open_session(self, sub: Subscription, subscriber: str) -> Session:
@@ -354,6 +324,11 @@ class Broker:
 
     def _handle(self, item: Item) -> None:
         from_hop, msg, raw = item
+        if isinstance(msg, End):
+            self.swap.on_end(from_hop or "", msg)
+            return
+        if not self.swap.admits(item):
+            return
         try:
             if isinstance(msg, Publication):
                 self._on_publication(from_hop, msg, raw)
@@ -590,6 +565,7 @@ def _encode(msg: Message, raw: pb.Notification | None) -> pb.Envelope:
                 source_broker=msg.source_broker,
                 distance=msg.distance,
                 count=msg.count,
+                tree_version=msg.tree_version,
             )
         )
     if isinstance(msg, Subscription):

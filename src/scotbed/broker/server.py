@@ -26,7 +26,7 @@ from scotbed.broker import guard
 from scotbed.broker.limits import Refusal, check_publish, check_subscribe, server_options
 from scotbed.broker.links import LinkReceiver
 from scotbed.broker.runtime import Broker
-from scotbed.config import NeighbourConfig
+from scotbed.broker.treeswap import new_links
 from scotbed.filters import FilterError
 from scotbed.messages import Subscription
 from scotbed.v1 import scotbed_pb2 as pb
@@ -159,13 +159,9 @@ class AdminService(pbg.AdminServicer):
         return pb.LinkCapacityReply()
 
     async def Relink(self, request: pb.RelinkRequest, context: Any) -> pb.RelinkReply:
-        up = [
-            NeighbourConfig(n.neighbour, n.kind, n.type, n.cluster, n.region, n.address)
-            for n in request.up
-        ]
+        up, down, next_hop = new_links(request.up), list(request.down), dict(request.next_hop)
         try:
-            repointed = self.broker.relink(up, list(request.down), dict(request.next_hop))
-            return pb.RelinkReply(repointed=repointed)
+            return pb.RelinkReply(repointed=self.broker.swap.relink(up, down, next_hop, request.version))
         except ValueError as e:
             await self._refuse(context, grpc.StatusCode.FAILED_PRECONDITION, str(e))
         except KeyError as e:

@@ -182,7 +182,7 @@ class PruneTuple(_message.Message):
     def __init__(self, phb: _Optional[str] = ..., distance: _Optional[int] = ...) -> None: ...
 
 class NotificationMsg(_message.Message):
-    __slots__ = ("notification", "bids", "cbv", "has_cbv", "hops", "dynamic", "source_broker", "distance", "count")
+    __slots__ = ("notification", "bids", "cbv", "has_cbv", "hops", "dynamic", "source_broker", "distance", "count", "tree_version")
     NOTIFICATION_FIELD_NUMBER: _ClassVar[int]
     BIDS_FIELD_NUMBER: _ClassVar[int]
     CBV_FIELD_NUMBER: _ClassVar[int]
@@ -192,6 +192,7 @@ class NotificationMsg(_message.Message):
     SOURCE_BROKER_FIELD_NUMBER: _ClassVar[int]
     DISTANCE_FIELD_NUMBER: _ClassVar[int]
     COUNT_FIELD_NUMBER: _ClassVar[int]
+    TREE_VERSION_FIELD_NUMBER: _ClassVar[int]
     notification: Notification
     bids: _containers.RepeatedScalarFieldContainer[str]
     cbv: int
@@ -201,7 +202,8 @@ class NotificationMsg(_message.Message):
     source_broker: str
     distance: int
     count: int
-    def __init__(self, notification: _Optional[_Union[Notification, _Mapping]] = ..., bids: _Optional[_Iterable[str]] = ..., cbv: _Optional[int] = ..., has_cbv: _Optional[bool] = ..., hops: _Optional[int] = ..., dynamic: _Optional[bool] = ..., source_broker: _Optional[str] = ..., distance: _Optional[int] = ..., count: _Optional[int] = ...) -> None: ...
+    tree_version: int
+    def __init__(self, notification: _Optional[_Union[Notification, _Mapping]] = ..., bids: _Optional[_Iterable[str]] = ..., cbv: _Optional[int] = ..., has_cbv: _Optional[bool] = ..., hops: _Optional[int] = ..., dynamic: _Optional[bool] = ..., source_broker: _Optional[str] = ..., distance: _Optional[int] = ..., count: _Optional[int] = ..., tree_version: _Optional[int] = ...) -> None: ...
 
 class Control(_message.Message):
     __slots__ = ("kind", "args")
@@ -386,7 +388,7 @@ class NewLink(_message.Message):
     def __init__(self, neighbour: _Optional[str] = ..., address: _Optional[str] = ..., kind: _Optional[str] = ..., type: _Optional[str] = ..., cluster: _Optional[int] = ..., region: _Optional[str] = ...) -> None: ...
 
 class RelinkRequest(_message.Message):
-    __slots__ = ("up", "down", "next_hop")
+    __slots__ = ("up", "down", "next_hop", "version")
     class NextHopEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -397,10 +399,12 @@ class RelinkRequest(_message.Message):
     UP_FIELD_NUMBER: _ClassVar[int]
     DOWN_FIELD_NUMBER: _ClassVar[int]
     NEXT_HOP_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
     up: _containers.RepeatedCompositeFieldContainer[NewLink]
     down: _containers.RepeatedScalarFieldContainer[str]
     next_hop: _containers.ScalarMap[str, str]
-    def __init__(self, up: _Optional[_Iterable[_Union[NewLink, _Mapping]]] = ..., down: _Optional[_Iterable[str]] = ..., next_hop: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    version: int
+    def __init__(self, up: _Optional[_Iterable[_Union[NewLink, _Mapping]]] = ..., down: _Optional[_Iterable[str]] = ..., next_hop: _Optional[_Mapping[str, str]] = ..., version: _Optional[int] = ...) -> None: ...
 
 class RelinkReply(_message.Message):
     __slots__ = ("repointed",)
