@@ -13,9 +13,10 @@ from pathlib import Path
 
 import grpc
 import pytest
-from broker_workload import make_workload
+from broker_workload import Workload, make_workload
 
 from scotbed import topology
+from scotbed.analysis.selforg import Window, cost_over_time, realised_cost, reconfigurations
 from scotbed.broker.client import BrokerClient, SubscriptionStream
 from scotbed.broker.eventlog import read_events
 from scotbed.broker.fleet import wait_quiescent
@@ -23,10 +24,13 @@ from scotbed.broker.launcher import LocalCluster
 from scotbed.config import BrokerConfig
 from scotbed.contract import LINK_DOWN, LINK_UP
 from scotbed.filters import Filter
+from scotbed.overlay.costs import Costs, total_cost
 from scotbed.overlay.tree import Tree, path_edges, repointed
 from scotbed.v1 import scotbed_pb2 as pb
 
 FAST_LOG = {"sample_interval_ms": 100.0, "flush_interval_ms": 100.0}
+HALF = 60  # publications before the swap; as many after
+COSTS = Costs(links={("v0", "v1"): 3.0, ("v0", "v3"): 7.0, ("v2", "v3"): 2.0}, brokers={"v2": 5.0})
 
 
 def test_a_swap_on_a_path_repoints_only_the_cycle_toward_the_far_side() -> None:
@@ -40,6 +44,28 @@ def test_a_swap_on_a_path_repoints_only_the_cycle_toward_the_far_side() -> None:
         "d": {"a": "a", "b": "a"},
     }
     assert repointed(old, old) == {}
+
+
+def test_cost_over_time_charges_p_per_notif_in_and_c_per_notif_out_per_window() -> None:
+    vertex_of = {"b0": "v0", "b1": "v1", "b3": "v3"}
+    evs = [
+        {"ev": "notif_in", "node": "b0", "link": "", "ts_ns": 100, "pub_id": "p"},
+        {"ev": "notif_out", "node": "b0", "link": "b1", "ts_ns": 150, "pub_id": "p"},
+        {"ev": "notif_in", "node": "b1", "link": "b0", "ts_ns": 260, "pub_id": "p"},
+        {"ev": "match", "node": "b1", "ts_ns": 260, "pub_id": "p"},
+        {"ev": "notif_in", "node": "b3", "link": "", "ts_ns": 420, "pub_id": "q"},
+        {"ev": "link_up", "node": "b0", "link": "b3", "ts_ns": 300},
+        {"ev": "link_up", "node": "b3", "link": "b0", "ts_ns": 300},
+    ]
+    assert cost_over_time(evs, COSTS, vertex_of, 100) == [
+        Window(100, 1.0 + 3.0, 1),
+        Window(200, 1.0, 0),
+        Window(300, 0.0, 0),
+        Window(400, 1.0, 1),
+    ]
+    assert realised_cost(evs, COSTS, vertex_of) == 6.0
+    assert cost_over_time(evs, COSTS, vertex_of, 1000)[0].per_notification == 3.0
+    assert reconfigurations(evs) == 1
 
 
 def _cluster(tmp_path: Path, n: int, routing: str) -> LocalCluster:
@@ -81,21 +107,20 @@ async def _phase(
     return after - before
 
 
-async def _swap_scenario(cluster: LocalCluster, tmp: Path) -> None:
+async def _swap_scenario(cluster: LocalCluster, wl: Workload) -> None:
     cfgs = {c.id: c for c in cluster.configs}
     a, b, c, d = sorted(cfgs)  # path b-v0-0 .. b-v3-0
     old = Tree.of([(a, b), (b, c), (c, d)])
     new = old.swapped((a, d), (b, c))
     addrs = cluster.addresses()
     clients = {x: BrokerClient(addr) for x, addr in addrs.items()}
-    wl = make_workload(sorted(cfgs), n_subs=12, n_pubs=120, seed=18)
     hosts = {s: h for s, h, _ in wl.subs}
     pub_at = {p: h for p, h, _ in wl.pubs}
     try:
         streams: list[SubscriptionStream] = await asyncio.gather(
             *(clients[h].subscribe(s, f, "test") for s, h, f in wl.subs)
         )
-        first, second = wl.pubs[:60], wl.pubs[60:]
+        first, second = wl.pubs[:HALF], wl.pubs[HALF:]
         im1 = await _phase(clients, addrs, first)
         plan = repointed(old, new)
         moved = await asyncio.gather(
@@ -134,19 +159,32 @@ async def _swap_scenario(cluster: LocalCluster, tmp: Path) -> None:
 @pytest.mark.slow
 def test_a_scripted_swap_between_quiet_phases_delivers_exactly_once_on_the_new_tree(tmp_path: Path) -> None:
     with _cluster(tmp_path, 4, "rpf") as cluster:
-        asyncio.run(_swap_scenario(cluster, tmp_path))
+        wl = make_workload(sorted(c.id for c in cluster.configs), n_subs=12, n_pubs=2 * HALF, seed=18)
+        asyncio.run(_swap_scenario(cluster, wl))
         ids = sorted(c.id for c in cluster.configs)
+        vertex_of = {c.id: c.vertex for c in cluster.configs}
         for i in ids:
             cluster.terminate(i)
+        events = [e for i in ids for e in read_events(cluster.event_log(i))]
         links = {
             i: [
                 (e["ev"], e["link"], e.get("lost"))
-                for e in read_events(cluster.event_log(i))
-                if e["ev"] in (LINK_UP, LINK_DOWN)
+                for e in events
+                if e["node"] == i and e["ev"] in (LINK_UP, LINK_DOWN)
             ]
             for i in ids
         }
     a, b, c, d = ids
+    # Eq. 2 as the brokers paid it, per phase, is Eq. 2 computed on that phase's tree
+    hosts = {s: vertex_of[h] for s, h, _ in wl.subs}
+    old = Tree.of([(a, b), (b, c), (c, d)])
+    for phase, tree in ((wl.pubs[:HALF], old), (wl.pubs[HALF:], old.swapped((a, d), (b, c)))):
+        ids_ = {p for p, _, _ in phase}
+        paid = realised_cost([e for e in events if e.get("pub_id") in ids_], COSTS, vertex_of)
+        adjacency = {vertex_of[x]: [vertex_of[y] for y in ys] for x, ys in tree.adjacency.items()}
+        want = [(vertex_of[h], [hosts[s] for s, _, f in wl.subs if f.matches(at)]) for _, h, at in phase]
+        assert paid == total_cost(adjacency, COSTS, want)
+    assert reconfigurations(events) == 1
     assert links == {
         a: [(LINK_UP, d, None)],
         b: [(LINK_DOWN, c, 0)],
