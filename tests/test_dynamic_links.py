@@ -24,7 +24,7 @@ from scotbed.broker.launcher import LocalCluster
 from scotbed.config import BrokerConfig
 from scotbed.contract import LINK_DOWN, LINK_UP
 from scotbed.filters import Filter
-from scotbed.overlay.costs import Costs, total_cost
+from scotbed.overlay.costs import Costs, Edge, total_cost
 from scotbed.overlay.tree import Tree, path_edges, repointed
 from scotbed.v1 import scotbed_pb2 as pb
 
@@ -239,11 +239,30 @@ async def _publish_for(client: BrokerClient, publisher: str, until: float) -> in
     return k
 
 
+async def _adopt(
+    clients: dict[str, BrokerClient], cluster: LocalCluster, tree: Tree, add: Edge, remove: Edge, version: int
+) -> Tree:
+    """Every broker adopts ``version`` = ``tree`` + add − remove, once all have finished the one before."""
+    cfgs, addrs = {c.id: c for c in cluster.configs}, cluster.addresses()
+    deadline = time.monotonic() + 10
+    while {r.tree_finished for r in await asyncio.gather(*(c.status() for c in clients.values()))} != {
+        version - 2
+    }:
+        assert time.monotonic() < deadline, f"version {version - 1} did not finish"
+        await asyncio.sleep(0.01)
+    new = tree.swapped(add, remove)
+    plan = repointed(tree, new)
+    (x, y), (p, q) = add, remove
+    ups = {x: [_new_link(cfgs[y], addrs[y])], y: [_new_link(cfgs[x], addrs[x])]}
+    downs = {p: [q], q: [p]}
+    await asyncio.gather(
+        *(c.relink(ups.get(b, []), downs.get(b, []), plan.get(b, {}), version) for b, c in clients.items())
+    )
+    return new
+
+
 async def _swap_under_load(cluster: LocalCluster) -> dict[str, pb.StatusReply]:
-    cfgs = {c.id: c for c in cluster.configs}
-    ids = sorted(cfgs)  # path v0 .. v4
-    old = Tree.of(path_edges(ids))
-    new = old.swapped((ids[0], ids[3]), (ids[1], ids[2]))
+    ids = sorted(c.id for c in cluster.configs)  # path v0 .. v4
     addrs = cluster.addresses()
     clients = {x: BrokerClient(addr) for x, addr in addrs.items()}
     try:
@@ -253,16 +272,12 @@ async def _swap_under_load(cluster: LocalCluster) -> dict[str, pb.StatusReply]:
             for n, f in enumerate(FILTERS)
         }
         await wait_quiescent(addrs, timeout_s=30)
-        until = time.monotonic() + 1.5
+        until = time.monotonic() + 2.5
         publishing = [asyncio.create_task(_publish_for(clients[h], h, until)) for h in ids]
         await asyncio.sleep(0.5)
-        plan = repointed(old, new)
-        a, d = ids[0], ids[3]
-        ups = {a: [_new_link(cfgs[d], addrs[d])], d: [_new_link(cfgs[a], addrs[a])]}
-        downs = {ids[1]: [ids[2]], ids[2]: [ids[1]]}
-        await asyncio.gather(
-            *(clients[x].relink(ups.get(x, []), downs.get(x, []), plan.get(x, {}), version=1) for x in ids)
-        )
+        tree = await _adopt(clients, cluster, Tree.of(path_edges(ids)), (ids[0], ids[3]), (ids[1], ids[2]), 1)
+        await asyncio.sleep(0.5)
+        await _adopt(clients, cluster, tree, (ids[1], ids[2]), (ids[0], ids[3]), 2)  # reopens v1-v2
         published = dict(zip(ids, await asyncio.gather(*publishing), strict=True))
         status = await wait_quiescent(addrs, timeout_s=30)
         for (h, f), s in streams.items():
@@ -289,27 +304,33 @@ def test_a_versioned_swap_under_load_loses_duplicates_and_reorders_nothing(tmp_p
         ids = sorted(c.id for c in cluster.configs)
         for i in ids:
             cluster.terminate(i)
+        events = [e for i in ids for e in read_events(cluster.event_log(i))]
         links = {
             i: [
                 (e["ev"], e["link"], e.get("lost"))
-                for e in read_events(cluster.event_log(i))
-                if e["ev"] in (LINK_UP, LINK_DOWN)
+                for e in events
+                if e["node"] == i and e["ev"] in (LINK_UP, LINK_DOWN)
             ]
             for i in ids
         }
     v0, v1, v2, v3, v4 = ids
     assert links == {
-        v0: [(LINK_UP, v3, None)],
-        v1: [(LINK_DOWN, v2, 0)],
-        v2: [(LINK_DOWN, v1, 0)],
-        v3: [(LINK_UP, v0, None)],
+        v0: [(LINK_UP, v3, None), (LINK_DOWN, v3, 0)],
+        v1: [(LINK_DOWN, v2, 0), (LINK_UP, v2, None)],
+        v2: [(LINK_DOWN, v1, 0), (LINK_UP, v1, None)],
+        v3: [(LINK_UP, v0, None), (LINK_DOWN, v0, 0)],
         v4: [],
     }
-    # the new link carried traffic and the old one none after the swap; notifications were parked
-    assert {lk.neighbour for lk in status[v1].links} == {v0}
-    assert next(lk.received for lk in status[v0].links if lk.neighbour == v3) > 0
+    assert {r.tree_version for r in status.values()} == {2}
+    assert {r.tree_finished for r in status.values()} == {1}
+    # the reopened link carried traffic; notifications were parked; END(v) crossed each tree-v link both ways
+    assert {lk.neighbour for lk in status[v1].links} == {v0, v2}
+    assert next(lk.received for lk in status[v1].links if lk.neighbour == v2) > 0
     assert sum(r.counters["parked"] for r in status.values()) > 0
-    assert (
-        sum(r.counters["end_out"] for r in status.values()) == 2 * 4
-    )  # END(0) once each way per tree-0 link
-    assert sum(r.counters["drop"] for r in status.values()) == 0
+    ends = sum(r.counters["end_out"] for r in status.values())
+    assert ends == 2 * 4 * 2  # END(v) once each way per tree-v link, v = 0, 1
+    # a hello that reaches a broker before its own Relink is refused and redialled: nothing else drops
+    assert {e["reason"] for e in events if e["ev"] == "drop"} <= {"unknown_neighbour"}
+    assert sum(r.counters["drop"] for r in status.values()) == sum(
+        r.counters["refused"] for r in status.values()
+    )

@@ -197,10 +197,12 @@ class Broker:
         for link in self.links.values():
             self.start_sender(link)
 
-    def start_sender(self, link: LinkOut) -> None:
+    def start_sender(self, link: LinkOut, opening: str = "") -> None:
+        """``opening`` tells a reopened link's stream from its earlier one (sequence numbers restart)."""
         from scotbed.broker.links import LinkSender  # links imports this module
 
-        self.senders[link.id] = asyncio.create_task(LinkSender(self, link, self.incarnation).run())
+        incarnation = self.incarnation + opening
+        self.senders[link.id] = asyncio.create_task(LinkSender(self, link, incarnation).run())
 
     async def stop_links(self) -> None:
         tasks = list(self.senders.values())
@@ -501,6 +503,8 @@ class Broker:
             last_activity_ns=self.last_activity_ns,
             routing=self.cfg.routing,
             matching=self.cfg.matching,
+            tree_version=self.swap.version,
+            tree_finished=self.swap.finished,
         )
         for name, value in self.counters.items():
             reply.counters[name] = value

@@ -61,6 +61,7 @@ class TreeSwap:
         self.pending: tuple[list[NeighbourConfig], list[str], Mapping[str, str]] = ([], [], {})
         self.parked: deque[Item] = deque()
         self._closing: set[asyncio.Task[None]] = set()
+        self.opened = 0  # links opened at run time (each stream gets its own incarnation)
 
     # --- entry points -----------------------------------------------------------------------------
 
@@ -158,8 +159,9 @@ class TreeSwap:
     def _open(self, nc: NeighbourConfig) -> None:
         b = self.broker
         link = b.links[nc.id] = b.link_out(nc)
+        self.opened += 1
         if b.incarnation:
-            b.start_sender(link)
+            b.start_sender(link, f"+{self.opened}")
         b.events.emit(LINK_UP, link=nc.id)
 
     def _close(self, n: str) -> None:
