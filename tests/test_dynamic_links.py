@@ -245,9 +245,15 @@ async def _adopt(
     """Every broker adopts ``version`` = ``tree`` + add − remove, once all have finished the one before."""
     cfgs, addrs = {c.id: c for c in cluster.configs}, cluster.addresses()
     deadline = time.monotonic() + 10
-    while {r.tree_finished for r in await asyncio.gather(*(c.status() for c in clients.values()))} != {
-        version - 2
-    }:
+    while True:  # the previous version finished and its removed link closed everywhere
+        status = dict(
+            zip(clients, await asyncio.gather(*(c.status() for c in clients.values())), strict=True)
+        )
+        if all(
+            r.tree_finished == version - 2 and {lk.neighbour for lk in r.links} == tree.adjacency[b]
+            for b, r in status.items()
+        ):
+            break
         assert time.monotonic() < deadline, f"version {version - 1} did not finish"
         await asyncio.sleep(0.01)
     new = tree.swapped(add, remove)

@@ -72,10 +72,10 @@ class TreeSwap:
         b = self.broker
         if not b.algo.dynamic_links:
             raise ValueError(f"routing {b.cfg.routing!r} does not follow dynamic links")
-        if version and (version != self.version + 1 or self.finished != self.version - 1):
+        if version and (version != self.version + 1 or self.finished != self.version - 1 or self._closing):
             raise ValueError(
-                f"version {version}: this broker is at {self.version}, finished {self.finished}"
-                " (one swap at a time)"
+                f"version {version}: this broker is at {self.version}, finished {self.finished},"
+                f" {len(self._closing)} removed link(s) still flushing (one swap at a time)"
             )
         unknown = [n for n in down if n not in b.links]
         known = [n.id for n in up if n.id in b.links or n.id == b.id]
