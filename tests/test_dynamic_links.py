@@ -209,10 +209,15 @@ def test_relink_is_refused_for_a_plugin_without_dynamic_links_and_for_unknown_ne
         asyncio.run(refused_flooding())
     with _cluster(tmp_path / "rpf", 2, "rpf") as rpf:
         a, b = sorted(rpf.addresses())
+        cfg_b = next(c for c in rpf.configs if c.id == b)
 
         async def refused_unknown() -> None:
             async with BrokerClient(rpf.address(a)) as cl:
-                for up, down in (([], ["nobody"]), ([pb.NewLink(neighbour=b, address="x:1")], [])):
+                for up, down in (
+                    ([], ["nobody"]),
+                    ([_new_link(cfg_b, "x:1")], []),
+                    ([pb.NewLink(neighbour="c", address="x:1", kind="bogus", type="edge")], []),
+                ):
                     with pytest.raises(grpc.aio.AioRpcError) as e:
                         await cl.relink(up, down)
                     assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from scotbed.config import NeighbourConfig
 from scotbed.contract import LINK_DOWN, LINK_UP
 from scotbed.messages import Publication
+from scotbed.topology import ACOL, ICOL
 from scotbed.v1 import scotbed_pb2 as pb
 
 if TYPE_CHECKING:
@@ -79,8 +80,13 @@ class TreeSwap:
             )
         unknown = [n for n in down if n not in b.links]
         known = [n.id for n in up if n.id in b.links or n.id == b.id]
-        if unknown or known:
-            raise KeyError(f"not a neighbour: {unknown}; already a neighbour or this broker: {known}")
+        bad = [
+            n.id for n in up if n.kind not in (ACOL, ICOL) or n.type not in ("edge", "inner") or not n.address
+        ]
+        if unknown or known or bad:
+            raise KeyError(
+                f"not a neighbour: {unknown}; already a neighbour or this broker: {known}; malformed: {bad}"
+            )
         for nc in up:
             self._open(nc)
         if not version:
