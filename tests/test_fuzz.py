@@ -146,6 +146,7 @@ REFUSALS = {
     grpc.StatusCode.ALREADY_EXISTS,
     grpc.StatusCode.PERMISSION_DENIED,
     grpc.StatusCode.NOT_FOUND,
+    grpc.StatusCode.FAILED_PRECONDITION,  # Admin.Relink on a routing without dynamic links
 }
 ALLOWED = REFUSALS | {
     grpc.StatusCode.OK,

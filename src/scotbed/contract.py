@@ -74,8 +74,9 @@ BROKER_EVENTS = (
     TABLE,
     DROP,
 )
-#: overlay changes of a self-organising tree, with ``link`` (the two broker ids); the simulator logs
-#: them, the broker runtime not yet (docs/self-organising.md), so they are not in BROKER_EVENTS
+#: overlay changes of a self-organising tree: the simulator logs them with ``link`` (the two broker
+#: ids), a broker (``Admin.Relink``) with ``link`` = the neighbour and, on link_down, ``lost``
+#: (envelopes still queued, dropped); not routing work, so not in BROKER_EVENTS
 LINK_UP = "link_up"
 LINK_DOWN = "link_down"
 

@@ -56,6 +56,7 @@ class Publication:
     dynamic: bool = False
     distance: int = 0  # selective-pruning header: hops since the last broker where k >= 2 entries matched
     count: int = 0  # selective-pruning header: brokers on the way where k >= 2 entries matched
+    tree_version: int = 0  # self-organising trees: the overlay version this notification is routed on
 
 
 Message = Subscription | Unsubscription | Publication

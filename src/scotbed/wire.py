@@ -157,6 +157,7 @@ def publication_to_pb(p: Publication) -> pb.NotificationMsg:
         source_broker=p.source_broker,
         distance=p.distance,
         count=p.count,
+        tree_version=p.tree_version,
     )
     return m
 
@@ -176,6 +177,7 @@ def publication_from_pb(m: pb.NotificationMsg) -> Publication:
         m.dynamic,
         m.distance,
         m.count,
+        m.tree_version,
     )
 
 

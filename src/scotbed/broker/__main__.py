@@ -16,7 +16,7 @@ import logging
 import signal
 import sys
 
-from scotbed.broker.links import LinkSender, new_incarnation
+from scotbed.broker.links import new_incarnation
 from scotbed.broker.readyfile import ReadyFile
 from scotbed.broker.runtime import Broker
 from scotbed.broker.server import NOT_SERVING, SERVICE_NAMES, SERVING, build_server
@@ -34,10 +34,7 @@ async def serve(cfg: BrokerConfig, stop_grace_s: float = 2.0, ready_file: str | 
         await health.set(name, NOT_SERVING)
     await server.start()
     broker.start()
-    incarnation = new_incarnation()
-    senders = [
-        asyncio.create_task(LinkSender(broker, link, incarnation).run()) for link in broker.links.values()
-    ]
+    broker.start_links(new_incarnation())
     extra: list[asyncio.Task[None]] = []
     if cfg.prometheus_port is not None:
         from scotbed.broker.metrics import Metrics
@@ -66,9 +63,10 @@ async def serve(cfg: BrokerConfig, stop_grace_s: float = 2.0, ready_file: str | 
         await broker.wait_drained(timeout_s=stop_grace_s)
     finally:
         ready.not_serving()
-        for t in senders + extra:
+        await broker.stop_links()
+        for t in extra:
             t.cancel()
-        await asyncio.gather(*senders, *extra, return_exceptions=True)
+        await asyncio.gather(*extra, return_exceptions=True)
         await broker.stop_tasks()
         broker.events.close()
 

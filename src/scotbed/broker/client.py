@@ -152,6 +152,14 @@ class BrokerClient:
         reply = await self.admin.Drain(pb.DrainRequest(timeout_s=timeout_s), timeout=timeout_s + 5)
         return bool(reply.quiescent)
 
+    async def relink(
+        self, up: list[pb.NewLink], down: list[str], next_hop: dict[str, str] | None = None, version: int = 0
+    ) -> int:
+        """Open ``up``, close ``down``, re-point entries by host broker (now, or as tree ``version``)."""
+        req = pb.RelinkRequest(up=up, down=down, next_hop=next_hop or {}, version=version)
+        reply = await self.admin.Relink(req)
+        return int(reply.repointed)
+
     async def set_link_capacity(self, capacity_msgs_per_s: float, neighbour: str = "") -> None:
         await self.admin.SetLinkCapacity(
             pb.LinkCapacityRequest(neighbour=neighbour, capacity_msgs_per_s=capacity_msgs_per_s)

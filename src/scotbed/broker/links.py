@@ -43,6 +43,7 @@ import grpc
 
 from scotbed.broker.latency import DelayLine
 from scotbed.broker.limits import client_channel_options
+from scotbed.broker.treeswap import end_of
 from scotbed.filters import FilterError
 from scotbed.messages import Publication
 from scotbed.v1 import scotbed_pb2 as pb
@@ -254,6 +255,8 @@ class LinkReceiver:
                 )
             if state.incarnation != incarnation:  # a newer stream of the same peer took over
                 await context.abort(grpc.StatusCode.ABORTED, "superseded by a newer link stream")
+            if broker.links.get(peer) is not link:  # closed (or closed and reopened) by a relink
+                await context.abort(grpc.StatusCode.PERMISSION_DENIED, f"the link to {peer!r} was closed")
             if batch.seq <= state.last_seq:
                 broker.counters["duplicate_batches"] += 1
             else:
@@ -272,6 +275,9 @@ class LinkReceiver:
                 continue
             if msg is None:
                 broker.counters["control"] += 1
+                end = end_of(env.control) if env.WhichOneof("body") == "control" else None
+                if end is not None:
+                    broker.submit(peer, end)
                 continue
             msg.hops += 1
             link.received += 1

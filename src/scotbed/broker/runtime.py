@@ -46,6 +46,7 @@ from scotbed.broker.limits import envelope_fits
 from scotbed.broker.looplag import LoopProbe
 from scotbed.broker.routing import make_algorithm
 from scotbed.broker.routing.base import Decision, Entry, LinkState, RoutingAlgorithm
+from scotbed.broker.treeswap import End, TreeSwap
 from scotbed.config import BrokerConfig, NeighbourConfig
 from scotbed.contract import (
     DELIVER,
@@ -147,7 +148,7 @@ class _View:
         self.cluster = cfg.cluster
         self.type = cfg.type
         self.clusters = cfg.clusters
-        self.neighbours: Mapping[str, NeighbourConfig] = {n.id: n for n in cfg.neighbours}
+        self.neighbours: dict[str, NeighbourConfig] = {n.id: n for n in cfg.neighbours}  # changed by relink
         self.params: Mapping[str, Any] = cfg.routing_params
         self._matching = cfg.matching
 
@@ -158,7 +159,8 @@ class _View:
         return make_matcher(self._matching)
 
 
-Item = tuple[str | None, Message, Any]  # (from hop or None for a local client, message, raw pb notification)
+# (from hop or None for a local client, message or END marker, raw pb notification)
+Item = tuple[str | None, Message | End, Any]
 
 
 class Broker:
@@ -170,14 +172,10 @@ class Broker:
         self.events = events or EventLog(cfg.id, cfg.log.path, cfg.log.buffer_events)
         self.view = _View(self)
         self.algo: RoutingAlgorithm = make_algorithm(cfg.routing, self.view)
-        self.links: dict[str, LinkOut] = {
-            n.id: LinkOut(
-                n,
-                n.capacity_msgs_per_s if n.capacity_msgs_per_s is not None else cfg.link_capacity_msgs_per_s,
-                cfg.limits.max_link_backlog,
-            )
-            for n in cfg.neighbours
-        }
+        self.links: dict[str, LinkOut] = {n.id: self.link_out(n) for n in cfg.neighbours}
+        self.senders: dict[str, asyncio.Task[None]] = {}  # one sender task per link, once started
+        self.incarnation = ""
+        self.swap = TreeSwap(self)
         self.input: asyncio.Queue[Item] = asyncio.Queue()
         self.sessions: dict[str, Session] = {}
         self.counters: Counter[str] = Counter()
@@ -187,6 +185,31 @@ class Broker:
         self.match_observer: Callable[[float], None] | None = None  # the metrics histogram, when on
         self._tasks: list[asyncio.Task[None]] = []
         self.loop_probe = LoopProbe()
+
+    def link_out(self, n: NeighbourConfig) -> LinkOut:
+        cap = n.capacity_msgs_per_s
+        capacity = cap if cap is not None else self.cfg.link_capacity_msgs_per_s
+        return LinkOut(n, capacity, self.cfg.limits.max_link_backlog)
+
+    def start_links(self, incarnation: str) -> None:
+        """One sender task per link; links opened later by :meth:`relink` get theirs there."""
+        self.incarnation = incarnation
+        for link in self.links.values():
+            self.start_sender(link)
+
+    def start_sender(self, link: LinkOut, opening: str = "") -> None:
+        """``opening`` tells a reopened link's stream from its earlier one (sequence numbers restart)."""
+        from scotbed.broker.links import LinkSender  # links imports this module
+
+        incarnation = self.incarnation + opening
+        self.senders[link.id] = asyncio.create_task(LinkSender(self, link, incarnation).run())
+
+    async def stop_links(self) -> None:
+        tasks = list(self.senders.values())
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self.senders = {}
 
     # --- link status table ---------------------------------------------------------------
 
@@ -218,7 +241,7 @@ class Broker:
 
     def quiescent(self) -> bool:
         """Every queue empty, nothing being processed, every sent batch acknowledged."""
-        if self.busy or not self.input.empty():
+        if self.busy or not self.input.empty() or self.swap.busy():
             return False
         return all(not link.queue and not link.unacked for link in self.links.values())
 
@@ -254,7 +277,7 @@ class Broker:
 
     # --- entry points for the adapters ------------------------------------------------------
 
-    def submit(self, from_hop: str | None, msg: Message, raw: Any = None) -> None:
+    def submit(self, from_hop: str | None, msg: Message | End, raw: Any = None) -> None:
         self.input.put_nowait((from_hop, msg, raw))
 
     def open_session(self, sub: Subscription, subscriber: str) -> Session:
@@ -303,6 +326,11 @@ class Broker:
 
     def _handle(self, item: Item) -> None:
         from_hop, msg, raw = item
+        if isinstance(msg, End):
+            self.swap.on_end(from_hop or "", msg)
+            return
+        if not self.swap.admits(item):
+            return
         try:
             if isinstance(msg, Publication):
                 self._on_publication(from_hop, msg, raw)
@@ -475,6 +503,8 @@ class Broker:
             last_activity_ns=self.last_activity_ns,
             routing=self.cfg.routing,
             matching=self.cfg.matching,
+            tree_version=self.swap.version,
+            tree_finished=self.swap.finished,
         )
         for name, value in self.counters.items():
             reply.counters[name] = value
@@ -539,6 +569,7 @@ def _encode(msg: Message, raw: pb.Notification | None) -> pb.Envelope:
                 source_broker=msg.source_broker,
                 distance=msg.distance,
                 count=msg.count,
+                tree_version=msg.tree_version,
             )
         )
     if isinstance(msg, Subscription):

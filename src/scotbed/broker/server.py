@@ -26,6 +26,7 @@ from scotbed.broker import guard
 from scotbed.broker.limits import Refusal, check_publish, check_subscribe, server_options
 from scotbed.broker.links import LinkReceiver
 from scotbed.broker.runtime import Broker
+from scotbed.broker.treeswap import new_links
 from scotbed.filters import FilterError
 from scotbed.messages import Subscription
 from scotbed.v1 import scotbed_pb2 as pb
@@ -156,6 +157,16 @@ class AdminService(pbg.AdminServicer):
                 f"{request.neighbour!r} is not a neighbour of {self.broker.id}",
             )
         return pb.LinkCapacityReply()
+
+    async def Relink(self, request: pb.RelinkRequest, context: Any) -> pb.RelinkReply:
+        up, down, next_hop = new_links(request.up), list(request.down), dict(request.next_hop)
+        try:
+            return pb.RelinkReply(repointed=self.broker.swap.relink(up, down, next_hop, request.version))
+        except ValueError as e:
+            await self._refuse(context, grpc.StatusCode.FAILED_PRECONDITION, str(e))
+        except KeyError as e:
+            await self._refuse(context, grpc.StatusCode.INVALID_ARGUMENT, str(e.args[0]))
+        raise AssertionError("unreachable: abort raises")
 
 
 SERVICE_NAMES = (

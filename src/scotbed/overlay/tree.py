@@ -71,6 +71,18 @@ class Tree:
             out.append(nxt)
         return out
 
+    def next_hops(self, src: str) -> dict[str, str]:
+        """Every other broker -> the neighbour of ``src`` toward it: what ``rpf`` entries point at."""
+        parent = self._reach(src)
+        out: dict[str, str] = {}
+        for dst in parent:
+            hop = dst
+            while parent[hop] not in (src, None):
+                hop = parent[hop]  # type: ignore[assignment]
+            if hop != src:
+                out[dst] = hop
+        return out
+
     def within(self, src: str, hops: int) -> dict[str, int]:
         """N_η(src): every broker at most ``hops`` links away, with its distance (src itself at 0)."""
         dist = {src: 0}
@@ -94,6 +106,20 @@ class Tree:
         if remove not in cycle:
             raise ValueError(f"link {remove} is not on the cycle {add} closes")
         return Tree(self.brokers, (self.links - {remove}) | {add})
+
+
+def repointed(old: Tree, new: Tree) -> dict[str, dict[str, str]]:
+    """Per broker, the host brokers whose next hop differs on ``new``: a relink's ``next_hop`` maps.
+
+    After a swap only the brokers on the closed cycle change, and only toward the far side of the cut.
+    """
+    out: dict[str, dict[str, str]] = {}
+    for b in sorted(new.brokers):
+        before, after = old.next_hops(b), new.next_hops(b)
+        changed = {h: n for h, n in after.items() if before.get(h) != n}
+        if changed:
+            out[b] = changed
+    return out
 
 
 def path_edges(path: Sequence[str]) -> list[Edge]:

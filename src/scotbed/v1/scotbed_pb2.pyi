@@ -182,7 +182,7 @@ class PruneTuple(_message.Message):
     def __init__(self, phb: _Optional[str] = ..., distance: _Optional[int] = ...) -> None: ...
 
 class NotificationMsg(_message.Message):
-    __slots__ = ("notification", "bids", "cbv", "has_cbv", "hops", "dynamic", "source_broker", "distance", "count")
+    __slots__ = ("notification", "bids", "cbv", "has_cbv", "hops", "dynamic", "source_broker", "distance", "count", "tree_version")
     NOTIFICATION_FIELD_NUMBER: _ClassVar[int]
     BIDS_FIELD_NUMBER: _ClassVar[int]
     CBV_FIELD_NUMBER: _ClassVar[int]
@@ -192,6 +192,7 @@ class NotificationMsg(_message.Message):
     SOURCE_BROKER_FIELD_NUMBER: _ClassVar[int]
     DISTANCE_FIELD_NUMBER: _ClassVar[int]
     COUNT_FIELD_NUMBER: _ClassVar[int]
+    TREE_VERSION_FIELD_NUMBER: _ClassVar[int]
     notification: Notification
     bids: _containers.RepeatedScalarFieldContainer[str]
     cbv: int
@@ -201,7 +202,8 @@ class NotificationMsg(_message.Message):
     source_broker: str
     distance: int
     count: int
-    def __init__(self, notification: _Optional[_Union[Notification, _Mapping]] = ..., bids: _Optional[_Iterable[str]] = ..., cbv: _Optional[int] = ..., has_cbv: _Optional[bool] = ..., hops: _Optional[int] = ..., dynamic: _Optional[bool] = ..., source_broker: _Optional[str] = ..., distance: _Optional[int] = ..., count: _Optional[int] = ...) -> None: ...
+    tree_version: int
+    def __init__(self, notification: _Optional[_Union[Notification, _Mapping]] = ..., bids: _Optional[_Iterable[str]] = ..., cbv: _Optional[int] = ..., has_cbv: _Optional[bool] = ..., hops: _Optional[int] = ..., dynamic: _Optional[bool] = ..., source_broker: _Optional[str] = ..., distance: _Optional[int] = ..., count: _Optional[int] = ..., tree_version: _Optional[int] = ...) -> None: ...
 
 class Control(_message.Message):
     __slots__ = ("kind", "args")
@@ -279,7 +281,7 @@ class LinkStatus(_message.Message):
     def __init__(self, neighbour: _Optional[str] = ..., kind: _Optional[str] = ..., output_len: _Optional[int] = ..., ce: _Optional[float] = ..., overloaded: _Optional[bool] = ..., sent: _Optional[int] = ..., received: _Optional[int] = ..., dropped: _Optional[int] = ..., connected: _Optional[bool] = ..., capacity_msgs_per_s: _Optional[float] = ..., unacked: _Optional[int] = ...) -> None: ...
 
 class StatusReply(_message.Message):
-    __slots__ = ("broker_id", "input_len", "table_size", "links", "counters", "quiescent", "local_subscriptions", "last_activity_ns", "routing", "matching")
+    __slots__ = ("broker_id", "input_len", "table_size", "links", "counters", "quiescent", "local_subscriptions", "last_activity_ns", "routing", "matching", "tree_version", "tree_finished")
     class CountersEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -297,6 +299,8 @@ class StatusReply(_message.Message):
     LAST_ACTIVITY_NS_FIELD_NUMBER: _ClassVar[int]
     ROUTING_FIELD_NUMBER: _ClassVar[int]
     MATCHING_FIELD_NUMBER: _ClassVar[int]
+    TREE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    TREE_FINISHED_FIELD_NUMBER: _ClassVar[int]
     broker_id: str
     input_len: int
     table_size: int
@@ -307,7 +311,9 @@ class StatusReply(_message.Message):
     last_activity_ns: int
     routing: str
     matching: str
-    def __init__(self, broker_id: _Optional[str] = ..., input_len: _Optional[int] = ..., table_size: _Optional[int] = ..., links: _Optional[_Iterable[_Union[LinkStatus, _Mapping]]] = ..., counters: _Optional[_Mapping[str, int]] = ..., quiescent: _Optional[bool] = ..., local_subscriptions: _Optional[int] = ..., last_activity_ns: _Optional[int] = ..., routing: _Optional[str] = ..., matching: _Optional[str] = ...) -> None: ...
+    tree_version: int
+    tree_finished: int
+    def __init__(self, broker_id: _Optional[str] = ..., input_len: _Optional[int] = ..., table_size: _Optional[int] = ..., links: _Optional[_Iterable[_Union[LinkStatus, _Mapping]]] = ..., counters: _Optional[_Mapping[str, int]] = ..., quiescent: _Optional[bool] = ..., local_subscriptions: _Optional[int] = ..., last_activity_ns: _Optional[int] = ..., routing: _Optional[str] = ..., matching: _Optional[str] = ..., tree_version: _Optional[int] = ..., tree_finished: _Optional[int] = ...) -> None: ...
 
 class TableRequest(_message.Message):
     __slots__ = ()
@@ -368,3 +374,44 @@ class LinkCapacityRequest(_message.Message):
 class LinkCapacityReply(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class NewLink(_message.Message):
+    __slots__ = ("neighbour", "address", "kind", "type", "cluster", "region")
+    NEIGHBOUR_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_FIELD_NUMBER: _ClassVar[int]
+    REGION_FIELD_NUMBER: _ClassVar[int]
+    neighbour: str
+    address: str
+    kind: str
+    type: str
+    cluster: int
+    region: str
+    def __init__(self, neighbour: _Optional[str] = ..., address: _Optional[str] = ..., kind: _Optional[str] = ..., type: _Optional[str] = ..., cluster: _Optional[int] = ..., region: _Optional[str] = ...) -> None: ...
+
+class RelinkRequest(_message.Message):
+    __slots__ = ("up", "down", "next_hop", "version")
+    class NextHopEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    UP_FIELD_NUMBER: _ClassVar[int]
+    DOWN_FIELD_NUMBER: _ClassVar[int]
+    NEXT_HOP_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    up: _containers.RepeatedCompositeFieldContainer[NewLink]
+    down: _containers.RepeatedScalarFieldContainer[str]
+    next_hop: _containers.ScalarMap[str, str]
+    version: int
+    def __init__(self, up: _Optional[_Iterable[_Union[NewLink, _Mapping]]] = ..., down: _Optional[_Iterable[str]] = ..., next_hop: _Optional[_Mapping[str, str]] = ..., version: _Optional[int] = ...) -> None: ...
+
+class RelinkReply(_message.Message):
+    __slots__ = ("repointed",)
+    REPOINTED_FIELD_NUMBER: _ClassVar[int]
+    repointed: int
+    def __init__(self, repointed: _Optional[int] = ...) -> None: ...

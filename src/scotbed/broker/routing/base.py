@@ -152,12 +152,17 @@ class RoutingAlgorithm(ABC):
     requires_clusters: ClassVar[bool] = False
     #: ``routing_params`` this algorithm reads, with their defaults (a value's type is the param's type)
     params: ClassVar[Mapping[str, Any]] = {}
+    #: the plug-in follows a changing neighbour set (self-organising trees): :meth:`on_relink`
+    dynamic_links: ClassVar[bool] = False
 
     def __init__(self, view: BrokerView) -> None:
         self.view = view
         self.table = RoutingTable(view.make_matcher())
-        # the neighbourhood is fixed for a broker's life: derived once here, never per message
-        nbrs = view.neighbours
+        self._derive_neighbourhood()
+
+    def _derive_neighbourhood(self) -> None:
+        """Neighbour lists derived once per overlay (at start and at a relink), never per message."""
+        nbrs = self.view.neighbours
         self.acols = sorted(n for n, c in nbrs.items() if c.kind == ACOL)
         self.icols = sorted(n for n, c in nbrs.items() if c.kind == ICOL)
         self.icol_to = {nbrs[n].cluster: n for n in self.icols}  # cluster -> the iCOL into it
@@ -173,6 +178,22 @@ class RoutingAlgorithm(ABC):
 
     @abstractmethod
     def on_publication(self, pub: Publication, from_hop: str | None) -> Decision: ...
+
+    def on_relink(self, next_hop: Mapping[str, str]) -> int:
+        """The neighbour set changed; re-point entries to ``next_hop[host broker]``; returns entries changed.
+
+        Called between two messages, so the plug-in sees one overlay per message. A plug-in whose state
+        depends on the neighbourhood in other ways than its entries' last hops leaves ``dynamic_links``
+        False and is never relinked.
+        """
+        self._derive_neighbourhood()
+        changed = 0
+        for e in self.table.values():
+            hop = next_hop.get(e.host_broker)
+            if hop is not None and e.last_hop != LOCAL and hop != e.last_hop:
+                e.last_hop = hop
+                changed += 1
+        return changed
 
     def param(self, key: str) -> Any:
         """A ``routing_params`` value, or its declared default."""

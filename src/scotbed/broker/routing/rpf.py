@@ -26,6 +26,7 @@ from scotbed.broker.routing.base import (
 
 class ReversePathForwarding(RoutingAlgorithm):
     requires_acyclic = True
+    dynamic_links = True  # an entry's last hop is the neighbour toward its host broker: re-pointable
 
     def on_subscription(self, sub: Subscription, from_hop: str | None) -> Decision:
         if sub.sub_id in self.table:
