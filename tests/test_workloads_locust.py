@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import socket
-import statistics
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -88,11 +87,14 @@ def test_headless_run_ends_by_itself_and_logs_every_publication_and_receive(
     }
     assert all(Filter.from_json(s["filter"]) == filters[s["sub_id"]] for s in subs)
 
-    gaps_ms = [(e["sent_ns"] - e["intended_ns"]) / 1e6 for e in pubs]
-    assert min(gaps_ms) >= 0
-    median = statistics.median(gaps_ms)
-    print(f"intended->sent gap at 50 publications/s: median {median:.2f} ms, max {max(gaps_ms):.2f} ms")
-    assert median < 5.0
+    # never sent before its intended time, and each publisher sends in its planned order (the gap's
+    # size is a timing: benchmarks/locust_timing.py)
+    assert all(e["sent_ns"] >= e["intended_ns"] for e in pubs)
+    for p in plan.publishers:
+        mine = sorted(
+            (e for e in pubs if e["pub_id"].startswith(f"pub-{p.name}-")), key=lambda e: e["sent_ns"]
+        )
+        assert [e["pub_id"] for e in mine] == [f"pub-{p.name}-{i}" for i in range(60)]
 
 
 @pytest.mark.slow
@@ -110,11 +112,12 @@ def test_hrp_burst_and_churn(brokers: dict[str, str], tmp_path: Path) -> None:
     assert result.status["phase"] == "done"
 
     events = _events(tmp_path)
-    sent = sorted(e["sent_ns"] for e in events if e["ev"] == "publish" and e["node"] == "h0")
-    assert len(sent) == 400
-    rate = (len(sent) - 1) / ((sent[-1] - sent[0]) / 1e9)
-    print(f"HRP: 400 notifications at {rate:.1f}/s (planned 200/s)")
-    assert rate == pytest.approx(200.0, rel=0.1)
+    hrp = [e for e in events if e["ev"] == "publish" and e["node"] == "h0"]
+    assert len(hrp) == 400 and len({e["pub_id"] for e in hrp}) == 400
+    # every planned send happens, in planned order (its rate is a timing: benchmarks/locust_timing.py)
+    by_sent = [e["pub_id"] for e in sorted(hrp, key=lambda e: (e["sent_ns"], e["intended_ns"]))]
+    assert by_sent == [e["pub_id"] for e in sorted(hrp, key=lambda e: e["intended_ns"])]
+    assert all(e["sent_ns"] >= e["intended_ns"] for e in hrp)
     interested = {
         sid for s in plan.subscribers for sid, f in s.subscriptions if f.to_text().startswith("symbol")
     }

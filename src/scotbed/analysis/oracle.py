@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from scotbed.filters import Attributes, Filter
 from scotbed.matching import make_matcher
+from scotbed.matching.counting import CountingMatcher
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -107,6 +108,10 @@ class Expectation:
         self.matcher = make_matcher(engine)
         for i, e in enumerate(self.episodes):
             self.matcher.add(i, Filter.from_json(json.loads(e.filter_json)))
+        if isinstance(self.matcher, CountingMatcher):
+            # every filter is added before the first match: index them now, or a run with fewer
+            # filters than the engine's pending bound is matched by scanning each filter
+            self.matcher.rebuild()
 
     def expected(self, intended_ns: int, sent_ns: int, attrs: Attributes) -> Iterator[tuple[Episode, bool]]:
         """(episode, in_transition) for each subscription that should (or may) receive it."""
