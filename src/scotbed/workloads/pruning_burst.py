@@ -91,11 +91,11 @@ def monitor_id(k: int, move: int) -> str:
 def _moves(sc: BurstScenario, edges: list[str]) -> list[list[dict[str, Any]]]:
     """Each move of a match-all monitor: a settle, its unsubscription, its fresh subscription one edge on."""
     match_all = [{"attr": "x", "op": "exists"}]
-    steps = []
+    steps: list[list[dict[str, Any]]] = []
     for move in range(sc.moves):
         for k in range(sc.monitors):
             to = edges[(k + move + 1) % len(edges)]
-            new = {"op": "subscribe", "sub_id": monitor_id(k, move + 1), "broker": to, "filter": match_all}
+            new: dict[str, Any] = {"op": "subscribe", "sub_id": monitor_id(k, move + 1), "broker": to, "filter": match_all}
             steps.append([{"op": "settle"}, {"op": "unsubscribe", "sub_id": monitor_id(k, move)}, new])
     return steps
 
