@@ -95,7 +95,12 @@ def _moves(sc: BurstScenario, edges: list[str]) -> list[list[dict[str, Any]]]:
     for move in range(sc.moves):
         for k in range(sc.monitors):
             to = edges[(k + move + 1) % len(edges)]
-            new: dict[str, Any] = {"op": "subscribe", "sub_id": monitor_id(k, move + 1), "broker": to, "filter": match_all}
+            new: dict[str, Any] = {
+                "op": "subscribe",
+                "sub_id": monitor_id(k, move + 1),
+                "broker": to,
+                "filter": match_all,
+            }
             steps.append([{"op": "settle"}, {"op": "unsubscribe", "sub_id": monitor_id(k, move)}, new])
     return steps
 
