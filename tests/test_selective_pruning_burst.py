@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -11,7 +12,14 @@ import pytest
 from scotbed import topology
 from scotbed.analysis.pruning import block, core_brokers
 from scotbed.filters import Filter
-from scotbed.workloads.pruning_burst import PROBE_PREFIX, BurstScenario, main, script
+from scotbed.workloads.pruning_burst import (
+    MONITOR_PREFIX,
+    PROBE_PREFIX,
+    BurstScenario,
+    main,
+    monitor_id,
+    script,
+)
 from scotbed.workloads.script import parse
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,7 +33,8 @@ def test_the_scenario_places_and_covers_as_the_paper_does() -> None:
     sc = BurstScenario()
     lines = script(sc)
     ops = Counter(str(x["op"]) for x in lines)
-    assert (ops["subscribe"], ops["unsubscribe"], ops["publish"]) == (16 * 20 + 8, 8, 160 + 100 + 40)
+    subscribes = 16 * 40 + 8 + 2 + 2 * 2  # families, probe monitors, match-all monitors and their moves
+    assert (ops["subscribe"], ops["unsubscribe"], ops["publish"]) == (subscribes, 8 + 4, 160 + 100 + 40)
     subs = [x for x in lines if x["op"] == "subscribe"]
     assert {str(x["broker"]).split("-")[1][0] for x in subs} == {"s"}  # subscriber edges only
     pubs = [x for x in lines if x["op"] == "publish"]
@@ -44,22 +53,38 @@ def test_the_scenario_places_and_covers_as_the_paper_does() -> None:
     probes = [x for x in pubs if str(x["pub_id"]).startswith(PROBE_PREFIX)]
     for p in probes:
         wanted = {s for s, f in flt.items() if f.matches(p["attrs"])}  # type: ignore[arg-type]
-        assert wanted == {f"m{k}" for k in range(8)}  # every subscriber edge's monitor, nothing else
-    assert [x["sub_id"] for x in lines if x["op"] == "unsubscribe"] == [f"r{r}" for r in range(8)]
+        everyone = {s for s in flt if s.startswith(MONITOR_PREFIX)}  # the match-all monitors, all moves
+        assert wanted == {f"m{k}" for k in range(8)} | everyone  # every subscriber edge's monitor too
+    unsubs = [x["sub_id"] for x in lines if x["op"] == "unsubscribe"]
+    assert unsubs == ["all0-0", "all1-0", "all0-1", "all1-1"] + [f"r{r}" for r in range(8)]
 
 
-SCRIPTS = [("selective-pruning-burst", []), ("selective-pruning-burst-scattered", ["--clustered", "false"])]
+LINK_LIMITED = ["--width", "58", "--children", "19", "--burst-interval-ms", "500", "--monitors", "0"]
+SCATTERED = ["--clustered", "false"]
+LINK_LIMITED_SCENARIO = BurstScenario(width=58, children=19, burst_interval_ms=500.0, monitors=0)
+SCRIPTS = [
+    ("selective-pruning-burst", LINK_LIMITED, LINK_LIMITED_SCENARIO),
+    (
+        "selective-pruning-burst-scattered",
+        LINK_LIMITED + SCATTERED,
+        replace(LINK_LIMITED_SCENARIO, clustered=False),
+    ),
+    ("selective-pruning-burst-slow-core", [], BurstScenario()),
+    ("selective-pruning-burst-scattered-slow-core", SCATTERED, BurstScenario(clustered=False)),
+]
 
 
-@pytest.mark.parametrize(("name", "args"), SCRIPTS)
-def test_the_committed_scripts_are_the_generators(name: str, args: list[str], tmp_path: Path) -> None:
+@pytest.mark.parametrize(("name", "args", "scenario"), SCRIPTS)
+def test_the_committed_scripts_are_the_generators(
+    name: str, args: list[str], scenario: BurstScenario, tmp_path: Path
+) -> None:
     out = tmp_path / f"{name}.jsonl"
     main([str(out), *args])
     committed = ROOT / "experiments" / f"{name}.jsonl"
     assert out.read_text() == committed.read_text()
     brokers = [b.id for b in topology.tree(topology.paper_tiered_small()).brokers]
     parsed = parse(committed.read_text(), brokers, str(committed))
-    assert len(parsed.ops) == len(script(BurstScenario(clustered=not args)))
+    assert len(parsed.ops) == len(script(scenario))
 
 
 def test_core_brokers_only_on_a_tiered_overlay() -> None:
@@ -89,3 +114,39 @@ def test_the_block_from_per_broker_tables() -> None:
         "core_table_final_mean": 3.0,
         "table_final_total": 16,
     }
+
+
+def test_match_all_monitors_move_under_fresh_sub_ids_one_edge_on() -> None:
+    sc = BurstScenario(monitors=2, moves=3, move_interval_ms=700.0, history=160, history_interval_ms=100.0)
+    lines = script(sc)
+    edges = [f"b-s{k}-0" for k in range(8)]
+    mon = [x for x in lines if str(x.get("sub_id", "")).startswith(MONITOR_PREFIX)]
+    subs = [(x["sub_id"], x["broker"]) for x in mon if x["op"] == "subscribe"]
+    assert subs == [
+        ("all0-0", edges[0]), ("all1-0", edges[1]),  # phase 1, with the families
+        ("all0-1", edges[1]), ("all1-1", edges[2]),
+        ("all0-2", edges[2]), ("all1-2", edges[3]),
+        ("all0-3", edges[3]), ("all1-3", edges[4]),
+    ]  # fmt: skip
+    order = [(x["op"], x["sub_id"]) for x in mon[2:]]
+    for k in range(6):  # each move: the old sub_id leaves, then the fresh one arrives
+        old, new = order[2 * k], order[2 * k + 1]
+        assert old[0] == "unsubscribe" and new[0] == "subscribe"
+        assert new[1] == monitor_id(int(str(old[1])[3]), int(str(old[1]).split("-")[1]) + 1)
+    for i, x in enumerate(lines):  # a settle before each move, the implicit ones after its lines
+        if x["op"] == "unsubscribe" and str(x["sub_id"]).startswith(MONITOR_PREFIX):
+            assert lines[i - 1] == {"op": "settle"} and "settle" not in x and "settle" not in lines[i + 1]
+    flt = _filters(lines)
+    assert all(flt["all0-0"].covers(flt[f"r{r}"]) for r in range(sc.roots))  # match-all covers every root
+    pubs = [x for x in lines if x["op"] == "publish"]
+    assert all(flt["all0-0"].matches(p["attrs"]) for p in pubs)  # type: ignore[arg-type]
+    start = next(i for i, x in enumerate(lines) if x["op"] == "publish")  # phase 2: moves among the history
+    now, at = 0.0, []
+    for x in lines[start:]:
+        if x["op"] == "sleep":
+            now += float(x["ms"])  # type: ignore[arg-type]
+        elif str(x.get("sub_id", "")).startswith(MONITOR_PREFIX) and x["op"] == "unsubscribe":
+            at.append(now)
+    assert at == [0.0, 700.0, 1400.0, 2100.0, 2800.0, 3500.0]  # one move every move_interval_ms
+    burst = next(i for i, x in enumerate(lines) if x["op"] == "unsubscribe" and x["sub_id"] == "r0")
+    assert all(not str(x.get("sub_id", "")).startswith(MONITOR_PREFIX) for x in lines[burst:])

@@ -25,15 +25,17 @@ def E(ms: float, node: str, ev: str, **kw: Any) -> dict[str, Any]:
 def test_released_queues_and_probe_delay(spark: Any, tmp_path: Path) -> None:
     rows = [
         E(0, "b-s0-0", "sub_out", sub_id="r0", link="b-n0-0", hops=0),  # before the burst: not released
+        E(50, "all0-0", "unsubscribe", sub_id="all0-0"),  # a monitor's move: not the burst's start
         E(100, "r0", "unsubscribe", sub_id="r0"),
         E(110, "b-s0-0", "sub_out", sub_id="r0c0", link="b-n0-0", hops=0),
         E(120, "b-n0-0", "sub_out", sub_id="r0c0", link="b-a-0", hops=1),
         E(130, "b-a-0", "sub_out", sub_id="r0c0", link="b-b-0", hops=2),
         E(140, "b-a-0", "sub_out", sub_id="r0c1", link="b-b-0", hops=2),
+        E(150, "b-a-0", "sub_out", sub_id="all0-1", link="b-b-0", hops=2),  # a monitor moved: not released
         E(0, "b-a-0", "queue", link="", len=2, ce=0.0),
         E(0, "b-a-0", "queue", link="b-b-0", len=5, ce=0.0),
         E(0, "b-a-0", "queue", link="b-n0-0", len=1, ce=0.0),
-        E(250, "b-b-0", "queue", link="", len=4, ce=0.0),
+        E(250, "b-b-0", "queue", link="", len=4, ce=0.0, peak=9),  # 9 between the samples
         E(250, "b-n0-0", "queue", link="", len=99, ce=0.0),  # not a core broker
         E(200, "script", "publish", pub_id="probe0", intended_ns=T0 + 200 * MS, sent_ns=T0 + 200 * MS),
         E(300, "script", "publish", pub_id="h0", intended_ns=T0 + 300 * MS, sent_ns=T0 + 300 * MS),
@@ -50,7 +52,8 @@ def test_released_queues_and_probe_delay(spark: Any, tmp_path: Path) -> None:
     assert dict(zip(released["node"], released["released"], strict=True)) == {
         "b-a-0": 2, "b-n0-0": 1, "b-s0-0": 1,
     }  # fmt: skip
-    q = pruning.core_queue_series(ev, ["b-a-0", "b-b-0"])
-    assert q[["node", "input_len", "max_output_len"]].values.tolist() == [["b-a-0", 2, 5], ["b-b-0", 4, 0]]
+    q = pruning.core_queue_series(ev, ["b-a-0", "b-b-0"], since)
+    got = q[["node", "t_s", "input_len", "max_output_len"]].values.tolist()
+    assert got == [["b-a-0", -0.1, 2, 5], ["b-b-0", 0.15, 9, 0]]
     probe = pruning.probe_delay(M.deliveries(ev, M.publication_times(ev, None)))
     assert (probe["count"], probe["mean"], probe["max"]) == (2, 45.0, 60.0)

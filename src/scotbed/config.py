@@ -104,6 +104,7 @@ class BrokerConfig:
     run_id: str = ""
     prometheus_port: int | None = None  # None = no metrics endpoint
     schema_version: int = SCHEMA_VERSION
+    service_us: float = 0.0  # processing time per message (scotbed.broker.service); 0 = none
 
     @property
     def cluster(self) -> int:
@@ -153,6 +154,8 @@ class BrokerConfig:
             raise ConfigError(
                 f"{where}.link_capacity_msgs_per_s: must be >= 0, got {self.link_capacity_msgs_per_s}"
             )
+        if not 0 <= self.service_us < 3_600_000_000:
+            raise ConfigError(f"{where}.service_us: must be in [0, 1 h), got {self.service_us}")
         if ":" not in self.listen:
             raise ConfigError(f"{where}.listen: expected host:port, got {self.listen!r}")
         seen = set()

@@ -138,6 +138,8 @@ def _render(run: RunDir, summary: Summary, data: RunData) -> None:
     )
     if run.topology:
         made["topology"] = plots.topology(run.topology, pd_dir / "topology.png")
+    if "core_queues" in t:
+        made["core_input_queue"] = plots.core_input_queue(t["core_queues"], pd_dir / "core_input_queue.png")
     traffic = {}
     if "relay" in t:
         traffic["Traffic overhead per broker"] = t["relay"].merge(

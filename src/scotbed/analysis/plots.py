@@ -251,3 +251,19 @@ def metric_vs_param(table: pd.DataFrame, param: str, metric: str, out: Path, ser
     ax.grid(alpha=0.3)
     ax.legend()
     return _save(fig, out)
+
+
+def core_input_queue(series: pd.DataFrame, out: Path) -> Path:
+    """Input-queue length of each core broker over time (selective pruning's Fig. 6/12 view), from the
+    first unsubscription (time 0; the burst starts there)."""
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    for node, s in series.groupby("node"):
+        ax.plot(s["t_s"], s["input_len"], label=str(node))
+    ax.axvline(0.0, color="grey", linestyle=":", linewidth=1)
+    ax.set_xlabel("time since the first unsubscription (s)")
+    ax.set_ylabel("input queue (msgs, peak per sample)")
+    ax.set_title("Core brokers' input queues")
+    ax.grid(alpha=0.3)
+    if len(series):
+        ax.legend(fontsize=7, ncol=2)
+    return _save(fig, out)

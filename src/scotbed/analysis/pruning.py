@@ -3,11 +3,15 @@
 Only a run on a tiered factor (:func:`scotbed.topology.tiered`: core brokers a–e) gets them.
 
 - *released subscription messages* per broker: ``sub_out`` from the first client
-  ``unsubscribe`` on. In a run whose subscriptions all precede its unsubscriptions (the burst
-  scenario, :mod:`scotbed.workloads.pruning_burst`) these are exactly the previously covered
-  subscriptions the unsubscriptions released (the paper's triggered NRS messages);
-- *core queues*: the sampled input-queue length of each core broker (``queue`` with link ""), and
-  the longest output queue there (with capacity-limited links the backlog waits at the sender);
+  ``unsubscribe`` on (a mobile monitor's move is no start), but the monitors' own
+  re-subscriptions. In a run whose other subscriptions all precede its unsubscriptions (the burst
+  scenario, :mod:`scotbed.workloads.pruning_burst`) these are exactly the previously covered subscriptions
+  the unsubscriptions released (the paper's triggered NRS messages);
+- *core queues* over time (from the first unsubscription, ``t_s``): each core broker's input queue
+  (``queue`` with link ""), its longest since the previous sample (``peak``; a log without it
+  gives the sampled length), and the longest output queue there. Where the core brokers are slow
+  to process (``brokers.service_us_at``) the burst waits in their input queues, as in the paper;
+  with capacity-limited links it waits at the sender's output queue instead;
 - *probe delay*: the delivery delay of the probe publications (``pub_id`` starting ``probe``);
 - *core routing tables*: the last sampled table size of each core broker.
 
@@ -25,7 +29,7 @@ from pyspark.sql import functions as F
 
 from scotbed import contract, topology
 from scotbed.analysis.metrics import distribution, of
-from scotbed.workloads.pruning_burst import PROBE_PREFIX
+from scotbed.workloads.pruning_burst import MONITOR_PREFIX, PROBE_PREFIX
 
 
 def core_brokers(broker_ids: Sequence[str]) -> list[str]:
@@ -35,27 +39,32 @@ def core_brokers(broker_ids: Sequence[str]) -> list[str]:
 
 
 def first_unsubscribe_ns(events: DataFrame) -> int | None:
-    row = of(events, contract.UNSUBSCRIBE).agg(F.min("ts_ns")).first()
+    """When the burst starts: the first client unsubscription but a mobile monitor's move."""
+    unsubs = of(events, contract.UNSUBSCRIBE).where(~F.col("sub_id").startswith(MONITOR_PREFIX))
+    row = unsubs.agg(F.min("ts_ns")).first()
     return None if row is None or row[0] is None else int(row[0])
 
 
 def released_per_broker(events: DataFrame, since_ns: int) -> pd.DataFrame:
     """node, released: subscription messages each broker sent from ``since_ns`` on."""
-    df = of(events, contract.SUB_OUT).where(F.col("ts_ns") >= since_ns).groupBy("node").count()
+    df = of(events, contract.SUB_OUT).where(F.col("ts_ns") >= since_ns)
+    df = df.where(~F.col("sub_id").startswith(MONITOR_PREFIX)).groupBy("node").count()
     out = cast(pd.DataFrame, df.toPandas()).rename(columns={"count": "released"})
     return out.sort_values("node", kind="stable").reset_index(drop=True)
 
 
-def core_queue_series(events: DataFrame, core: Sequence[str]) -> pd.DataFrame:
-    """node, ts_ns, input_len, max_output_len: each core broker's queue samples over time."""
+def core_queue_series(events: DataFrame, core: Sequence[str], since_ns: int) -> pd.DataFrame:
+    """node, ts_ns, t_s, input_len, max_output_len: each core broker's queue samples over time."""
     q = of(events, contract.QUEUE).where(F.col("node").isin(list(core)))
     is_input = (F.col("link") == "") | F.col("link").isNull()
+    longest = F.greatest(F.col("len"), F.coalesce(F.col("peak"), F.col("len")))
     per = q.groupBy("node", "ts_ns").agg(
-        F.max(F.when(is_input, F.col("len"))).alias("input_len"),
+        F.max(F.when(is_input, longest)).alias("input_len"),
         F.max(F.when(~is_input, F.col("len"))).alias("max_output_len"),
     )
     pdf = cast(pd.DataFrame, per.toPandas()).fillna(0)
     pdf = pdf.astype({"input_len": "int64", "max_output_len": "int64"})
+    pdf["t_s"] = (pdf["ts_ns"] - since_ns) / 1e9
     return pdf.sort_values(["node", "ts_ns"], kind="stable").reset_index(drop=True)
 
 

@@ -183,7 +183,7 @@ def pruning_section(d: RunData) -> S.Pruning:
     if since is None:
         return S.Pruning()
     released = pruning.released_per_broker(d.events, since)
-    queues = pruning.core_queue_series(d.events, core)
+    queues = pruning.core_queue_series(d.events, core, since)
     d.tables["released_subscriptions"] = released
     d.tables["core_queues"] = queues
     sizes = M.table_sizes(d.node_facts)

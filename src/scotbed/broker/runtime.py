@@ -24,6 +24,10 @@ has CE 0 and a stalled link with arrivals has CE ≥ 1. A link is
 ``queue_threshold``. The link status table (:meth:`Broker.link_state`) is
 what plug-ins see through ``BrokerView.link_state``.
 
+Service time. ``service_us`` > 0 makes the processing loop one server with that time per message
+(:mod:`scotbed.broker.service`), so a slow broker's backlog waits in its input queue; the input
+``queue`` sample carries ``peak``, the longest the input queue was since the previous sample.
+
 Counters (``Admin.Status.counters``): ``sub_in``, ``sub_out``, ``unsub_in``,
 ``unsub_out``, ``notif_in``, ``notif_out`` count inter-broker envelopes only
 (so their sums over brokers are the IMs); ``client_sub``, ``client_unsub``,
@@ -46,6 +50,7 @@ from scotbed.broker.limits import envelope_fits
 from scotbed.broker.looplag import LoopProbe
 from scotbed.broker.routing import make_algorithm
 from scotbed.broker.routing.base import Decision, Entry, LinkState, RoutingAlgorithm
+from scotbed.broker.service import Server
 from scotbed.broker.treeswap import End, TreeSwap
 from scotbed.config import BrokerConfig, NeighbourConfig
 from scotbed.contract import (
@@ -177,6 +182,8 @@ class Broker:
         self.incarnation = ""
         self.swap = TreeSwap(self)
         self.input: asyncio.Queue[Item] = asyncio.Queue()
+        self.input_peak = 0  # the input queue's longest since the last ``queue`` sample
+        self.server = Server(cfg.service_us)  # the per-message service time, when on
         self.sessions: dict[str, Session] = {}
         self.counters: Counter[str] = Counter()
         self.busy = False
@@ -229,6 +236,8 @@ class Broker:
             asyncio.create_task(self._ce_ticker(), name="ce"),
             asyncio.create_task(self._flusher(), name="flush"),
         ]
+        if self.server.active:
+            log.info("%s: service time %.0f µs per message", self.id, self.cfg.service_us)
         if self.cfg.log.sample_interval_ms > 0:
             self._tasks.append(asyncio.create_task(self._sampler(), name="sample"))
             self._tasks.append(asyncio.create_task(self.loop_probe.run(), name="loop-probe"))
@@ -279,6 +288,7 @@ class Broker:
 
     def submit(self, from_hop: str | None, msg: Message | End, raw: Any = None) -> None:
         self.input.put_nowait((from_hop, msg, raw))
+        self.input_peak = max(self.input_peak, self.input.qsize())
 
     def open_session(self, sub: Subscription, subscriber: str) -> Session:
         session = Session(sub, subscriber)
@@ -313,6 +323,11 @@ class Broker:
             item = await q.get()
             self.busy = True
             try:
+                if self.server.active:  # one message per service time (scotbed.broker.service)
+                    await self.server.serve()
+                    self._handle(item)
+                    self.server.ended(backlog=not q.empty())
+                    continue
                 self._handle(item)
                 for _ in range(255):  # drain a burst without yielding, then let the I/O tasks run
                     try:
@@ -478,7 +493,9 @@ class Broker:
 
     def sample(self) -> None:
         emit = self.events.emit
-        emit(QUEUE, link="", len=self.input.qsize(), ce=0.0)
+        qlen = self.input.qsize()
+        emit(QUEUE, link="", len=qlen, ce=0.0, peak=max(self.input_peak, qlen))
+        self.input_peak = qlen
         for link in self.links.values():
             emit(QUEUE, link=link.id, len=len(link.queue), ce=round(link.ce, 3))
         emit(TABLE, size=self.algo.table_size())

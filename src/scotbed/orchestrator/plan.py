@@ -31,6 +31,17 @@ def scaled_capacity(capacity: float, time_scale: float) -> float:
     return capacity / time_scale if capacity > 0 else 0.0
 
 
+def service_times(spec: Spec, scot: topo.Scot) -> dict[str, float]:
+    """Each broker's service time in µs (``brokers``), × workload.time_scale; a vertex the overlay
+    does not have is a :class:`SpecError` naming it."""
+    b = spec.brokers
+    unknown = sorted(set(b.service_us_at) - {x.vertex for x in scot.brokers})
+    if unknown:
+        raise SpecError(f"brokers.service_us_at: {', '.join(unknown)} not a vertex of the acyclic factor")
+    ts = spec.workload.time_scale
+    return {x.id: b.service_us_at.get(x.vertex, b.service_us) * ts for x in scot.brokers}
+
+
 def broker_configs(
     spec: Spec,
     scot: topo.Scot,
@@ -60,6 +71,7 @@ def broker_configs(
     )
     per_kind = {topo.ACOL: links.acol_capacity_msgs_per_s, topo.ICOL: links.icol_capacity_msgs_per_s}
     delays = link_delays(spec)
+    service = service_times(spec, scot)
     out = []
     for cfg in configs:
         neighbours = tuple(
@@ -73,7 +85,7 @@ def broker_configs(
             )
             for n in cfg.neighbours
         )
-        out.append(dataclasses.replace(cfg, neighbours=neighbours))
+        out.append(dataclasses.replace(cfg, neighbours=neighbours, service_us=service[cfg.id]))
     return out
 
 

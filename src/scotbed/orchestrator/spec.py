@@ -173,6 +173,15 @@ class CongestionSpec(_Block):
     )
 
 
+class BrokersSpec(_Block):
+    """The brokers' own processing cost (scotbed.broker.service), × workload.time_scale; off by default."""
+
+    service_us: float = Field(default=0.0, ge=0, description="µs of processing per message; 0 = none")
+    service_us_at: dict[str, Annotated[float, Field(ge=0)]] = Field(
+        default_factory=dict, description="per acyclic-factor vertex: its brokers' service_us"
+    )
+
+
 # --- workload ---------------------------------------------------------------------------------
 
 
@@ -373,6 +382,7 @@ class Spec(_Block):
         default_factory=dict, description="algorithm-specific parameters passed to every broker"
     )
     congestion: CongestionSpec = Field(default_factory=lambda: CongestionSpec())
+    brokers: BrokersSpec = Field(default_factory=lambda: BrokersSpec())
     matching: Literal["naive", "counting", "pst"] = "counting"
     workload: WorkloadSpec = Field(default_factory=lambda: WorkloadSpec())
     analysis: AnalysisSpec = Field(default_factory=lambda: AnalysisSpec())

@@ -17,6 +17,15 @@ Phases, each line with ``"settle": false`` so the brokers see the real pacing:
    publications (``probe = k``, ``x = -1``: no root or child matches) go out ``probe_interval_ms``
    apart from the first publisher edge and ``after`` more regular publications keep their pace
    (the traffic a kept tree may carry as false positives); then the final settle.
+
+Mobile monitors (the paper's §V-F): ``monitors`` match-all subscriptions (``x exists``, subscribed
+in phase 1 on subscriber edges) move ``moves`` times each during phase 2, one move every
+``move_interval_ms`` round-robin: unsubscribe at the old edge, subscribe under a fresh sub_id one
+edge on. A moving monitor covers everything, so under covering each move releases what it covered,
+and under selective pruning its old tree may stay as ghosts. Each move is settled (a settle
+before it, the implicit ones after its lines): with slow core brokers a publication can be in
+flight for seconds, and one issued before a move but delivered after it would count as a missing
+or false-positive delivery for the monitor, though no routing went wrong.
 """
 
 from __future__ import annotations
@@ -33,23 +42,29 @@ from scotbed import topology
 
 #: the pub_id prefix of the probe publications (the analysis finds them by it)
 PROBE_PREFIX = "probe"
+#: the sub_id prefix of the mobile match-all monitors: ``all<k>-<move>`` (their own re-subscriptions
+#: are no released subscriptions)
+MONITOR_PREFIX = "all"
 
 
 @dataclass(frozen=True)
 class BurstScenario:
     factor: str = "paper-tiered-small"
     roots: int = 16
-    width: int = 58
-    children: int = 19
+    width: int = 118
+    children: int = 39
     gap: int = 1
     clustered: bool = True
     history: int = 160
     history_interval_ms: float = 100.0
     after: int = 100
     burst: int = 8
-    burst_interval_ms: float = 500.0
+    burst_interval_ms: float = 250.0
     probes: int = 40
     probe_interval_ms: float = 250.0
+    monitors: int = 2
+    moves: int = 2
+    move_interval_ms: float = 3000.0
     seed: int = 7
 
 
@@ -57,15 +72,37 @@ def _between(lo: int, hi: int) -> list[dict[str, Any]]:
     return [{"attr": "x", "op": "between", "value": [lo, hi]}]
 
 
-def _merge(*streams: tuple[list[dict[str, Any]], float]) -> Iterator[dict[str, Any]]:
-    """Timed streams ``(lines, every_ms)`` interleaved by their schedules, with the sleeps between them."""
+def _merge(*streams: tuple[list[list[dict[str, Any]]], float]) -> Iterator[dict[str, Any]]:
+    """Timed streams ``(steps, every_ms)`` interleaved by their schedules, with the sleeps between them;
+    a step is one or more lines issued together."""
     timed = sorted((i * every, k, i, x) for k, (xs, every) in enumerate(streams) for i, x in enumerate(xs))
     now = 0.0
-    for t, _, _, x in timed:
+    for t, _, _, step in timed:
         if t > now:
             yield {"op": "sleep", "ms": round(t - now, 3)}
             now = t
-        yield x
+        yield from step
+
+
+def monitor_id(k: int, move: int) -> str:
+    return f"{MONITOR_PREFIX}{k}-{move}"
+
+
+def _moves(sc: BurstScenario, edges: list[str]) -> list[list[dict[str, Any]]]:
+    """Each move of a match-all monitor: a settle, its unsubscription, its fresh subscription one edge on."""
+    match_all = [{"attr": "x", "op": "exists"}]
+    steps: list[list[dict[str, Any]]] = []
+    for move in range(sc.moves):
+        for k in range(sc.monitors):
+            to = edges[(k + move + 1) % len(edges)]
+            new: dict[str, Any] = {
+                "op": "subscribe",
+                "sub_id": monitor_id(k, move + 1),
+                "broker": to,
+                "filter": match_all,
+            }
+            steps.append([{"op": "settle"}, {"op": "unsubscribe", "sub_id": monitor_id(k, move)}, new])
+    return steps
 
 
 def script(sc: BurstScenario) -> list[dict[str, Any]]:
@@ -94,6 +131,17 @@ def script(sc: BurstScenario) -> list[dict[str, Any]]:
             a = lo + c * slice_
             flt = _between(a, a + slice_ - 1)
             lines.append({"op": "subscribe", "sub_id": f"r{r}c{c}", "broker": broker, "filter": flt, **quiet})
+    for k in range(sc.monitors):
+        flt = [{"attr": "x", "op": "exists"}]
+        lines.append(
+            {
+                "op": "subscribe",
+                "sub_id": monitor_id(k, 0),
+                "broker": edges[k % len(edges)],
+                "filter": flt,
+                **quiet,
+            }
+        )
     for k, e in enumerate(edges):
         lines.append(
             {
@@ -116,7 +164,12 @@ def script(sc: BurstScenario) -> list[dict[str, Any]]:
         }
         for i in range(sc.history + sc.after)
     ]
-    lines.extend(_merge((regular[: sc.history], sc.history_interval_ms)))
+    lines.extend(
+        _merge(
+            ([[x] for x in regular[: sc.history]], sc.history_interval_ms),
+            (_moves(sc, edges), sc.move_interval_ms),
+        )
+    )
     lines.append({"op": "settle"})
     unsubs = [{"op": "unsubscribe", "sub_id": f"r{r}", **quiet} for r in range(sc.burst)]
     probes = [
@@ -129,8 +182,13 @@ def script(sc: BurstScenario) -> list[dict[str, Any]]:
         }
         for i in range(sc.probes)
     ]
-    after = (regular[sc.history :], sc.history_interval_ms)
-    lines.extend(_merge((unsubs, sc.burst_interval_ms), (probes, sc.probe_interval_ms), after))
+    lines.extend(
+        _merge(
+            ([[x] for x in unsubs], sc.burst_interval_ms),
+            ([[x] for x in probes], sc.probe_interval_ms),
+            ([[x] for x in regular[sc.history :]], sc.history_interval_ms),
+        )
+    )
     lines.append({"op": "settle"})
     return lines
 
