@@ -42,6 +42,7 @@ EVENT_FIELDS: tuple[tuple[str, str], ...] = (
     ("cpu", "DOUBLE"),
     ("wall_ms", "DOUBLE"),
     ("wait_ms", "DOUBLE"),
+    ("steps", "BIGINT"),
 )
 EVENT_DDL = ", ".join(f"`{n}` {t}" for n, t in EVENT_FIELDS)
 CORRUPT = "_corrupt_record"  # Spark's column for a line that is not valid JSON under the schema
