@@ -36,6 +36,7 @@ METRICS = (
     "queues.max_output_len",
     "traffic.false_positive_fraction",
     "stability.recovery.time_to_stabilise_s",
+    "matching_steps.steps_mean",
 )
 HOST_BOUND_KEY = "validity.verdict"  # a point with a host-bound run is marked (scotbed.analysis.validity)
 NOT_SWEPT = ("spec.name", "spec.seed", "spec.routing", "spec.backend", "spec.repetition", "spec.repetitions")

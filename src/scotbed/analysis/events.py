@@ -43,6 +43,7 @@ EVENT_FIELDS: tuple[tuple[str, str], ...] = (
     ("wall_ms", "DOUBLE"),
     ("wait_ms", "DOUBLE"),
     ("peak", "BIGINT"),
+    ("steps", "BIGINT"),
 )
 EVENT_DDL = ", ".join(f"`{n}` {t}" for n, t in EVENT_FIELDS)
 CORRUPT = "_corrupt_record"  # Spark's column for a line that is not valid JSON under the schema

@@ -20,6 +20,7 @@ from scotbed.analysis import metrics as M
 from scotbed.analysis import summary as S
 from scotbed.analysis.context import RunData
 from scotbed.analysis.events import valid
+from scotbed.analysis.matching_steps import MatchingSteps, steps_by_hops
 from scotbed.analysis.stats import time_to_stabilise
 from scotbed.analysis.traffic import traffic_per_broker
 
@@ -190,6 +191,11 @@ def pruning_section(d: RunData) -> S.Pruning:
     return S.Pruning(pruning.block(released, queues, sizes, core, pruning.probe_delay(d.deliveries)))
 
 
+def matching_steps_section(d: RunData) -> MatchingSteps:
+    """PST steps per match by hop count, when the engine logs them (:mod:`.matching_steps`)."""
+    return steps_by_hops(d.events)
+
+
 def validity_section(d: RunData) -> validity.Validity:
     """Host-bound or valid (:mod:`scotbed.analysis.validity`), from the ``loop`` events, the publication
     times (window, send lag) and the measured delays; the loop-lag series goes to the report."""
@@ -241,6 +247,7 @@ SECTIONS: tuple[tuple[str, Callable[[RunData], S.Section]], ...] = (
     ("load", load_section),
     ("drops", drops_section),
     ("pruning", pruning_section),
+    ("matching_steps", matching_steps_section),
     ("drain", drain_section),
     ("correctness", correctness_section),
     ("validity", validity_section),

@@ -10,6 +10,8 @@ A campaign file::
     repetitions: 3                     # each cell runs this often; repetition r uses seed + r
     set: [workload.time_scale=2]       # optional --set values for every run
     backend: local                     # optional; the command line wins
+    saturate:                          # optional: every cell is a `scotbed saturate` bisection
+      {param: workload.rate_per_minute, lo: 300, hi: 6000, tolerance: 0.1, max_probes: 6}
 
 Runs go in sequence into one campaign directory ``OUT/<name>/`` whose
 ``index.json`` records every cell's run directory and outcome. The directory
@@ -19,6 +21,8 @@ then the aggregate analysis runs over everything. A cell counts as finished
 only for the resolved spec it ran (its fingerprint is in ``index.json``): a
 cell whose spec changed since (a new ``set:``, an edited base) runs again.
 The name is one path component, so the directory stays inside ``--out``.
+With ``saturate:`` a cell records the sustainable interval its bisection found instead of one run
+(:mod:`scotbed.orchestrator.saturate_campaign`), fingerprinted by its resolved spec and the search.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ import yaml
 from scotbed import contract
 from scotbed.errors import UserError
 from scotbed.loader import read_document
+from scotbed.orchestrator.saturation import Sweep
 from scotbed.orchestrator.spec import SpecError, dump_spec, load_spec
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -80,6 +85,7 @@ class Campaign:
     repetitions: int = 1
     sets: list[str] = field(default_factory=list)
     backend: str | None = None
+    saturate: Sweep | None = None  # every cell is a bisection of saturate.param, not one run
 
     def cells(self, base_seed: int) -> list[Cell]:
         keys = list(self.matrix)
@@ -97,7 +103,7 @@ def load_campaign(path: str | Path) -> Campaign:
     doc = read_document(p, "campaign", CampaignError, "yaml")
     if not isinstance(doc, dict):
         raise CampaignError(f"{p}: a campaign is a mapping with name, base, matrix")
-    allowed = {"name", "base", "matrix", "repetitions", "set", "backend"}
+    allowed = {"name", "base", "matrix", "repetitions", "set", "backend", "saturate"}
     unknown = sorted(set(doc) - allowed)
     if unknown:
         raise CampaignError(
@@ -123,6 +129,10 @@ def load_campaign(path: str | Path) -> Campaign:
     sets = doc.get("set", [])
     if not isinstance(sets, list) or not all(isinstance(s, str) for s in sets):
         raise CampaignError(f"{p}: set: a list of key.path=value strings")
+    try:
+        sweep = Sweep.from_doc(doc["saturate"]) if "saturate" in doc else None
+    except ValueError as e:
+        raise CampaignError(f"{p}: saturate: {e}") from None
     campaign = Campaign(
         name=str(doc["name"]),
         base=(p.parent / str(doc["base"])).resolve(),
@@ -130,6 +140,7 @@ def load_campaign(path: str | Path) -> Campaign:
         repetitions=reps,
         sets=list(sets),
         backend=doc.get("backend"),
+        saturate=sweep,
     )
     _check_cells(campaign)
     return campaign
@@ -146,6 +157,8 @@ def _check_cells(c: Campaign) -> None:
     for cell in c.cells(spec.seed):
         try:
             load_spec(c.base, cell.sets)
+            if c.saturate is not None:  # the searched key must be a spec key that takes a number
+                load_spec(c.base, [*cell.sets, f"{c.saturate.param}={c.saturate.search.lo:g}"])
         except SpecError as e:
             raise CampaignError(f"cell {cell.key}: {e}") from None
 
@@ -284,6 +297,10 @@ def main(args: Any) -> int:
     writable_dir(Path(args.out))
     progress = make_progress(getattr(args, "quiet", False), getattr(args, "log_json", False))
     backend = args.backend or campaign.backend
+    if campaign.saturate is not None:
+        from scotbed.orchestrator.saturate_campaign import run_sweep
+
+        return run_sweep(campaign, campaign.saturate, args, progress)
 
     def run_one(spec: Path, sets: list[str], runs: Path) -> Path:
         options = options_from_args(args, backend=backend, out=runs, quiet=True)

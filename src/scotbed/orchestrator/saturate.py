@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from scotbed import contract
 from scotbed.orchestrator.campaign import INDEX, RecordIndex, fingerprint
-from scotbed.orchestrator.saturation import Criterion, Search, Verdict, bisect_rate, judge
+from scotbed.orchestrator.saturation import Criterion, Search, Sweep, Verdict, bisect_rate, judge
 
 
 def read_run(run_dir: Path) -> tuple[dict[str, int], list[tuple[str, int]], dict[str, list[tuple[int, int]]]]:
@@ -79,22 +80,25 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.=-]+", "_", text)
 
 
-def search(
-    args: Any, sets: list[str], series: str, probes: RecordIndex, criterion: Criterion
-) -> tuple[Any, Any]:
-    """One bisection with the extra ``sets``; returns (sustainable, unsustainable) bounds."""
-    from scotbed.orchestrator.run import RunFailed, options_from_args, run_spec
+Options = Callable[[Path], Any]
+"""runs directory -> the RunOptions of one probe (quiet, no analysis)."""
 
-    out_dir = probes.path.parent / "runs"
+
+def search(
+    spec: Path, sweep: Sweep, sets: list[str], series: str, probes: RecordIndex, options: Options
+) -> tuple[Any, Any]:
+    """One bisection of ``sweep.param`` with the extra ``sets``; returns (sustainable, unsustainable)."""
+    from scotbed.orchestrator.run import RunFailed, run_spec
+
+    out_dir, param, criterion = probes.path.parent / "runs", sweep.param, Criterion()
 
     def probe(rate: float) -> bool:
-        key, run_sets = f"{series}|{rate:g}", [*sets, f"{args.param}={rate:g}"]
-        fp = fingerprint(Path(args.spec), run_sets)  # an edited spec measures again, as in a campaign
+        key, run_sets = f"{series}|{rate:g}", [*sets, f"{param}={rate:g}"]
+        fp = fingerprint(spec, run_sets)  # an edited spec measures again, as in a campaign
         rec = probes.records.get(key)
         if rec is None or rec.get("fingerprint") != fp or not Path(rec["run_dir"]).exists():
-            options = options_from_args(args, out=out_dir, quiet=True, analyse=False)
             try:
-                run_dir, error = run_spec(args.spec, run_sets, options).run_dir, ""
+                run_dir, error = run_spec(spec, run_sets, options(out_dir)).run_dir, ""
             except RunFailed as e:  # an overloaded run may miss its drain barrier: not sustainable
                 if e.run_dir is None:
                     raise
@@ -108,14 +112,14 @@ def search(
         v = Verdict(**rec["verdict"])
         state = "sustainable" if v.sustainable else "NOT sustainable"
         print(
-            f"  {series}: {args.param}={rate:g}: {state} (in time {v.keep_up:.1%}, "
+            f"  {series}: {param}={rate:g}: {state} (in time {v.keep_up:.1%}, "
             f"queue growth {v.max_growth:g}/s {v.worst_queue}, longest {v.max_queue})"
             + (f"; the run failed: {rec['error']}" if rec.get("error") else ""),
             flush=True,
         )
         return v.sustainable
 
-    return bisect_rate(Search(args.lo, args.hi, args.tolerance, args.max_probes), probe)
+    return bisect_rate(sweep.search, probe)
 
 
 def _report(series: str, lo: Any, hi: Any, args: Any) -> str:
@@ -129,7 +133,7 @@ def _report(series: str, lo: Any, hi: Any, args: Any) -> str:
 def main(args: Any) -> int:
     from scotbed.orchestrator.commands import CommandError
     from scotbed.orchestrator.outdir import writable_dir
-    from scotbed.orchestrator.run import SignalGuard
+    from scotbed.orchestrator.run import SignalGuard, options_from_args
     from scotbed.orchestrator.spec import SpecError, load_spec
 
     if not 0 < args.lo < args.hi:
@@ -147,9 +151,14 @@ def main(args: Any) -> int:
     print(f"search: {args.param} in [{args.lo:g}, {args.hi:g}], tolerance {args.tolerance:.0%}, "
           f"at most {args.max_probes} runs per search; probes in {cdir}", flush=True)  # fmt: skip
     results = {}
+    sweep = Sweep(args.param, Search(args.lo, args.hi, args.tolerance, args.max_probes))
+
+    def options(out: Path) -> Any:
+        return options_from_args(args, out=out, quiet=True, analyse=False)
+
     with SignalGuard():  # SIGTERM between two probes stops the search as cleanly as during one
         for series, sets in [("spec", list(args.sets)), *((v, [*args.sets, v]) for v in args.versus or [])]:
-            results[series] = search(args, sets, series, probes, criterion)
+            results[series] = search(Path(args.spec), sweep, sets, series, probes, options)
     lines = [_report(s, lo, hi, args) for s, (lo, hi) in results.items()]
     base_lo = results["spec"][0]
     for v in args.versus or []:

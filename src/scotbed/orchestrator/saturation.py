@@ -131,3 +131,36 @@ def bisect_rate(search: Search, probe: Callable[[float], bool]) -> tuple[float |
             hi = mid
         probes += 1
     return lo, hi
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A campaign's ``saturate:`` block: every cell is one bisection of ``param`` within ``search``."""
+
+    param: str
+    search: Search
+
+    @classmethod
+    def from_doc(cls, doc: Any) -> Sweep:
+        """``{param, lo, hi[, tolerance, max_probes]}``; a ValueError names the bad key."""
+        if not isinstance(doc, dict):
+            raise ValueError("a mapping with param, lo, hi (and optionally tolerance, max_probes)")
+        allowed = {"param", "lo", "hi", "tolerance", "max_probes"}
+        unknown = sorted(set(doc) - allowed)
+        if unknown or not {"param", "lo", "hi"} <= set(doc):
+            raise ValueError(f"keys param, lo, hi required, tolerance, max_probes allowed; got {sorted(doc)}")
+        if not isinstance(doc["param"], str) or not doc["param"]:
+            raise ValueError(f"param: a key.path, got {doc['param']!r}")
+        numbers = {k: doc[k] for k in allowed - {"param"} if k in doc}
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in numbers.values()):
+            raise ValueError(f"lo, hi, tolerance, max_probes: numbers, got {numbers}")
+        defaults = Search(0.0, 0.0)
+        search = Search(
+            float(numbers["lo"]),
+            float(numbers["hi"]),
+            float(numbers.get("tolerance", defaults.tolerance)),
+            int(numbers.get("max_probes", defaults.max_probes)),
+        )
+        if not 0 < search.lo < search.hi or search.tolerance <= 0 or search.max_probes < 2:
+            raise ValueError(f"needs 0 < lo < hi, tolerance > 0, max_probes >= 2; got {numbers}")
+        return cls(doc["param"], search)

@@ -43,6 +43,7 @@ class Row:
     quick: tuple[str, ...] = ()
     effects: tuple[Effect, ...] = ()
     notes: str = ""
+    saturate: dict[str, Any] | None = None  # a campaign's saturate block: effects on saturate.sustainable
 
     @property
     def runnable(self) -> bool:

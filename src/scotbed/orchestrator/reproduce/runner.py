@@ -14,6 +14,7 @@ from scotbed.orchestrator.campaign import INDEX, Campaign, CampaignIndex, finger
 from scotbed.orchestrator.reproduce.doc import Measured, write_doc
 from scotbed.orchestrator.reproduce.effects import judge, relative_changes
 from scotbed.orchestrator.reproduce.rows import Row, RowsError, load_rows, select
+from scotbed.orchestrator.saturation import Sweep
 from scotbed.orchestrator.spec import load_spec
 
 REPO = Path(__file__).resolve().parents[4]
@@ -29,7 +30,47 @@ def campaign_of(row: Row, quick: bool, repetitions: int | None = None) -> Campai
         matrix={"routing": list(row.compare)},
         repetitions=repetitions or row.reps(quick),
         sets=list(row.sets(quick)),
+        saturate=Sweep.from_doc(row.saturate) if row.saturate else None,
     )
+
+
+def saturated(campaign: Campaign, out: Path, args: Any, on_cell: Any, progress: Any) -> Path:
+    """Run (or resume) a row whose cells are saturate searches (:mod:`..saturate_campaign`)."""
+    from scotbed.orchestrator.run import options_from_args
+    from scotbed.orchestrator.saturate_campaign import run_cells
+
+    assert campaign.saturate is not None
+    cdir = out / campaign.name
+    (cdir / "runs").mkdir(parents=True, exist_ok=True)
+
+    def options(runs: Path) -> Any:
+        return options_from_args(args, backend=None, out=runs, quiet=True, analyse=False)
+
+    run_cells(campaign, campaign.saturate, cdir, options, progress)
+    return cdir
+
+
+Found = dict[tuple[str, int], tuple[dict[str, Any], float, str]]
+
+
+def _summaries(campaign: Campaign, index: CampaignIndex) -> Found:
+    """(routing, repetition) -> (summary, seconds, cell key) of the cells finished at this scale; a
+    saturate cell's summary is ``{"saturate": its interval}``."""
+    from scotbed.orchestrator.saturate_campaign import finished, sweep_fingerprint
+
+    out = {}
+    for cell in campaign.cells(load_spec(campaign.base).seed):  # only runs of this scale count
+        rec = index.cells.get(cell.key, {})
+        if campaign.saturate is not None:
+            if not finished(index, cell.key, sweep_fingerprint(campaign.base, cell.sets, campaign.saturate)):
+                continue
+            summary = {"saturate": rec["saturate"]}
+        elif index.finished(cell.key, fingerprint(campaign.base, cell.sets)):
+            summary = json.loads((Path(rec["run_dir"]) / contract.SUMMARY).read_text())
+        else:
+            continue
+        out[(str(rec["values"]["routing"]), cell.repetition)] = (summary, float(rec["seconds"]), cell.key)
+    return out
 
 
 def measure(row: Row, quick: bool, out: Path, args: Any, progress: Any) -> Measured:
@@ -51,20 +92,16 @@ def measure(row: Row, quick: bool, out: Path, args: Any, progress: Any) -> Measu
     t0 = time.monotonic()
     if getattr(args, "table_only", False):
         cdir = out / campaign.name
+    elif campaign.saturate is not None:
+        cdir = saturated(campaign, out, args, on_cell, progress)
     else:
         cdir, _ = run_campaign(campaign, out, run_one, on_cell)
-    index = CampaignIndex(cdir / INDEX)
-    summaries: dict[tuple[str, int], dict[str, Any]] = {}
-    seconds, incorrect = 0.0, []
-    for cell in campaign.cells(load_spec(campaign.base).seed):  # only runs of this scale count
-        if not index.finished(cell.key, fingerprint(campaign.base, cell.sets)):
-            continue
-        rec = index.cells[cell.key]
-        summary = json.loads((Path(rec["run_dir"]) / contract.SUMMARY).read_text())
-        summaries[(str(rec["values"]["routing"]), cell.repetition)] = summary
-        seconds += float(rec["seconds"])
-        if not bool(summary.get("correctness", {}).get("ok")):
-            incorrect.append(cell.key)
+    found = _summaries(campaign, CampaignIndex(cdir / INDEX))
+    summaries = {k: s for k, (s, _, _) in found.items()}
+    seconds = sum(t for _, t, _ in found.values())
+    incorrect = [  # a saturate cell's probes are judged by the criterion, not the oracle
+        key for s, _, key in found.values() if "saturate" not in s and not s.get("correctness", {}).get("ok")
+    ]
     judged = [judge(e, relative_changes(e, summaries)) for e in row.effects]
     wall = time.monotonic() - t0
     override = f" --repetitions {campaign.repetitions}" if campaign.repetitions != row.reps(quick) else ""
