@@ -68,6 +68,7 @@ def test_processes_and_simulator_agree_on_fig2(tmp_path: Path) -> None:
     assert all(s["refused"] == 0 and s["bounced"] == 0 for s in states.values())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("routing", sorted(PEER_ALGORITHMS))
 def test_gossip_built_overlay_delivers_every_event_once(tmp_path: Path, routing: str) -> None:
     cfg = PeerConfig(domains=(("x", 0.0, 1000.0), ("y", 0.0, 1000.0)), k_sw=2, k_f=2)

@@ -92,6 +92,7 @@ def test_records_from_logs_leave_failed_peers_out_of_the_oracle() -> None:
     assert peer_analysis.verdict(s, churn=False) == (False, "INCORRECT: 1 duplicate deliveries")
 
 
+@pytest.mark.slow
 def test_scotbed_run_of_six_peer_processes(tmp_path: Path) -> None:
     doc = _spec(
         seed=4,
