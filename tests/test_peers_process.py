@@ -24,7 +24,9 @@ from scotbed.peers.workload import SKEWED, Draw, Shape, distinct_ids
 
 def _events(cluster: PeerCluster) -> list[dict]:
     cluster.flush()
-    return [e for n in cluster.peers for e in read_events(cluster.event_log(n))]
+    return [
+        e for n in cluster.peers if cluster.event_log(n).exists() for e in read_events(cluster.event_log(n))
+    ]
 
 
 def test_processes_and_simulator_agree_on_fig2(tmp_path: Path) -> None:
@@ -95,3 +97,33 @@ def test_gossip_built_overlay_delivers_every_event_once(tmp_path: Path, routing:
     summary = peer_analysis.summary(recs, names)
     assert (summary["hit_ratio"], summary["missed"], summary["extra_deliveries"]) == (1.0, 0, 0)
     assert all(r.deliveries.keys() == r.interested for r in recs)
+
+
+@pytest.mark.slow
+def test_a_killed_peer_is_routed_around_after_the_ring_heals(tmp_path: Path) -> None:
+    cfg = PeerConfig(domains=(("x", 0.0, 1000.0),), k_sw=1, k_f=2)
+    rng = random.Random(9)
+    draw = Draw(cfg, Shape(kind=SKEWED, width=0.3), rng)
+    n = 8
+    ids = distinct_ids(n, cfg.id_space, rng)
+    peers = {k: (ids[k], draw.subscription()) for k in range(n)}
+    with PeerCluster(tmp_path, peers, cfg, DEFAULT_PEER_ROUTING) as cluster:
+        cluster.bootstrap({k: [(k + 1) % n, (k + 2) % n] for k in range(n)})
+        for _ in range(15):
+            cluster.round()
+        cluster.kill(3)
+        for _ in range(12):
+            cluster.round()
+        states = cluster.quiescent()
+        live = sorted((peers[k][0], k) for k in peers if k != 3)
+        assert [states[k]["succ"] for _, k in live] == [
+            live[(i + 1) % len(live)][1] for i in range(len(live))
+        ]
+        assert sum(s["bounced"] for s in states.values()) > 0
+        for _ in range(10):
+            cluster.publish(rng.choice([k for _, k in live]), draw.event())
+        events = _events(cluster)
+    recs, _ = peer_analysis.records(events, failed={3: 15})
+    summary = peer_analysis.summary(recs, set(peers) - {3})
+    assert (summary["events"], summary["hit_ratio"], summary["extra_deliveries"]) == (10, 1.0, 0)
+    assert sum(len(r.interested) for r in recs) >= 10
