@@ -39,7 +39,7 @@ class PeerCluster:
         cfg: PeerConfig,
         routing: str,
         seed: int = 0,
-        ready_timeout_s: float = 30.0,
+        ready_timeout_s: float = 60.0,
     ) -> None:
         self.workdir, self.peers, self.cfg, self.routing, self.seed = workdir, dict(peers), cfg, routing, seed
         self.ready_timeout_s = ready_timeout_s
@@ -106,10 +106,24 @@ class PeerCluster:
                         str(n),
                     ]
                     self.procs[n] = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
-            self._call_all("state", {}, wait_ready=True)
+            self._wait_ready()
         finally:
             for s in socks:
                 s.close()
+
+    def _wait_ready(self) -> None:
+        """Every peer answers Control; a :class:`LaunchError` names the ones that exited or hung."""
+        try:
+            self._call_all("state", {}, wait_ready=True)
+        except grpc.aio.AioRpcError as e:
+            logs = self.workdir / "logs"
+            bad = [
+                f"{n} (exit {p.poll()}): {(logs / f'{contract.peer_node(n)}.err').read_text()[-300:]}"
+                for n, p in self.procs.items()
+                if p.poll() is not None
+            ]
+            why = "; ".join(bad) or f"none exited, one did not answer within {self.ready_timeout_s:.0f} s"
+            raise LaunchError(f"peers did not come up ({e.code().name}): {why}") from None
 
     def stop(self) -> None:
         """SIGTERM every peer, SIGKILL after 5 s; close the driver's channels."""
@@ -158,8 +172,9 @@ class PeerCluster:
         out: dict[str, Any] = json.loads(rep.body)
         return out
 
-    def quiescent(self, timeout_s: float = 30.0) -> dict[int, dict[str, Any]]:
+    def quiescent(self, timeout_s: float | None = None) -> dict[int, dict[str, Any]]:
         """Wait until every sent message was handled and no queue holds one, twice in a row."""
+        timeout_s = self.ready_timeout_s if timeout_s is None else timeout_s
         deadline, last = time.monotonic() + timeout_s, None
         while time.monotonic() < deadline:
             states = self._call_all("state", {})
