@@ -179,10 +179,18 @@ class PeerCluster:
         while time.monotonic() < deadline:
             states = self._call_all("state", {})
             idle = all(s["queued"] == 0 for s in states.values())
-            totals = (sum(s["sent"] for s in states.values()), sum(s["handled"] for s in states.values()))
-            if idle and totals[0] == totals[1] and totals == last:
+            # per pair of live peers: every message one acknowledged as sent, the other handled (the
+            # counts of a killed peer are gone, so totals would never match again)
+            live = [str(n) for n in states]
+            pairs = tuple(
+                (states[int(a)]["sent_to"].get(b, 0), states[int(b)]["handled_from"].get(a, 0))
+                for a in live
+                for b in live
+            )
+            settled = idle and all(x == y for x, y in pairs)
+            if settled and pairs == last:
                 return states
-            last = totals if idle and totals[0] == totals[1] else None
+            last = pairs if settled else None
             time.sleep(0.02)
         raise LaunchError(f"peers not quiescent after {timeout_s} s")
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections import Counter
 from typing import Any
 
 import grpc
@@ -36,6 +37,9 @@ class PeerNode(pbg.PeerServicer):
         self.peer, self.run, self.addresses, self.events = peer, run, addresses, events
         self.now = 0
         self.sent = self.handled = self.bounced = self.refused = 0
+        #: per peer: messages it acknowledged from us, and messages we handled from it (quiescence)
+        self.sent_to: Counter[int] = Counter()
+        self.handled_from: Counter[int] = Counter()
         self._queues: dict[int, asyncio.Queue[Msg]] = {}
         self._workers: dict[int, asyncio.Task[None]] = {}
         self._busy = 0
@@ -49,6 +53,7 @@ class PeerNode(pbg.PeerServicer):
             await context.abort(grpc.StatusCode.PERMISSION_DENIED, "not a peer of this run")
         msg = codec.decode(request.kind, json.loads(request.body))
         self.handled += 1
+        self.handled_from[msg.src] += 1
         self._log_in(msg)
         self.dispatch(self.peer.receive(msg, self.now))
         return pb.PeerAck()
@@ -99,6 +104,7 @@ class PeerNode(pbg.PeerServicer):
             try:
                 await pbg.PeerStub(self._channels[msg.dst]).Send(req, timeout=SEND_TIMEOUT_S)
                 self.sent += 1
+                self.sent_to[msg.dst] += 1
                 return
             except grpc.aio.AioRpcError as e:
                 log.info("peer %s: send to %s failed: %s", self.peer.name, msg.dst, e.code())
@@ -176,6 +182,8 @@ class PeerNode(pbg.PeerServicer):
             "handled": self.handled,
             "bounced": self.bounced,
             "refused": self.refused,
+            "sent_to": {str(k): v for k, v in self.sent_to.items()},
+            "handled_from": {str(k): v for k, v in self.handled_from.items()},
             "queued": self._busy + sum(q.qsize() for q in self._queues.values()),
         }
 
