@@ -55,7 +55,7 @@ def test_only_the_orchestrator_imports_the_orchestrator(path: Path) -> None:
 
 
 def test_routing_names_are_literals_in_the_registry_only() -> None:
-    names = set(routing.ALGORITHMS)
+    names = set(routing.ALGORITHMS) | set(routing.PEER_ALGORITHMS)
     found = []
     for path in _modules():
         if path == REGISTRY:

@@ -11,7 +11,7 @@ from scotbed.peers.config import PeerConfig
 from scotbed.peers.interest import Subscription, jaccard, primary_attribute
 from scotbed.peers.messages import Desc, EventMsg, Load, Lookup, Moved
 from scotbed.peers.metrics import overhead, path_length
-from scotbed.peers.overlay import Cyclon
+from scotbed.peers.overlay import Cyclon, small_world
 from scotbed.peers.peer import Peer
 from scotbed.peers.ring import name_hash, ophash, owned, rendezvous, split_at, subtract, union
 from scotbed.peers.sim import Simulation
@@ -174,3 +174,11 @@ def test_cyclon_shuffle_swaps_the_oldest_for_a_sample() -> None:
     kept = ({1, 2} - {given}).pop()
     assert set(c.view) == {kept, 7, 8}
     assert (c.view[7][1], c.view[8][1], c.view[kept][1]) == (0, 0, kept + 1)  # ages: new 0, kept aged
+
+
+def test_small_world_draws_are_over_peer_distances_not_below_the_ring_spacing() -> None:
+    me, m = Desc(0, 0, 0, None), 1024
+    cands = [Desc(d, d, 0, None) for d in (1, 2, 16, 64, 256)]
+    # a draw of 1 on [1, M) aims at the spacing (16), M^0.6 = 64 at 16 * (1024 / 16)^0.6 = 194
+    assert [d.id for d in small_world(me, cands, [1.0, 64.0], m, spacing=16)] == [16, 256]
+    assert [d.id for d in small_world(me, cands, [1.0, 64.0], m)] == [1, 64]

@@ -94,6 +94,30 @@ PUBLISH = "publish"
 RECEIVE = "receive"
 CLIENT_EVENTS = (SUBSCRIBE, UNSUBSCRIBE, PUBLISH, RECEIVE)
 
+#: peers (Vinifera, DESIGN §10): a peer logs ``subscribe`` (``ranges``), ``publish`` (``pub_id``,
+#: ``values``, ``round``), ``deliver`` (``pub_id``, ``hops``, ``tree_hops``) and these, with ``src``/``dst``
+#: peer names; ``ev_*`` carry ``pub_id``, ``attr``, ``phase``, ``hops``; ``view`` the links after a change
+LOOKUP_IN = "lookup_in"
+LOOKUP_OUT = "lookup_out"
+EV_IN = "ev_in"
+EV_OUT = "ev_out"
+VIEW = "view"
+PEER_EVENTS = (SUBSCRIBE, PUBLISH, DELIVER, LOOKUP_IN, LOOKUP_OUT, EV_IN, EV_OUT, VIEW)
+
+
+#: the node-name prefix of a peer in the event log (the rest is its name)
+PEER_PREFIX = "peer-"
+
+
+def peer_node(name: int) -> str:
+    """A peer's node name in the event log and its events file's stem."""
+    return f"{PEER_PREFIX}{name}"
+
+
+def peer_name(node: str) -> int:
+    """The peer name behind :func:`peer_node`'s node name."""
+    return int(node.removeprefix(PEER_PREFIX))
+
 
 def events_file(process: str, suffix: str = ".jsonl") -> str:
     """A process's event log (a broker id or a workload process name)."""

@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 from scotbed import contract
 from scotbed.analysis import unreadable
-from scotbed.orchestrator import faults, interrupts, schedule
+from scotbed.orchestrator import faults, interrupts, schedule, spec_peers
 from scotbed.orchestrator import plan as deploy_plan
 from scotbed.orchestrator.backends.base import Backend, BackendError, Deployment, DeployRequest
 from scotbed.orchestrator.images import BROKER_IMAGE, WORKLOAD_IMAGE
@@ -177,6 +177,10 @@ class Lifecycle:
         self.state = RunState(run_id, backend_name, str(run_dir))
         self.state.save()
         self.progress.info(f"run directory: {run_dir}")
+        if spec.topology.kind == spec_peers.PEERS:
+            from scotbed.orchestrator.peers_run import run_peers
+
+            return RunResult(run_id, run_dir, *run_peers(spec, run_dir, self.progress))
 
         with self.progress.phase("topology") as ph:
             scot = build_scot(spec)

@@ -37,7 +37,7 @@ from scotbed.analysis.validity import Bounds as HB
 from scotbed.broker import routing as routing_registry
 from scotbed.loader import read_document
 from scotbed.matching import implemented as matching_implemented
-from scotbed.orchestrator import spec_selforg
+from scotbed.orchestrator import spec_peers, spec_selforg
 from scotbed.orchestrator.faults import FaultSpec
 from scotbed.orchestrator.overrides import apply_sets
 from scotbed.orchestrator.spec_errors import SpecError, describe
@@ -110,8 +110,8 @@ AcyclicSpec = Annotated[
 
 
 class TopologySpec(_Block):
-    kind: Literal["scot", "tree"] = Field(
-        default="scot", description="scot = acyclic factor □ K_m; tree = factor"
+    kind: Literal["scot", "tree", "peers"] = Field(
+        default="scot", description="scot = acyclic factor □ K_m; tree = factor; peers (§10): no brokers"
     )
     acyclic: AcyclicSpec = Field(default_factory=lambda: NamedFactor(kind="paper-fig2"))
     connectivity: int | None = Field(
@@ -119,6 +119,7 @@ class TopologySpec(_Block):
     )
     costs: spec_selforg.CostsSpec | None = Field(default=None, description="link and broker costs (§10)")
     self_organising: spec_selforg.SelfOrganisingSpec | None = Field(default=None, description="§10")
+    peers: spec_peers.PeersSpec | None = Field(default=None, description="kind peers: n, id_space (§10)")
 
     @model_validator(mode="after")
     def _default_connectivity(self) -> TopologySpec:
@@ -311,6 +312,7 @@ class WorkloadSpec(_Block):
         description="scripted scenario (JSON Lines, DESIGN §8), relative to the spec file; "
         "replaces the generated workload",
     )
+    peers: spec_peers.PeersWorkloadSpec | None = Field(default=None, description="topology kind peers (§10)")
 
     @field_serializer("placement")
     def _dump_placement(self, p: PlacementSpec) -> Any:
@@ -329,7 +331,7 @@ class WorkloadSpec(_Block):
             "churn": wp.ChurnParams(**self.churn.model_dump()) if self.churn else None,
             "unsub_burst": wp.UnsubBurstParams(**self.unsub_burst.model_dump()) if self.unsub_burst else None,
         }
-        flat = self.model_dump(exclude={"script", "placement", "schema_", *typed})
+        flat = self.model_dump(exclude={"script", "placement", "schema_", "peers", *typed})
         return wp.WorkloadParams(**flat, **typed)
 
 
@@ -373,7 +375,9 @@ class Spec(_Block):
         description="lowercase letters, digits and '-'; part of the run id, namespaces and labels",
     )
     seed: int = Field(default=0, ge=0, description="seeds placement, workload generation and random trees")
-    topology: TopologySpec = Field(default_factory=lambda: TopologySpec())
+    topology: Annotated[TopologySpec, BeforeValidator(spec_peers.lift)] = Field(
+        default_factory=lambda: TopologySpec()
+    )
     links: LinksSpec = Field(default_factory=lambda: LinksSpec())
     routing: str = Field(
         default=routing_registry.DEFAULT_ROUTING, description="routing algorithm (DESIGN §1)"
@@ -398,8 +402,8 @@ class Spec(_Block):
     @field_validator("routing")
     @classmethod
     def _known_routing(cls, v: str) -> str:
-        if v not in routing_registry.ALGORITHMS:
-            allowed = ", ".join(routing_registry.ALGORITHMS)
+        if v not in routing_registry.ALGORITHMS and v not in routing_registry.PEER_ALGORITHMS:
+            allowed = ", ".join([*routing_registry.ALGORITHMS, *routing_registry.PEER_ALGORITHMS])
             raise ValueError(f"unknown routing algorithm; allowed: {allowed}")
         return v
 
@@ -482,8 +486,12 @@ def _routing_problems(spec: Spec, shape: str) -> list[str]:
 
 def check_semantics(spec: Spec) -> None:
     """Cross-field rules: which overlays each routing algorithm runs on, and block consistency."""
-    problems: list[str] = []
+    problems: list[str] = spec_peers.problems(spec)
     t = spec.topology
+    if t.kind == spec_peers.PEERS or problems:
+        if problems:
+            raise SpecError(problems)
+        return
     shape = f"{{kind: {t.kind}, connectivity: {t.m}}}"
     if t.kind == "tree" and t.m != 1:
         raise SpecError(

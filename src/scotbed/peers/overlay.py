@@ -104,15 +104,23 @@ def harmonic_distances(k: int, m: int, rng: random.Random) -> list[float]:
     return [math.exp(rng.random() * math.log(m)) for _ in range(k)]
 
 
-def small_world(me: Desc, cands: Sequence[Desc], targets: Sequence[float], m: int) -> list[Desc]:
+def small_world(
+    me: Desc, cands: Sequence[Desc], targets: Sequence[float], m: int, spacing: float = 1.0
+) -> list[Desc]:
     """Small-world links: for each drawn clockwise distance, the candidate nearest to it (in log
-    distance); as the candidates improve with gossip, the links converge to Kleinberg's."""
+    distance); as the candidates improve with gossip, the links converge to Kleinberg's.
+
+    Kleinberg's 1/d is over distances between *peers*: a drawn distance below the ring ``spacing``
+    (M/N, estimated by the caller) can only land on the successor, so the draws on [1, M) are mapped
+    log-linearly onto [spacing, M)."""
     out: list[Desc] = []
     pool = [d for d in cands if d.id != me.id]
+    lo = math.log(max(1.0, min(spacing, m - 1)))
     for t in targets:
         if not pool:
             break
-        best = min(pool, key=lambda d: (abs(math.log((d.id - me.id) % m) - math.log(t)), d.name))
+        aim = lo + (math.log(m) - lo) * math.log(t) / math.log(m)
+        best = min(pool, key=lambda d: (abs(math.log((d.id - me.id) % m) - aim), d.name))
         out.append(best)
         pool.remove(best)
     return out

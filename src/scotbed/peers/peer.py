@@ -125,7 +125,8 @@ class Peer:
         taken = ring | {d.name for d in self.friend_links}
         rest = [d for d in rest if d.name not in taken]
         k_sw = self.cfg.k_sw + self.cfg.k_f - len(self.friend_links)
-        self.sw_links = small_world(self.desc, rest, self.sw_targets[:k_sw], m)
+        spacing = cw(self.id, self.succs[-1].id, m) / len(self.succs) if self.succs else 1.0
+        self.sw_links = small_world(self.desc, rest, self.sw_targets[:k_sw], m, spacing)
 
     def _utility(self, d: Desc) -> float:
         if d.name not in self._utils:

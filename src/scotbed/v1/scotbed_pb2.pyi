@@ -415,3 +415,35 @@ class RelinkReply(_message.Message):
     REPOINTED_FIELD_NUMBER: _ClassVar[int]
     repointed: int
     def __init__(self, repointed: _Optional[int] = ...) -> None: ...
+
+class PeerMsg(_message.Message):
+    __slots__ = ("run", "src", "dst", "kind", "body")
+    RUN_FIELD_NUMBER: _ClassVar[int]
+    SRC_FIELD_NUMBER: _ClassVar[int]
+    DST_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    BODY_FIELD_NUMBER: _ClassVar[int]
+    run: str
+    src: int
+    dst: int
+    kind: str
+    body: bytes
+    def __init__(self, run: _Optional[str] = ..., src: _Optional[int] = ..., dst: _Optional[int] = ..., kind: _Optional[str] = ..., body: _Optional[bytes] = ...) -> None: ...
+
+class PeerAck(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class PeerCall(_message.Message):
+    __slots__ = ("op", "body")
+    OP_FIELD_NUMBER: _ClassVar[int]
+    BODY_FIELD_NUMBER: _ClassVar[int]
+    op: str
+    body: bytes
+    def __init__(self, op: _Optional[str] = ..., body: _Optional[bytes] = ...) -> None: ...
+
+class PeerReply(_message.Message):
+    __slots__ = ("body",)
+    BODY_FIELD_NUMBER: _ClassVar[int]
+    body: bytes
+    def __init__(self, body: _Optional[bytes] = ...) -> None: ...

@@ -540,3 +540,118 @@ class Admin:
             timeout,
             metadata,
             _registered_method=True)
+
+
+class PeerStub:
+    """Missing associated documentation comment in .proto file."""
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.Send = channel.unary_unary(
+                '/scotbed.v1.Peer/Send',
+                request_serializer=scotbed_dot_v1_dot_scotbed__pb2.PeerMsg.SerializeToString,
+                response_deserializer=scotbed_dot_v1_dot_scotbed__pb2.PeerAck.FromString,
+                _registered_method=True)
+        self.Control = channel.unary_unary(
+                '/scotbed.v1.Peer/Control',
+                request_serializer=scotbed_dot_v1_dot_scotbed__pb2.PeerCall.SerializeToString,
+                response_deserializer=scotbed_dot_v1_dot_scotbed__pb2.PeerReply.FromString,
+                _registered_method=True)
+
+
+class PeerServicer:
+    """Missing associated documentation comment in .proto file."""
+
+    def Send(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Control(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_PeerServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'Send': grpc.unary_unary_rpc_method_handler(
+                    servicer.Send,
+                    request_deserializer=scotbed_dot_v1_dot_scotbed__pb2.PeerMsg.FromString,
+                    response_serializer=scotbed_dot_v1_dot_scotbed__pb2.PeerAck.SerializeToString,
+            ),
+            'Control': grpc.unary_unary_rpc_method_handler(
+                    servicer.Control,
+                    request_deserializer=scotbed_dot_v1_dot_scotbed__pb2.PeerCall.FromString,
+                    response_serializer=scotbed_dot_v1_dot_scotbed__pb2.PeerReply.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'scotbed.v1.Peer', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('scotbed.v1.Peer', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class Peer:
+    """Missing associated documentation comment in .proto file."""
+
+    @staticmethod
+    def Send(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/scotbed.v1.Peer/Send',
+            scotbed_dot_v1_dot_scotbed__pb2.PeerMsg.SerializeToString,
+            scotbed_dot_v1_dot_scotbed__pb2.PeerAck.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Control(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/scotbed.v1.Peer/Control',
+            scotbed_dot_v1_dot_scotbed__pb2.PeerCall.SerializeToString,
+            scotbed_dot_v1_dot_scotbed__pb2.PeerReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)

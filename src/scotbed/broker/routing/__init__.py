@@ -33,6 +33,14 @@ ALGORITHMS: dict[str, str] = {
     "dnr": "scotbed.broker.routing.octopis:DynamicNotificationRouting",
     "link-matching": "scotbed.broker.routing.link_matching:LinkMatching",
 }
+#: peer algorithms (DESIGN §10): spec name -> "module:Class" of the peer state machine; they run on
+#: ``topology: {kind: peers}`` only, in peer processes (scotbed.peerproc), never in brokers
+PEER_ALGORITHMS: dict[str, str] = {
+    "vinifera": "scotbed.peers.peer:Peer",
+    "rendezvous-baseline": "scotbed.peers.baseline:BaselinePeer",
+}
+#: the peer algorithm of a ``kind: peers`` topology without ``routing``
+DEFAULT_PEER_ROUTING = "vinifera"
 #: the spec's default algorithm
 DEFAULT_ROUTING = "snr"
 #: the broker config's default algorithm (a config written by hand for a tree)
@@ -90,3 +98,14 @@ def check_params(name: str, params: Mapping[str, Any]) -> list[str]:
 
 def make_algorithm(name: str, view: BrokerView) -> RoutingAlgorithm:
     return algorithm_class(name)(view)
+
+
+def peer_class(name: str) -> Any:
+    """The peer state machine class registered under ``name`` in :data:`PEER_ALGORITHMS`."""
+    try:
+        module, cls = PEER_ALGORITHMS[name].split(":")
+    except KeyError:
+        raise ValueError(
+            f"peer algorithm {name!r} is unknown; available: {', '.join(PEER_ALGORITHMS)}"
+        ) from None
+    return getattr(importlib.import_module(module), cls)

@@ -1,0 +1,73 @@
+"""A run of ``topology: {kind: peers}``: peer processes on this host (local backend), the gossip
+warm-up, then the publish phase in rounds (events from live peers, optional churn), the event logs
+read back by :mod:`scotbed.analysis.peers` into ``analysis/summary.json`` and a small report.
+
+The workload is the simulator's (:mod:`scotbed.peers.workload`): one subscription per peer, uniform
+or Zipf-skewed; the driver paces the rounds (:class:`scotbed.peerproc.cluster.PeerCluster`).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+from scotbed import contract
+from scotbed.analysis import peers as peer_analysis
+from scotbed.broker.eventlog import read_events
+from scotbed.orchestrator.progress import Progress
+from scotbed.orchestrator.spec import Spec
+from scotbed.orchestrator.spec_peers import PeersWorkloadSpec, peer_config
+from scotbed.peerproc.cluster import PeerCluster
+from scotbed.peers.workload import Draw, Shape, distinct_ids
+
+#: bootstrap contacts per joining peer (the simulator's ``grow`` default)
+CONTACTS = 5
+
+
+def run_peers(spec: Spec, run_dir: Path, progress: Progress) -> tuple[dict[str, Any], bool, str]:
+    """Run the peers; returns the summary, whether the oracle holds, and the verdict line."""
+    cfg = peer_config(spec)
+    w = spec.workload.peers or PeersWorkloadSpec()
+    assert spec.topology.peers is not None
+    n = spec.topology.peers.n
+    rng = random.Random(spec.seed)
+    subs = Draw(cfg, Shape(kind=w.subscriptions, width=w.width), rng)
+    events = Draw(cfg, Shape(kind=w.events, width=w.width), random.Random(spec.seed + 1))
+    ids = distinct_ids(n, cfg.id_space, rng)
+    peers = {k: (ids[k], subs.subscription()) for k in range(n)}
+    failed: dict[int, int] = {}
+    with progress.phase("deploy") as ph:
+        ph.update(f"starting {n} peer processes ({spec.routing})")
+        cluster = PeerCluster(
+            run_dir, peers, cfg, spec.routing, seed=spec.seed, ready_timeout_s=spec.timeouts.ready_s
+        )
+    with cluster:
+        cluster.bootstrap({k: rng.sample(range(k), min(CONTACTS, k)) for k in range(1, n)})
+        with progress.phase("warm-up") as ph:
+            for _ in range(w.warmup_rounds):
+                cluster.round()
+            ph.update(f"{w.warmup_rounds} gossip rounds")
+        with progress.phase("publish") as ph:
+            for r in range(w.rounds):
+                if w.churn is not None and r > 0 and r % w.churn.every == 0:
+                    live = sorted(set(peers) - set(failed))
+                    for k in rng.sample(live, min(w.churn.leaves, len(live) - 2)):
+                        cluster.kill(k)
+                        failed[k] = cluster.now
+                live = sorted(set(peers) - set(failed))
+                cluster.round([(rng.choice(live), events.event()) for _ in range(w.events_per_round)])
+            ph.update(f"{w.rounds * w.events_per_round} events in {w.rounds} rounds, {len(failed)} failures")
+        cluster.flush()
+    with (run_dir / contract.FAULTS).open("w") as fh:
+        for k, r in sorted(failed.items()):
+            fh.write(json.dumps({"round": r, "kind": "kill", "peer": contract.peer_node(k)}) + "\n")
+    logged = [e for k in peers for e in read_events(cluster.event_log(k))]
+    recs, names = peer_analysis.records(logged, failed)
+    figures = peer_analysis.summary(recs, names)
+    ok, verdict = peer_analysis.verdict(figures, churn=bool(failed))
+    summary = {"peers": figures, "routing": spec.routing, "failed": len(failed), "verdict": verdict}
+    (run_dir / contract.SUMMARY).write_text(json.dumps(summary, indent=1))
+    (run_dir / contract.REPORT).write_text(peer_analysis.report_html(spec.name, spec.routing, figures))
+    return summary, ok, verdict

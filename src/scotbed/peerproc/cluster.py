@@ -1,0 +1,228 @@
+"""Launch peer processes on this host (port 0 reserved, loopback) and drive them in rounds.
+
+The driver plays the simulator's part over gRPC: ``round`` ticks every peer (and waits until the
+run is quiescent, every sent message handled), ``publish`` and ``subscribe`` go through Control.
+So a process run and a :class:`~scotbed.peers.sim.Simulation` of the same case take the same steps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from scotbed import contract
+from scotbed.broker.launcher import HOST, LaunchError, reserve_ports
+from scotbed.peers import codec
+from scotbed.peers.config import PeerConfig
+from scotbed.peers.interest import Event, Subscription
+from scotbed.peers.messages import Desc
+from scotbed.v1 import scotbed_pb2 as pb
+from scotbed.v1 import scotbed_pb2_grpc as pbg
+
+
+class PeerCluster:
+    """Peers ``name -> (ring id, subscription)`` as processes; a context manager that stops them all."""
+
+    def __init__(
+        self,
+        workdir: Path,
+        peers: Mapping[int, tuple[int, Subscription | None]],
+        cfg: PeerConfig,
+        routing: str,
+        seed: int = 0,
+        ready_timeout_s: float = 60.0,
+    ) -> None:
+        self.workdir, self.peers, self.cfg, self.routing, self.seed = workdir, dict(peers), cfg, routing, seed
+        self.ready_timeout_s = ready_timeout_s
+        self.run_id = uuid.uuid4().hex
+        self.procs: dict[int, subprocess.Popen[bytes]] = {}
+        self.addresses: dict[int, str] = {}
+        self.now = 0
+        self.next_eid = 0
+        self._loop = asyncio.new_event_loop()
+        self._channels: dict[int, grpc.aio.Channel] = {}
+
+    def __enter__(self) -> PeerCluster:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def event_log(self, name: int) -> Path:
+        return self.workdir / contract.events_file(contract.peer_node(name))
+
+    def start(self) -> None:
+        (self.workdir / "logs").mkdir(parents=True, exist_ok=True)
+        (self.workdir / contract.EVENTS_DIR).mkdir(parents=True, exist_ok=True)
+        socks = reserve_ports(len(self.peers))
+        try:
+            self.addresses = {
+                n: f"{HOST}:{s.getsockname()[1]}" for n, s in zip(self.peers, socks, strict=True)
+            }
+            run = {
+                "run": self.run_id,
+                "routing": self.routing,
+                "seed": self.seed,
+                "config": codec.config_out(self.cfg),
+                "peers": [
+                    {
+                        "name": n,
+                        "id": i,
+                        "sub": codec.sub_out(s),
+                        "address": self.addresses[n],
+                        "log": str(self.event_log(n)),
+                    }
+                    for n, (i, s) in self.peers.items()
+                ],
+            }
+            run_file = self.workdir / "peers.json"
+            run_file.write_text(json.dumps(run, indent=1))
+            for n in self.peers:
+                with (
+                    (self.workdir / "logs" / f"{contract.peer_node(n)}.out").open("ab") as out,
+                    (self.workdir / "logs" / f"{contract.peer_node(n)}.err").open("ab") as err,
+                ):
+                    cmd = [
+                        sys.executable,
+                        "-m",
+                        "scotbed.peerproc",
+                        "--run-file",
+                        str(run_file),
+                        "--name",
+                        str(n),
+                    ]
+                    self.procs[n] = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+            self._wait_ready()
+        finally:
+            for s in socks:
+                s.close()
+
+    def _wait_ready(self) -> None:
+        """Every peer answers Control; a :class:`LaunchError` names the ones that exited or hung."""
+        try:
+            self._call_all("state", {}, wait_ready=True)
+        except grpc.aio.AioRpcError as e:
+            logs = self.workdir / "logs"
+            bad = [
+                f"{n} (exit {p.poll()}): {(logs / f'{contract.peer_node(n)}.err').read_text()[-300:]}"
+                for n, p in self.procs.items()
+                if p.poll() is not None
+            ]
+            why = "; ".join(bad) or f"none exited, one did not answer within {self.ready_timeout_s:.0f} s"
+            raise LaunchError(f"peers did not come up ({e.code().name}): {why}") from None
+
+    def stop(self) -> None:
+        """SIGTERM every peer, SIGKILL after 5 s; close the driver's channels."""
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.terminate()
+        deadline = time.monotonic() + 5.0
+        for p in self.procs.values():
+            try:
+                p.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        if not self._loop.is_closed():
+            self._loop.run_until_complete(self._close_channels())
+            self._loop.close()
+
+    def kill(self, name: int) -> None:
+        """A peer failure: SIGKILL; its neighbours learn of it from failed sends."""
+        self.procs[name].kill()
+        self.procs[name].wait()
+
+    # --- Control calls ---
+    def call(self, name: int, op: str, args: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        return self._loop.run_until_complete(self._call(name, op, args or {}, False))
+
+    def _call_all(
+        self, op: str, args: Mapping[str, Any], wait_ready: bool = False
+    ) -> dict[int, dict[str, Any]]:
+        live = [n for n, p in self.procs.items() if p.poll() is None or wait_ready]
+
+        async def all_of() -> list[dict[str, Any]]:
+            return await asyncio.gather(*(self._call(n, op, args, wait_ready) for n in live))
+
+        return dict(zip(live, self._loop.run_until_complete(all_of()), strict=True))
+
+    async def _close_channels(self) -> None:
+        await asyncio.gather(*(c.close() for c in self._channels.values()))
+
+    async def _call(self, name: int, op: str, args: Mapping[str, Any], wait_ready: bool) -> dict[str, Any]:
+        if name not in self._channels:
+            self._channels[name] = grpc.aio.insecure_channel(self.addresses[name])
+        stub = pbg.PeerStub(self._channels[name])
+        req = pb.PeerCall(op=op, body=json.dumps(args).encode())
+        rep = await stub.Control(req, timeout=self.ready_timeout_s, wait_for_ready=wait_ready)
+        out: dict[str, Any] = json.loads(rep.body)
+        return out
+
+    def quiescent(self, timeout_s: float | None = None) -> dict[int, dict[str, Any]]:
+        """Wait until every sent message was handled and no queue holds one, twice in a row."""
+        timeout_s = self.ready_timeout_s if timeout_s is None else timeout_s
+        deadline, last = time.monotonic() + timeout_s, None
+        while time.monotonic() < deadline:
+            states = self._call_all("state", {})
+            idle = all(s["queued"] == 0 for s in states.values())
+            # per pair of live peers: every message one acknowledged as sent, the other handled (the
+            # counts of a killed peer are gone, so totals would never match again)
+            live = [str(n) for n in states]
+            pairs = tuple(
+                (states[int(a)]["sent_to"].get(b, 0), states[int(b)]["handled_from"].get(a, 0))
+                for a in live
+                for b in live
+            )
+            settled = idle and all(x == y for x, y in pairs)
+            if settled and pairs == last:
+                return states
+            last = pairs if settled else None
+            time.sleep(0.02)
+        raise LaunchError(f"peers not quiescent after {timeout_s} s")
+
+    # --- the run's steps (the simulator's round, publish, inject) ---
+    def wire(self, links: Mapping[int, Mapping[str, Any]]) -> None:
+        """Fixed links, as a scripted case builds them: ``{name: {succs, preds, friends, sw, primary}}``
+        with descriptors as :class:`Desc`."""
+        for n, w in links.items():
+            body = {k: [codec.desc_out(d) for d in v] if k != "primary" else v for k, v in w.items()}
+            self.call(n, "wire", body)
+
+    def bootstrap(self, contacts: Mapping[int, Iterable[int]]) -> None:
+        descs = {n: codec.desc_out(Desc(n, i, 0, s)) for n, (i, s) in self.peers.items()}
+        for n, cs in contacts.items():
+            self.call(n, "bootstrap", {"contacts": [descs[c] for c in cs]})
+
+    def round(self, publications: Sequence[tuple[int, Event]] = ()) -> list[int]:
+        """Every live peer ticks, the run goes quiescent, then the round's events are published."""
+        self.now += 1
+        self._call_all("tick", {"now": self.now})
+        self.quiescent()
+        return [self.publish(pub, ev) for pub, ev in publications]
+
+    def publish(self, publisher: int, event: Event) -> int:
+        eid, self.next_eid = self.next_eid, self.next_eid + 1
+        self.call(publisher, "publish", {"eid": eid, "event": codec.event_out(event)})
+        self.quiescent()
+        return eid
+
+    def subscribe(self, name: int) -> None:
+        self.call(name, "subscribe")
+        self.quiescent()
+
+    def flush(self) -> None:
+        self._call_all("flush", {})
