@@ -21,7 +21,10 @@ puts it on the input queue and then acknowledges the batch (so an
 acknowledged batch is in the broker and a graceful stop processes it). It
 drops — but acknowledges — a batch it has already accepted: duplicates are
 recognised by (from_broker, incarnation, seq), which is what makes resending
-after a reconnection safe. A malformed envelope is counted (``rejected``) and
+after a reconnection safe. A hello with a new incarnation of a peer it knew
+(a restarted process) makes the broker replay that link's sent log to it
+(:mod:`scotbed.broker.rejoin`); a ``replay`` control envelope marks the routing
+envelopes that follow as a replay. A malformed envelope is counted (``rejected``) and
 logged as a ``drop`` event; a malformed stream (no hello, wrong sender) is
 aborted with ``INVALID_ARGUMENT`` naming what was wrong.
 """
@@ -43,6 +46,7 @@ import grpc
 
 from scotbed.broker.latency import DelayLine
 from scotbed.broker.limits import client_channel_options
+from scotbed.broker.rejoin import REPLAYED, replay_count
 from scotbed.filters import FilterError
 from scotbed.messages import Publication
 from scotbed.v1 import scotbed_pb2 as pb
@@ -207,6 +211,7 @@ def _take(queue: deque[tuple[pb.Envelope, int]], n: int, max_bytes: int) -> list
 class _RxState:
     incarnation: str = ""
     last_seq: int = 0
+    replay_left: int = 0  # routing envelopes still to come in a replay (scotbed.broker.rejoin)
 
 
 class LinkReceiver:
@@ -242,7 +247,10 @@ class LinkReceiver:
         incarnation = hello.envelopes[0].control.args.get("incarnation", "")
         state = self._state.setdefault(peer, _RxState())
         if state.incarnation != incarnation:
-            state.incarnation, state.last_seq = incarnation, 0
+            restarted = bool(state.incarnation)  # not the first hello: the neighbour is a new process
+            state.incarnation, state.last_seq, state.replay_left = incarnation, 0, 0
+            if restarted:
+                broker.neighbour_restarted(peer)
         link = broker.links[peer]
         yield pb.BatchAck(seq=0)
         async for batch in it:
@@ -257,13 +265,16 @@ class LinkReceiver:
             if batch.seq <= state.last_seq:
                 broker.counters["duplicate_batches"] += 1
             else:
-                self._accept(peer, link, batch)
+                self._accept(peer, link, batch, state)
                 state.last_seq = batch.seq
             yield pb.BatchAck(seq=batch.seq)
 
-    def _accept(self, peer: str, link: LinkOut, batch: pb.Batch) -> None:
+    def _accept(self, peer: str, link: LinkOut, batch: pb.Batch, state: _RxState) -> None:
         broker = self.broker
         for k, env in enumerate(batch.envelopes):
+            if (n := replay_count(env)) is not None:
+                state.replay_left = n
+                continue
             try:
                 msg = from_envelope(env)
             except (FilterError, ValueError) as e:
@@ -275,6 +286,9 @@ class LinkReceiver:
                 continue
             msg.hops += 1
             link.received += 1
-            raw = env.notification.notification if isinstance(msg, Publication) else None
+            raw: Any = env.notification.notification if isinstance(msg, Publication) else None
+            if raw is None and state.replay_left > 0:
+                state.replay_left -= 1
+                raw = REPLAYED
             broker.submit(peer, msg, raw)
         broker.last_activity_ns = time.time_ns()

@@ -44,6 +44,7 @@ from typing import Any
 from scotbed.broker.eventlog import EventLog
 from scotbed.broker.limits import envelope_fits
 from scotbed.broker.looplag import LoopProbe
+from scotbed.broker.rejoin import REPLAYED, SentLog
 from scotbed.broker.routing import make_algorithm
 from scotbed.broker.routing.base import Decision, Entry, LinkState, RoutingAlgorithm
 from scotbed.config import BrokerConfig, NeighbourConfig
@@ -95,6 +96,7 @@ class LinkOut:
         self.unacked: dict[int, pb.Batch] = {}
         self.unacked_envelopes = 0
         self.connected = False
+        self.sent_log = SentLog()  # routing envelopes queued here: replayed when the neighbour restarts
 
     def set_capacity(self, capacity: float) -> None:
         """Envelopes/s; 0 = unlimited. The burst is 10 ms of capacity (at least one envelope)."""
@@ -278,6 +280,16 @@ class Broker:
             self.submit(None, Unsubscription(s.sub_id, self.id, origin_ns=time.time_ns(), filter=s.filter))
         return True
 
+    def neighbour_restarted(self, neighbour: str) -> None:
+        """A new incarnation of ``neighbour`` said hello: put the link's sent log at the head of its queue."""
+        link = self.links[neighbour]
+        block = link.sent_log.replay()
+        link.queue.extendleft(reversed(block))
+        link.window_in += len(block)
+        link.wake.set()
+        self.counters["replay_out"] += len(block) - 1
+        log.info("%s: %s restarted; replaying %d routing envelopes", self.id, neighbour, len(block) - 1)
+
     def drop(self, link: str, reason: str, **fields: Any) -> None:
         self.counters[DROP] += 1
         self.events.emit(DROP, link=link, reason=reason, **fields)
@@ -303,23 +315,27 @@ class Broker:
 
     def _handle(self, item: Item) -> None:
         from_hop, msg, raw = item
+        replay = raw is REPLAYED
         try:
             if isinstance(msg, Publication):
                 self._on_publication(from_hop, msg, raw)
             elif isinstance(msg, Subscription):
-                self._on_subscription(from_hop, msg)
+                self._on_subscription(from_hop, msg, replay)
             else:
-                self._on_unsubscription(from_hop, msg)
+                self._on_unsubscription(from_hop, msg, replay)
         except Exception as e:  # one bad message must not stop the broker; it is logged, never silent
             self.counters["errors"] += 1
             log.exception("%s: routing failed on %s", self.id, type(msg).__name__)
             self.drop(from_hop or "", f"error: {type(e).__name__}: {e}")
 
-    def _on_subscription(self, from_hop: str | None, sub: Subscription) -> None:
+    def _on_subscription(self, from_hop: str | None, sub: Subscription, replay: bool = False) -> None:
         link = from_hop or ""
-        if from_hop is not None:
+        if replay:
+            self.counters["replay_in"] += 1
+        elif from_hop is not None:
             self.counters[SUB_IN] += 1
-        self.events.emit(SUB_IN, sub_id=sub.sub_id, link=link, hops=sub.hops)
+        if not replay:  # a replay is counted apart and not logged: the IM counts stay those of the routing
+            self.events.emit(SUB_IN, sub_id=sub.sub_id, link=link, hops=sub.hops)
         d = self.algo.on_subscription(sub, from_hop)
         if d.duplicate:
             self.counters["duplicate"] += 1
@@ -327,17 +343,20 @@ class Broker:
             session = self.sessions.get(sub.sub_id)
             if session is not None and not session.accepted.done():
                 session.accepted.set_result(None)
-        self._forward(d, SUB_OUT, "sub_id")
+        self._forward(d, SUB_OUT, "sub_id", replay=replay)
 
-    def _on_unsubscription(self, from_hop: str | None, unsub: Unsubscription) -> None:
+    def _on_unsubscription(self, from_hop: str | None, unsub: Unsubscription, replay: bool = False) -> None:
         link = from_hop or ""
-        if from_hop is not None:
+        if replay:
+            self.counters["replay_in"] += 1
+        elif from_hop is not None:
             self.counters[UNSUB_IN] += 1
-        self.events.emit(UNSUB_IN, sub_id=unsub.sub_id, link=link, hops=unsub.hops)
+        if not replay:  # a replay is counted apart and not logged: the IM counts stay those of the routing
+            self.events.emit(UNSUB_IN, sub_id=unsub.sub_id, link=link, hops=unsub.hops)
         d = self.algo.on_unsubscription(unsub, from_hop)
         if d.duplicate:
             self.counters["duplicate"] += 1
-        self._forward(d, UNSUB_OUT, "sub_id")
+        self._forward(d, UNSUB_OUT, "sub_id", replay=replay)
 
     def _on_publication(self, from_hop: str | None, pub: Publication, raw: pb.Notification | None) -> None:
         emit = self.events.emit
@@ -384,7 +403,9 @@ class Broker:
             self.counters[DELIVER] += 1
             self.events.emit(DELIVER, pub_id=pub.pub_id, sub_id=sub_id, hops=pub.hops)
 
-    def _forward(self, d: Decision, ev: str, id_field: str, raw: pb.Notification | None = None) -> None:
+    def _forward(
+        self, d: Decision, ev: str, id_field: str, raw: pb.Notification | None = None, replay: bool = False
+    ) -> None:
         cache: dict[int, tuple[pb.Envelope, int] | None] = {}  # one encoding and one size per message
         emit = self.events.emit
         for f in d.forwards:
@@ -400,6 +421,10 @@ class Broker:
             if sized is None:
                 link.dropped += 1
                 continue
+            if ev != NOTIF_OUT:
+                link.sent_log.record(msg, sized)
+                if replay:  # the old process had sent it: only the log learns it again (broker.rejoin)
+                    continue
             if len(link.queue) >= link.backlog:
                 link.dropped += 1
                 self.drop(f.hop, "backlog_overflow", **{id_field: getattr(msg, id_field)})

@@ -16,12 +16,13 @@ run can drain. Local backend only in this build.
 Rejoining (the guarantee). A restarted broker dials its neighbours with a new
 incarnation; each neighbour resends every batch the old process had not
 acknowledged (they wait in its unacknowledged window and output queue), so
-nothing that was still on a link is lost. Lost are the envelopes the old
-process had acknowledged but not yet forwarded, and its routing table: a
-restarted broker starts empty, which is exact for flooding (no state) and
-loses the subscriptions stored there for the other algorithms — so an
-experiment with restarts uses flooding or accepts those losses as the
-fault's effect. Clients of the restarted broker lose their sessions.
+nothing that was still on a link is lost, and then replays its *sent log* —
+every subscription and unsubscription it had sent the old process, in order —
+which rebuilds the restarted broker's routing table for every plug-in without
+re-flooding anything (:mod:`scotbed.broker.rejoin`). Lost are the envelopes
+the old process had acknowledged but not yet forwarded, state a plug-in
+derives from publications (selective pruning's history), and the sessions of
+the broker's own clients with their subscriptions.
 
 Windows and attribution. ``faults.jsonl`` in the run directory records when
 each action actually happened. A *fault window* runs from a kill/stop/cut to
