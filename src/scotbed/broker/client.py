@@ -152,6 +152,11 @@ class BrokerClient:
         reply = await self.admin.Drain(pb.DrainRequest(timeout_s=timeout_s), timeout=timeout_s + 5)
         return bool(reply.quiescent)
 
+    async def set_link_latency(self, latency_ms: float, jitter_ms: float = 0.0, neighbour: str = "") -> None:
+        await self.admin.SetLinkLatency(
+            pb.LinkLatencyRequest(neighbour=neighbour, latency_ms=latency_ms, jitter_ms=jitter_ms)
+        )
+
     async def set_link_capacity(self, capacity_msgs_per_s: float, neighbour: str = "") -> None:
         await self.admin.SetLinkCapacity(
             pb.LinkCapacityRequest(neighbour=neighbour, capacity_msgs_per_s=capacity_msgs_per_s)

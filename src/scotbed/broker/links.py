@@ -13,7 +13,8 @@ output-queue length, where the congestion detector looks). On any error it
 redials with exponential backoff (``redial_initial_ms`` doubling up to
 ``redial_max_ms``, with jitter). Sequence numbers start at 1 per incarnation.
 A neighbour with ``latency_ms``/``jitter_ms`` gets its batches through a
-:class:`~scotbed.broker.latency.DelayLine` before the wire.
+:class:`~scotbed.broker.latency.DelayLine` before the wire; ``Admin.SetLinkLatency``
+changes the delay of the batches that leave the queue from then on.
 
 Receiver (:class:`LinkReceiver`). It refuses a hello from a broker that is not
 a configured neighbour with ``PERMISSION_DENIED``, decodes each envelope once,
@@ -116,8 +117,8 @@ class LinkSender:
             link.connected = True
             self.last_error = ""
             reader = asyncio.create_task(self._read_acks(call))
-            delay = self.delay = DelayLine(link.neighbour.latency_ms, link.neighbour.jitter_ms)
-            writer = asyncio.create_task(self._write_delayed(call)) if delay.active else None
+            self.delay = DelayLine(*link.latency)
+            writer = asyncio.create_task(self._write_delayed(call))
             try:
                 for seq in sorted(link.unacked):
                     await self._write(call, link.unacked[seq])
@@ -130,7 +131,9 @@ class LinkSender:
                 call.cancel()
 
     async def _write(self, call: Any, batch: pb.Batch) -> None:
-        if self.delay.active:
+        if self.delay.ms != self.link.latency:
+            self.delay.set(*self.link.latency)  # changed at runtime (Admin.SetLinkLatency)
+        if self.delay.in_use:
             self.delay.put(batch)
         else:
             await call.write(batch)

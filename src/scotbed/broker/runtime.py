@@ -97,6 +97,7 @@ class LinkOut:
         self.unacked_envelopes = 0
         self.connected = False
         self.sent_log = SentLog()  # routing envelopes queued here: replayed when the neighbour restarts
+        self.latency = (neighbour.latency_ms, neighbour.jitter_ms)  # ms; Admin.SetLinkLatency changes it
 
     def set_capacity(self, capacity: float) -> None:
         """Envelopes/s; 0 = unlimited. The burst is 10 ms of capacity (at least one envelope)."""
@@ -517,6 +518,8 @@ class Broker:
                 connected=link.connected,
                 capacity_msgs_per_s=link.capacity,
                 unacked=link.unacked_envelopes,
+                latency_ms=link.latency[0],
+                jitter_ms=link.latency[1],
             )
         return reply
 
@@ -525,6 +528,14 @@ class Broker:
         for e in self.algo.entries():
             reply.entries.append(_table_entry(e))
         return reply
+
+    def set_latency(self, neighbour: str, latency_ms: float, jitter_ms: float) -> None:
+        """Propagation delay of the link to ``neighbour`` ("" = every link), picked up by its sender."""
+        if neighbour and neighbour not in self.links:
+            raise KeyError(neighbour)
+        for link in self.links.values():
+            if not neighbour or link.id == neighbour:
+                link.latency = (latency_ms, jitter_ms)
 
     def set_capacity(self, neighbour: str, capacity: float) -> None:
         if neighbour and neighbour not in self.links:

@@ -8,10 +8,13 @@ A spec lists faults with times relative to the release of the publishers::
       - {at_s: 1, action: cut, broker: b-v0-0, neighbour: b-v1-0}     # both directions hold their batches
       - {at_s: 3, action: restore, broker: b-v0-0, neighbour: b-v1-0}
       - {at_s: 5, action: capacity, broker: b-v0-0, neighbour: b-v1-0, capacity_msgs_per_s: 50}
+      - {at_s: 6, action: latency, broker: b-v0-0, neighbour: b-v1-0, latency_ms: 80, jitter_ms: 10}
 
 ``stop`` is a SIGTERM (the broker drains what it can). A stopped or killed
 broker must be restarted later in the timeline and a cut link restored, so the
-run can drain. Local backend only in this build.
+run can drain. ``latency`` sets both directions' propagation delay (ms as
+given, not scaled by ``workload.time_scale``) for batches leaving the queues
+from then on; it delays and loses nothing, so it opens no fault window. Local backend only in this build.
 
 Rejoining (the guarantee). A restarted broker dials its neighbours with a new
 incarnation; each neighbour resends every batch the old process had not
@@ -38,7 +41,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -50,16 +53,19 @@ from scotbed import contract
 GRACE_S = 1.0
 CUT_MSGS_PER_S = 1e-6  # a cut link: the token bucket releases nothing until restored
 OPENS = {"kill": "restart", "stop": "restart", "cut": "restore"}
+LINK_ACTIONS = ("cut", "restore", "capacity", "latency")
 
 
 class FaultSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     at_s: float = Field(ge=0, description="seconds after the publishers are released")
-    action: Literal["kill", "stop", "restart", "cut", "restore", "capacity"]
+    action: Literal["kill", "stop", "restart", "cut", "restore", "capacity", "latency"]
     broker: str
     neighbour: str | None = Field(default=None, description="cut, restore, capacity: the link's other end")
     capacity_msgs_per_s: float | None = Field(default=None, ge=0, description="capacity: the new rate")
+    latency_ms: float | None = Field(default=None, ge=0, description="latency: the new delay, ms")
+    jitter_ms: float = Field(default=0.0, ge=0, description="latency: ± this, uniform, ms")
 
 
 def check(faults: list[FaultSpec], brokers: set[str], neighbours: Callable[[str], set[str]]) -> list[str]:
@@ -70,13 +76,15 @@ def check(faults: list[FaultSpec], brokers: set[str], neighbours: Callable[[str]
         if f.broker not in brokers:
             problems.append(f"{where}.broker: {f.broker!r} is not a broker of this overlay")
             continue
-        link = f.action in ("cut", "restore", "capacity")
+        link = f.action in LINK_ACTIONS
         if link and (f.neighbour is None or f.neighbour not in neighbours(f.broker)):
             problems.append(f"{where}.neighbour: {f.neighbour!r} is not a neighbour of {f.broker}")
         if not link and f.neighbour is not None:
-            problems.append(f"{where}.neighbour: only cut, restore and capacity name a link")
+            problems.append(f"{where}.neighbour: only {', '.join(LINK_ACTIONS)} name a link")
         if (f.action == "capacity") != (f.capacity_msgs_per_s is not None):
             problems.append(f"{where}.capacity_msgs_per_s: required for capacity, and only there")
+        if (f.action == "latency") != (f.latency_ms is not None) or (f.jitter_ms and f.action != "latency"):
+            problems.append(f"{where}.latency_ms: required for latency, and (with jitter_ms) only there")
         if f.action in OPENS and not any(
             g.action == OPENS[f.action]
             and g.broker == f.broker
@@ -185,6 +193,11 @@ class Injector:
             c.start_broker(f.broker)
             c.wait_ready([f.broker])
             self.down.discard(f.broker)
+        elif f.action == "latency":
+            assert f.neighbour is not None and f.latency_ms is not None
+            ms, jitter = f.latency_ms, f.jitter_ms
+            for a, b in ((f.broker, f.neighbour), (f.neighbour, f.broker)):
+                self._set_latency(a, b, ms, jitter)
         else:
             assert f.neighbour is not None
             for a, b in ((f.broker, f.neighbour), (f.neighbour, f.broker)):
@@ -200,13 +213,20 @@ class Injector:
         return n.capacity_msgs_per_s if n.capacity_msgs_per_s is not None else cfg.link_capacity_msgs_per_s
 
     def _set_capacity(self, broker: str, neighbour: str, rate: float) -> None:
+        self._admin(broker, lambda client: client.set_link_capacity(rate, neighbour))
+
+    def _set_latency(self, broker: str, neighbour: str, ms: float, jitter: float) -> None:
+        self._admin(broker, lambda client: client.set_link_latency(ms, jitter, neighbour))
+
+    def _admin(self, broker: str, call: Callable[[Any], Awaitable[None]]) -> None:
+        """One Admin call on ``broker`` (a :class:`~scotbed.broker.client.BrokerClient` method)."""
         import asyncio
 
         from scotbed.broker.client import BrokerClient
 
         async def go() -> None:
             async with BrokerClient(self.cluster.address(broker)) as client:
-                await client.set_link_capacity(rate, neighbour)
+                await call(client)
 
         asyncio.run(go())
 
