@@ -14,7 +14,12 @@ A spec lists faults with times relative to the release of the publishers::
 broker must be restarted later in the timeline and a cut link restored, so the
 run can drain. ``latency`` sets both directions' propagation delay (ms as
 given, not scaled by ``workload.time_scale``) for batches leaving the queues
-from then on; it delays and loses nothing, so it opens no fault window. Local backend only in this build.
+from then on; it delays and loses nothing, so it opens no fault window.
+
+Backends: local and compose (the deployment's ``fault_target``). On compose a
+broker is its container (``compose kill``, ``stop``, ``start``:
+:mod:`scotbed.orchestrator.backends.compose_faults`); link faults go through
+the broker's Admin RPC on every backend.
 
 Rejoining (the guarantee). A restarted broker dials its neighbours with a new
 incarnation; each neighbour resends every batch the old process had not
@@ -41,10 +46,10 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -54,6 +59,7 @@ GRACE_S = 1.0
 CUT_MSGS_PER_S = 1e-6  # a cut link: the token bucket releases nothing until restored
 OPENS = {"kill": "restart", "stop": "restart", "cut": "restore"}
 LINK_ACTIONS = ("cut", "restore", "capacity", "latency")
+BACKENDS = ("local", "compose")  # those whose deployment has a fault_target
 
 
 class FaultSpec(BaseModel):
@@ -143,12 +149,24 @@ def attribute(summary: dict[str, Any], run_dir: Path) -> None:
     c["ok"] = outside == 0 and not c.get("duplicates") and not c.get("false_positives")
 
 
-class Injector:
-    """Runs a timeline against a local deployment in a thread; knows which brokers are down on purpose."""
+class Target(Protocol):
+    """A deployment's fault hooks: LocalCluster on local, ComposeFaults on compose."""
 
-    def __init__(self, faults: list[FaultSpec], cluster: Any, run_dir: Path) -> None:
+    configs: list[Any]  # the brokers' configs (BrokerConfig): the link capacities a restore goes back to
+
+    def kill(self, broker_id: str) -> Any: ...
+    def terminate(self, broker_id: str) -> Any: ...
+    def start_broker(self, broker_id: str) -> None: ...
+    def wait_ready(self, ids: Iterable[str] | None = None) -> None: ...
+    def address(self, broker_id: str) -> str: ...
+
+
+class Injector:
+    """Runs a timeline against a deployment in a thread; knows which brokers are down on purpose."""
+
+    def __init__(self, faults: list[FaultSpec], cluster: Target, run_dir: Path) -> None:
         self.faults = sorted(faults, key=lambda f: f.at_s)
-        self.cluster = cluster  # scotbed.broker.launcher.LocalCluster
+        self.cluster = cluster
         self.log = run_dir / contract.FAULTS
         self.down: set[str] = set()
         self.error: str | None = None
@@ -237,8 +255,8 @@ def validate(spec: Any, scot: Any, backend: str) -> None:
 
     if not spec.faults:
         return
-    if backend != "local":
-        raise SpecError(f"faults: injected on the local backend only in this build, not {backend}")
+    if backend not in BACKENDS:
+        raise SpecError(f"faults: injected on {' and '.join(BACKENDS)} only in this build, not {backend}")
     ids = {b.id for b in scot.brokers}
     problems = check(spec.faults, ids, lambda b: {n.id for n in scot.neighbours(b)})
     if problems:
@@ -249,6 +267,6 @@ def inject(spec: Any, deployment: Any, run_dir: Path | None) -> Injector | None:
     """Start the spec's timeline now (the publishers were just released); None without faults."""
     if not spec.faults or run_dir is None:
         return None
-    injector = Injector(list(spec.faults), deployment.cluster, run_dir)
+    injector = Injector(list(spec.faults), deployment.fault_target, run_dir)
     injector.start()
     return injector
