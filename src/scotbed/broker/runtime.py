@@ -29,7 +29,9 @@ Counters (``Admin.Status.counters``): ``sub_in``, ``sub_out``, ``unsub_in``,
 (so their sums over brokers are the IMs); ``client_sub``, ``client_unsub``,
 ``client_pub`` count client operations; ``match``, ``deliver``,
 ``duplicate``, ``drop``, ``rejected``, ``errors`` the rest. The event log has
-``sub_in``/``notif_in``... for local clients too, with ``link`` "".
+``sub_in``/``notif_in``... for local clients too, with ``link`` "". ``replay_out``/``replay_in``
+count the routing envelopes replayed to and by a restarted neighbour (:mod:`scotbed.broker.rejoin`),
+apart from the IMs.
 """
 
 from __future__ import annotations
