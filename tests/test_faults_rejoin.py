@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from scotbed import topology
+from scotbed import contract, topology
 from scotbed.broker.client import BrokerClient, SubscriptionStream
 from scotbed.broker.launcher import LocalCluster
 from scotbed.broker.rejoin import SentLog, replay_count
 from scotbed.broker.routing import ALGORITHMS, algorithm_class
 from scotbed.filters import Filter
 from scotbed.messages import Subscription, Unsubscription
+from scotbed.orchestrator.faults import FaultSpec, Injector
 from scotbed.v1 import scotbed_pb2 as pb
 
 VICTIM = "b-v1-0"
@@ -119,3 +120,24 @@ def test_a_restarted_broker_rebuilds_its_routing_table_and_routes_exactly(
         flt = Filter.parse(FILTERS[name.split("@")[0]])
         want = sorted(f"{x}{p}" for x in "pq" for p in PRICES if flt.matches({"price": p}))
         assert ids == want, name
+
+
+@pytest.mark.slow
+def test_a_timeline_restart_is_done_when_the_links_are_up_both_ways(tmp_path: Path) -> None:
+    scot = topology.tree(topology.path(3))
+    rows = [
+        {"at_s": 0.0, "action": "kill", "broker": VICTIM},
+        {"at_s": 0.5, "action": "restart", "broker": VICTIM},
+    ]
+    with LocalCluster.from_topology(scot, tmp_path, routing="rpf", matching="counting") as c:
+        injector = Injector([FaultSpec.model_validate(r) for r in rows], c, tmp_path)
+        injector.start()
+        deadline = time.monotonic() + 60
+        log = tmp_path / contract.FAULTS
+        while not log.exists() or len(log.read_text().splitlines()) < 2:
+            assert time.monotonic() < deadline and injector.error is None, injector.error
+            time.sleep(0.01)
+        status = c.status_all()  # at once: the restart was recorded only once every link was back
+        injector.stop()
+    assert all(link.connected for s in status.values() for link in s.links)
+    assert status[VICTIM].counters["replay_in"] == 0 and injector.down == set()

@@ -34,7 +34,8 @@ the broker's own clients with their subscriptions.
 
 Windows and attribution. ``faults.jsonl`` in the run directory records when
 each action actually happened. A *fault window* runs from a kill/stop/cut to
-its restart/restore being done, widened by :data:`GRACE_S` on both sides
+its restart/restore being done (a restart is done when the broker is ready and
+every link to a running neighbour is up both ways), widened by :data:`GRACE_S` on both sides
 (publications in flight at the fault). After the analysis, a missing delivery
 whose publication was intended inside a window is counted as
 ``missing_in_fault_windows``; only the rest count as ``missing`` for the
@@ -56,6 +57,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from scotbed import contract
 
 GRACE_S = 1.0
+REJOIN_TIMEOUT_S = 30.0  # a restarted broker's links must be up both ways by then
 CUT_MSGS_PER_S = 1e-6  # a cut link: the token bucket releases nothing until restored
 OPENS = {"kill": "restart", "stop": "restart", "cut": "restore"}
 LINK_ACTIONS = ("cut", "restore", "capacity", "latency")
@@ -211,6 +213,7 @@ class Injector:
             c.start_broker(f.broker)
             c.wait_ready([f.broker])
             self.down.discard(f.broker)
+            self._rejoined(f.broker)
         elif f.action == "latency":
             assert f.neighbour is not None and f.latency_ms is not None
             ms, jitter = f.latency_ms, f.jitter_ms
@@ -232,6 +235,29 @@ class Injector:
 
     def _set_capacity(self, broker: str, neighbour: str, rate: float) -> None:
         self._admin(broker, lambda client: client.set_link_capacity(rate, neighbour))
+
+    def _rejoined(self, broker: str) -> None:
+        """Wait until every link between ``broker`` and a running neighbour is up both ways: the
+        neighbours have seen its new incarnation and queued their replays, so the restart is done."""
+        cfg = next(c for c in self.cluster.configs if c.id == broker)
+        up = [n.id for n in cfg.neighbours if n.id not in self.down]
+        deadline = time.monotonic() + REJOIN_TIMEOUT_S
+        while not all(self._link_up(a, b) for n in up for a, b in ((broker, n), (n, broker))):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{broker}: links not back {REJOIN_TIMEOUT_S:g} s after the restart")
+            time.sleep(0.05)
+
+    def _link_up(self, broker: str, neighbour: str) -> bool:
+        import asyncio
+
+        from scotbed.broker.client import BrokerClient
+
+        async def go() -> bool:
+            async with BrokerClient(self.cluster.address(broker)) as client:
+                status = await client.status()
+            return any(link.neighbour == neighbour and link.connected for link in status.links)
+
+        return asyncio.run(go())
 
     def _set_latency(self, broker: str, neighbour: str, ms: float, jitter: float) -> None:
         self._admin(broker, lambda client: client.set_link_latency(ms, jitter, neighbour))
