@@ -73,15 +73,21 @@ def test_losses_inside_a_fault_window_are_counted_apart(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.spark
-def test_a_broker_killed_and_restarted_mid_publish_loses_nothing_outside_the_window(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("routing", "kind", "m"), [("flooding", "tree", 1), ("rpf", "tree", 1), ("snr", "scot", 2)]
+)
+def test_a_broker_killed_and_restarted_mid_publish_loses_nothing_outside_the_window(
+    routing: str, kind: str, m: int, tmp_path: Path
+) -> None:
+    """The restarted broker's table comes back (scotbed.broker.rejoin), so routing with state recovers too."""
     timeline = (
         "faults=[{at_s: 1.5, action: kill, broker: b-v1-0}, {at_s: 3.0, action: restart, broker: b-v1-0}]"
     )
     sets = [
-        "topology.kind=tree",
-        "topology.connectivity=1",
+        f"topology.kind={kind}",
+        f"topology.connectivity={m}",
         "topology.acyclic={kind: path, n: 3}",
-        "routing=flooding",
+        f"routing={routing}",
         "workload.placement=edge",
         "workload.subscribers=4",
         "workload.publishers=1",

@@ -5,10 +5,17 @@ Local mode (``local[*]``) by default; any master URL by argument. Under
 the master is not local, the ``scotbed`` package is zipped and shipped with
 ``addPyFile`` so executors can import the shared matching engines without a
 prior install.
+
+Spark's JVM never outlives the command: at exit every Spark JVM this process
+launched is stopped (:func:`_reap_jvm`). A SIGTERM inside PySpark's wait for
+the JVM's port drops PySpark's only handle on it, and that half-started JVM
+never notices its closed stdin, so the reaper finds it among the children.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import sys
 import tempfile
@@ -32,7 +39,10 @@ CONCURRENT_WRITERS = 32
 # A loaded host sometimes loses Spark's JVM before it reports its port (JAVA_GATEWAY_EXITED, seen at
 # load averages above 80); a second start then succeeds. A JVM that cannot start at all fails every try.
 GATEWAY_ATTEMPTS = 3
+SPARK_JVM_CLASS = "org.apache.spark.deploy.SparkSubmit"  # the main class on Spark's JVM command line
+JVM_STOP_S = 5.0  # what a JVM gets to exit on SIGTERM at our exit before it is killed
 _shared: list[bool] = []
+_reaper: list[bool] = []
 
 
 def _under_spark_submit() -> bool:
@@ -89,6 +99,9 @@ def get_session(
         builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions)).config(
             "spark.driver.memory", os.environ.get("SCOTBED_SPARK_DRIVER_MEMORY", "2g")
         )
+    if not _under_spark_submit() and not _reaper:  # before the start: a signal may cut it short
+        _reaper.append(True)
+        atexit.register(_reap_jvm)
     spark = _start(builder)
     spark.sparkContext.setLogLevel("ERROR")
     if not is_local:
@@ -112,6 +125,24 @@ def _start(builder: SparkSession.Builder) -> SparkSession:
             )
             time.sleep(2.0 * attempt)
     raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
+
+def _reap_jvm() -> None:
+    """Stop the Spark JVMs among this process's children (terminate, then kill after JVM_STOP_S)."""
+    import psutil
+
+    jvms = []
+    for child in psutil.Process().children():
+        with contextlib.suppress(psutil.Error):
+            if SPARK_JVM_CLASS in child.cmdline():
+                jvms.append(child)
+    for jvm in jvms:
+        with contextlib.suppress(psutil.Error):
+            jvm.terminate()
+    _, alive = psutil.wait_procs(jvms, timeout=JVM_STOP_S)
+    for jvm in alive:
+        with contextlib.suppress(psutil.Error):
+            jvm.kill()
 
 
 def is_shared() -> bool:

@@ -160,6 +160,11 @@ class BrokerClient:
         reply = await self.admin.Relink(req)
         return int(reply.repointed)
 
+    async def set_link_latency(self, latency_ms: float, jitter_ms: float = 0.0, neighbour: str = "") -> None:
+        await self.admin.SetLinkLatency(
+            pb.LinkLatencyRequest(neighbour=neighbour, latency_ms=latency_ms, jitter_ms=jitter_ms)
+        )
+
     async def set_link_capacity(self, capacity_msgs_per_s: float, neighbour: str = "") -> None:
         await self.admin.SetLinkCapacity(
             pb.LinkCapacityRequest(neighbour=neighbour, capacity_msgs_per_s=capacity_msgs_per_s)

@@ -22,16 +22,26 @@ from typing import Any
 
 class DelayLine:
     def __init__(self, latency_ms: float, jitter_ms: float, rng: random.Random | None = None) -> None:
-        self.latency_s = max(0.0, latency_ms) / 1000.0
-        self.jitter_s = max(0.0, jitter_ms) / 1000.0
+        self.set(latency_ms, jitter_ms)
         self.rng = rng or random.Random()
         self.pending: deque[tuple[float, Any]] = deque()
         self.wake = asyncio.Event()
         self._last_due = 0.0
 
+    def set(self, latency_ms: float, jitter_ms: float) -> None:
+        """New delays for batches put from now on (``Admin.SetLinkLatency``); those waiting keep theirs."""
+        self.ms = (latency_ms, jitter_ms)  # as set: what the sender compares with the link's setting
+        self.latency_s = max(0.0, latency_ms) / 1000.0
+        self.jitter_s = max(0.0, jitter_ms) / 1000.0
+
     @property
     def active(self) -> bool:
         return self.latency_s > 0 or self.jitter_s > 0
+
+    @property
+    def in_use(self) -> bool:
+        """Batches must go through the line: it delays, or still holds batches (a write must not overtake)."""
+        return self.active or bool(self.pending)
 
     def due(self, now: float) -> float:
         """When a batch that leaves the queue at ``now`` (monotonic seconds) reaches the wire."""

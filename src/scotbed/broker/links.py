@@ -13,7 +13,8 @@ output-queue length, where the congestion detector looks). On any error it
 redials with exponential backoff (``redial_initial_ms`` doubling up to
 ``redial_max_ms``, with jitter). Sequence numbers start at 1 per incarnation.
 A neighbour with ``latency_ms``/``jitter_ms`` gets its batches through a
-:class:`~scotbed.broker.latency.DelayLine` before the wire.
+:class:`~scotbed.broker.latency.DelayLine` before the wire; ``Admin.SetLinkLatency``
+changes the delay of the batches that leave the queue from then on.
 
 Receiver (:class:`LinkReceiver`). It refuses a hello from a broker that is not
 a configured neighbour with ``PERMISSION_DENIED``, decodes each envelope once,
@@ -21,7 +22,10 @@ puts it on the input queue and then acknowledges the batch (so an
 acknowledged batch is in the broker and a graceful stop processes it). It
 drops — but acknowledges — a batch it has already accepted: duplicates are
 recognised by (from_broker, incarnation, seq), which is what makes resending
-after a reconnection safe. A malformed envelope is counted (``rejected``) and
+after a reconnection safe. A hello with a new incarnation of a peer it knew
+(a restarted process) makes the broker replay that link's sent log to it
+(:mod:`scotbed.broker.rejoin`); a ``replay`` control envelope marks the routing
+envelopes that follow as a replay. A malformed envelope is counted (``rejected``) and
 logged as a ``drop`` event; a malformed stream (no hello, wrong sender) is
 aborted with ``INVALID_ARGUMENT`` naming what was wrong.
 """
@@ -43,6 +47,7 @@ import grpc
 
 from scotbed.broker.latency import DelayLine
 from scotbed.broker.limits import client_channel_options
+from scotbed.broker.rejoin import REPLAYED, replay_count
 from scotbed.broker.treeswap import end_of
 from scotbed.filters import FilterError
 from scotbed.messages import Publication
@@ -113,8 +118,8 @@ class LinkSender:
             link.connected = True
             self.last_error = ""
             reader = asyncio.create_task(self._read_acks(call))
-            delay = self.delay = DelayLine(link.neighbour.latency_ms, link.neighbour.jitter_ms)
-            writer = asyncio.create_task(self._write_delayed(call)) if delay.active else None
+            self.delay = DelayLine(*link.latency)
+            writer = asyncio.create_task(self._write_delayed(call))
             try:
                 for seq in sorted(link.unacked):
                     await self._write(call, link.unacked[seq])
@@ -127,7 +132,9 @@ class LinkSender:
                 call.cancel()
 
     async def _write(self, call: Any, batch: pb.Batch) -> None:
-        if self.delay.active:
+        if self.delay.ms != self.link.latency:
+            self.delay.set(*self.link.latency)  # changed at runtime (Admin.SetLinkLatency)
+        if self.delay.in_use:
             self.delay.put(batch)
         else:
             await call.write(batch)
@@ -208,6 +215,7 @@ def _take(queue: deque[tuple[pb.Envelope, int]], n: int, max_bytes: int) -> list
 class _RxState:
     incarnation: str = ""
     last_seq: int = 0
+    replay_left: int = 0  # routing envelopes still to come in a replay (scotbed.broker.rejoin)
 
 
 class LinkReceiver:
@@ -243,7 +251,10 @@ class LinkReceiver:
         incarnation = hello.envelopes[0].control.args.get("incarnation", "")
         state = self._state.setdefault(peer, _RxState())
         if state.incarnation != incarnation:
-            state.incarnation, state.last_seq = incarnation, 0
+            restarted = bool(state.incarnation)  # not the first hello: the neighbour is a new process
+            state.incarnation, state.last_seq, state.replay_left = incarnation, 0, 0
+            if restarted:
+                broker.neighbour_restarted(peer)
         link = broker.links[peer]
         yield pb.BatchAck(seq=0)
         async for batch in it:
@@ -260,13 +271,16 @@ class LinkReceiver:
             if batch.seq <= state.last_seq:
                 broker.counters["duplicate_batches"] += 1
             else:
-                self._accept(peer, link, batch)
+                self._accept(peer, link, batch, state)
                 state.last_seq = batch.seq
             yield pb.BatchAck(seq=batch.seq)
 
-    def _accept(self, peer: str, link: LinkOut, batch: pb.Batch) -> None:
+    def _accept(self, peer: str, link: LinkOut, batch: pb.Batch, state: _RxState) -> None:
         broker = self.broker
         for k, env in enumerate(batch.envelopes):
+            if (n := replay_count(env)) is not None:
+                state.replay_left = n
+                continue
             try:
                 msg = from_envelope(env)
             except (FilterError, ValueError) as e:
@@ -281,6 +295,9 @@ class LinkReceiver:
                 continue
             msg.hops += 1
             link.received += 1
-            raw = env.notification.notification if isinstance(msg, Publication) else None
+            raw: Any = env.notification.notification if isinstance(msg, Publication) else None
+            if raw is None and state.replay_left > 0:
+                state.replay_left -= 1
+                raw = REPLAYED
             broker.submit(peer, msg, raw)
         broker.last_activity_ns = time.time_ns()

@@ -33,7 +33,9 @@ Counters (``Admin.Status.counters``): ``sub_in``, ``sub_out``, ``unsub_in``,
 (so their sums over brokers are the IMs); ``client_sub``, ``client_unsub``,
 ``client_pub`` count client operations; ``match``, ``deliver``,
 ``duplicate``, ``drop``, ``rejected``, ``errors`` the rest. The event log has
-``sub_in``/``notif_in``... for local clients too, with ``link`` "".
+``sub_in``/``notif_in``... for local clients too, with ``link`` "". ``replay_out``/``replay_in``
+count the routing envelopes replayed to and by a restarted neighbour (:mod:`scotbed.broker.rejoin`),
+apart from the IMs.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from typing import Any
 from scotbed.broker.eventlog import EventLog
 from scotbed.broker.limits import envelope_fits
 from scotbed.broker.looplag import LoopProbe
+from scotbed.broker.rejoin import REPLAYED, SentLog
 from scotbed.broker.routing import make_algorithm
 from scotbed.broker.routing.base import Decision, Entry, LinkState, RoutingAlgorithm
 from scotbed.broker.service import Server
@@ -101,6 +104,8 @@ class LinkOut:
         self.unacked: dict[int, pb.Batch] = {}
         self.unacked_envelopes = 0
         self.connected = False
+        self.sent_log = SentLog()  # routing envelopes queued here: replayed when the neighbour restarts
+        self.latency = (neighbour.latency_ms, neighbour.jitter_ms)  # ms; Admin.SetLinkLatency changes it
 
     def set_capacity(self, capacity: float) -> None:
         """Envelopes/s; 0 = unlimited. The burst is 10 ms of capacity (at least one envelope)."""
@@ -311,6 +316,16 @@ class Broker:
             self.submit(None, Unsubscription(s.sub_id, self.id, origin_ns=time.time_ns(), filter=s.filter))
         return True
 
+    def neighbour_restarted(self, neighbour: str) -> None:
+        """A new incarnation of ``neighbour`` said hello: put the link's sent log at the head of its queue."""
+        link = self.links[neighbour]
+        block = link.sent_log.replay()
+        link.queue.extendleft(reversed(block))
+        link.window_in += len(block)
+        link.wake.set()
+        self.counters["replay_out"] += len(block) - 1
+        log.info("%s: %s restarted; replaying %d routing envelopes", self.id, neighbour, len(block) - 1)
+
     def drop(self, link: str, reason: str, **fields: Any) -> None:
         self.counters[DROP] += 1
         self.events.emit(DROP, link=link, reason=reason, **fields)
@@ -346,23 +361,27 @@ class Broker:
             return
         if not self.swap.admits(item):
             return
+        replay = raw is REPLAYED
         try:
             if isinstance(msg, Publication):
                 self._on_publication(from_hop, msg, raw)
             elif isinstance(msg, Subscription):
-                self._on_subscription(from_hop, msg)
+                self._on_subscription(from_hop, msg, replay)
             else:
-                self._on_unsubscription(from_hop, msg)
+                self._on_unsubscription(from_hop, msg, replay)
         except Exception as e:  # one bad message must not stop the broker; it is logged, never silent
             self.counters["errors"] += 1
             log.exception("%s: routing failed on %s", self.id, type(msg).__name__)
             self.drop(from_hop or "", f"error: {type(e).__name__}: {e}")
 
-    def _on_subscription(self, from_hop: str | None, sub: Subscription) -> None:
+    def _on_subscription(self, from_hop: str | None, sub: Subscription, replay: bool = False) -> None:
         link = from_hop or ""
-        if from_hop is not None:
+        if replay:
+            self.counters["replay_in"] += 1
+        elif from_hop is not None:
             self.counters[SUB_IN] += 1
-        self.events.emit(SUB_IN, sub_id=sub.sub_id, link=link, hops=sub.hops)
+        if not replay:  # a replay is counted apart and not logged: the IM counts stay those of the routing
+            self.events.emit(SUB_IN, sub_id=sub.sub_id, link=link, hops=sub.hops)
         d = self.algo.on_subscription(sub, from_hop)
         if d.duplicate:
             self.counters["duplicate"] += 1
@@ -370,17 +389,20 @@ class Broker:
             session = self.sessions.get(sub.sub_id)
             if session is not None and not session.accepted.done():
                 session.accepted.set_result(None)
-        self._forward(d, SUB_OUT, "sub_id")
+        self._forward(d, SUB_OUT, "sub_id", replay=replay)
 
-    def _on_unsubscription(self, from_hop: str | None, unsub: Unsubscription) -> None:
+    def _on_unsubscription(self, from_hop: str | None, unsub: Unsubscription, replay: bool = False) -> None:
         link = from_hop or ""
-        if from_hop is not None:
+        if replay:
+            self.counters["replay_in"] += 1
+        elif from_hop is not None:
             self.counters[UNSUB_IN] += 1
-        self.events.emit(UNSUB_IN, sub_id=unsub.sub_id, link=link, hops=unsub.hops)
+        if not replay:  # a replay is counted apart and not logged: the IM counts stay those of the routing
+            self.events.emit(UNSUB_IN, sub_id=unsub.sub_id, link=link, hops=unsub.hops)
         d = self.algo.on_unsubscription(unsub, from_hop)
         if d.duplicate:
             self.counters["duplicate"] += 1
-        self._forward(d, UNSUB_OUT, "sub_id")
+        self._forward(d, UNSUB_OUT, "sub_id", replay=replay)
 
     def _on_publication(self, from_hop: str | None, pub: Publication, raw: pb.Notification | None) -> None:
         emit = self.events.emit
@@ -427,7 +449,9 @@ class Broker:
             self.counters[DELIVER] += 1
             self.events.emit(DELIVER, pub_id=pub.pub_id, sub_id=sub_id, hops=pub.hops)
 
-    def _forward(self, d: Decision, ev: str, id_field: str, raw: pb.Notification | None = None) -> None:
+    def _forward(
+        self, d: Decision, ev: str, id_field: str, raw: pb.Notification | None = None, replay: bool = False
+    ) -> None:
         cache: dict[int, tuple[pb.Envelope, int] | None] = {}  # one encoding and one size per message
         emit = self.events.emit
         for f in d.forwards:
@@ -443,6 +467,10 @@ class Broker:
             if sized is None:
                 link.dropped += 1
                 continue
+            if ev != NOTIF_OUT:
+                link.sent_log.record(msg, sized)
+                if replay:  # the old process had sent it: only the log learns it again (broker.rejoin)
+                    continue
             if len(link.queue) >= link.backlog:
                 link.dropped += 1
                 self.drop(f.hop, "backlog_overflow", **{id_field: getattr(msg, id_field)})
@@ -539,6 +567,8 @@ class Broker:
                 connected=link.connected,
                 capacity_msgs_per_s=link.capacity,
                 unacked=link.unacked_envelopes,
+                latency_ms=link.latency[0],
+                jitter_ms=link.latency[1],
             )
         return reply
 
@@ -547,6 +577,14 @@ class Broker:
         for e in self.algo.entries():
             reply.entries.append(_table_entry(e))
         return reply
+
+    def set_latency(self, neighbour: str, latency_ms: float, jitter_ms: float) -> None:
+        """Propagation delay of the link to ``neighbour`` ("" = every link), picked up by its sender."""
+        if neighbour and neighbour not in self.links:
+            raise KeyError(neighbour)
+        for link in self.links.values():
+            if not neighbour or link.id == neighbour:
+                link.latency = (latency_ms, jitter_ms)
 
     def set_capacity(self, neighbour: str, capacity: float) -> None:
         if neighbour and neighbour not in self.links:

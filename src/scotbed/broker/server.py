@@ -168,6 +168,24 @@ class AdminService(pbg.AdminServicer):
             await self._refuse(context, grpc.StatusCode.INVALID_ARGUMENT, str(e.args[0]))
         raise AssertionError("unreachable: abort raises")
 
+    async def SetLinkLatency(self, request: pb.LinkLatencyRequest, context: Any) -> pb.LinkLatencyReply:
+        latency, jitter = request.latency_ms, request.jitter_ms
+        if not all(math.isfinite(v) and v >= 0 for v in (latency, jitter)):
+            await self._refuse(
+                context,
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"latency_ms and jitter_ms must be finite, >= 0: {latency}, {jitter}",
+            )
+        try:
+            self.broker.set_latency(request.neighbour, latency, jitter)
+        except KeyError:
+            await self._refuse(
+                context,
+                grpc.StatusCode.NOT_FOUND,
+                f"{request.neighbour!r} is not a neighbour of {self.broker.id}",
+            )
+        return pb.LinkLatencyReply()
+
 
 SERVICE_NAMES = (
     pb.DESCRIPTOR.services_by_name["Broker"].full_name,

@@ -8,24 +8,34 @@ A spec lists faults with times relative to the release of the publishers::
       - {at_s: 1, action: cut, broker: b-v0-0, neighbour: b-v1-0}     # both directions hold their batches
       - {at_s: 3, action: restore, broker: b-v0-0, neighbour: b-v1-0}
       - {at_s: 5, action: capacity, broker: b-v0-0, neighbour: b-v1-0, capacity_msgs_per_s: 50}
+      - {at_s: 6, action: latency, broker: b-v0-0, neighbour: b-v1-0, latency_ms: 80, jitter_ms: 10}
 
 ``stop`` is a SIGTERM (the broker drains what it can). A stopped or killed
 broker must be restarted later in the timeline and a cut link restored, so the
-run can drain. Local backend only in this build.
+run can drain. ``latency`` sets both directions' propagation delay (ms as
+given, not scaled by ``workload.time_scale``) for batches leaving the queues
+from then on; it delays and loses nothing, so it opens no fault window.
+
+Backends: local and compose (the deployment's ``fault_target``). On compose a
+broker is its container (``compose kill``, ``stop``, ``start``:
+:mod:`scotbed.orchestrator.backends.compose_faults`); link faults go through
+the broker's Admin RPC on every backend.
 
 Rejoining (the guarantee). A restarted broker dials its neighbours with a new
 incarnation; each neighbour resends every batch the old process had not
 acknowledged (they wait in its unacknowledged window and output queue), so
-nothing that was still on a link is lost. Lost are the envelopes the old
-process had acknowledged but not yet forwarded, and its routing table: a
-restarted broker starts empty, which is exact for flooding (no state) and
-loses the subscriptions stored there for the other algorithms — so an
-experiment with restarts uses flooding or accepts those losses as the
-fault's effect. Clients of the restarted broker lose their sessions.
+nothing that was still on a link is lost, and then replays its *sent log* —
+every subscription and unsubscription it had sent the old process, in order —
+which rebuilds the restarted broker's routing table for every plug-in without
+re-flooding anything (:mod:`scotbed.broker.rejoin`). Lost are the envelopes
+the old process had acknowledged but not yet forwarded, state a plug-in
+derives from publications (selective pruning's history), and the sessions of
+the broker's own clients with their subscriptions.
 
 Windows and attribution. ``faults.jsonl`` in the run directory records when
 each action actually happened. A *fault window* runs from a kill/stop/cut to
-its restart/restore being done, widened by :data:`GRACE_S` on both sides
+its restart/restore being done (a restart is done when the broker is ready and
+every link to a running neighbour is up both ways), widened by :data:`GRACE_S` on both sides
 (publications in flight at the fault). After the analysis, a missing delivery
 whose publication was intended inside a window is counted as
 ``missing_in_fault_windows``; only the rest count as ``missing`` for the
@@ -37,28 +47,33 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from scotbed import contract
 
 GRACE_S = 1.0
+REJOIN_TIMEOUT_S = 30.0  # a restarted broker's links must be up both ways by then
 CUT_MSGS_PER_S = 1e-6  # a cut link: the token bucket releases nothing until restored
 OPENS = {"kill": "restart", "stop": "restart", "cut": "restore"}
+LINK_ACTIONS = ("cut", "restore", "capacity", "latency")
+BACKENDS = ("local", "compose")  # those whose deployment has a fault_target
 
 
 class FaultSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     at_s: float = Field(ge=0, description="seconds after the publishers are released")
-    action: Literal["kill", "stop", "restart", "cut", "restore", "capacity"]
+    action: Literal["kill", "stop", "restart", "cut", "restore", "capacity", "latency"]
     broker: str
     neighbour: str | None = Field(default=None, description="cut, restore, capacity: the link's other end")
     capacity_msgs_per_s: float | None = Field(default=None, ge=0, description="capacity: the new rate")
+    latency_ms: float | None = Field(default=None, ge=0, description="latency: the new delay, ms")
+    jitter_ms: float = Field(default=0.0, ge=0, description="latency: ± this, uniform, ms")
 
 
 def check(faults: list[FaultSpec], brokers: set[str], neighbours: Callable[[str], set[str]]) -> list[str]:
@@ -69,13 +84,15 @@ def check(faults: list[FaultSpec], brokers: set[str], neighbours: Callable[[str]
         if f.broker not in brokers:
             problems.append(f"{where}.broker: {f.broker!r} is not a broker of this overlay")
             continue
-        link = f.action in ("cut", "restore", "capacity")
+        link = f.action in LINK_ACTIONS
         if link and (f.neighbour is None or f.neighbour not in neighbours(f.broker)):
             problems.append(f"{where}.neighbour: {f.neighbour!r} is not a neighbour of {f.broker}")
         if not link and f.neighbour is not None:
-            problems.append(f"{where}.neighbour: only cut, restore and capacity name a link")
+            problems.append(f"{where}.neighbour: only {', '.join(LINK_ACTIONS)} name a link")
         if (f.action == "capacity") != (f.capacity_msgs_per_s is not None):
             problems.append(f"{where}.capacity_msgs_per_s: required for capacity, and only there")
+        if (f.action == "latency") != (f.latency_ms is not None) or (f.jitter_ms and f.action != "latency"):
+            problems.append(f"{where}.latency_ms: required for latency, and (with jitter_ms) only there")
         if f.action in OPENS and not any(
             g.action == OPENS[f.action]
             and g.broker == f.broker
@@ -134,12 +151,24 @@ def attribute(summary: dict[str, Any], run_dir: Path) -> None:
     c["ok"] = outside == 0 and not c.get("duplicates") and not c.get("false_positives")
 
 
-class Injector:
-    """Runs a timeline against a local deployment in a thread; knows which brokers are down on purpose."""
+class Target(Protocol):
+    """A deployment's fault hooks: LocalCluster on local, ComposeFaults on compose."""
 
-    def __init__(self, faults: list[FaultSpec], cluster: Any, run_dir: Path) -> None:
+    configs: list[Any]  # the brokers' configs (BrokerConfig): the link capacities a restore goes back to
+
+    def kill(self, broker_id: str) -> Any: ...
+    def terminate(self, broker_id: str) -> Any: ...
+    def start_broker(self, broker_id: str) -> None: ...
+    def wait_ready(self, ids: Iterable[str] | None = None) -> None: ...
+    def address(self, broker_id: str) -> str: ...
+
+
+class Injector:
+    """Runs a timeline against a deployment in a thread; knows which brokers are down on purpose."""
+
+    def __init__(self, faults: list[FaultSpec], cluster: Target, run_dir: Path) -> None:
         self.faults = sorted(faults, key=lambda f: f.at_s)
-        self.cluster = cluster  # scotbed.broker.launcher.LocalCluster
+        self.cluster = cluster
         self.log = run_dir / contract.FAULTS
         self.down: set[str] = set()
         self.error: str | None = None
@@ -184,6 +213,12 @@ class Injector:
             c.start_broker(f.broker)
             c.wait_ready([f.broker])
             self.down.discard(f.broker)
+            self._rejoined(f.broker)
+        elif f.action == "latency":
+            assert f.neighbour is not None and f.latency_ms is not None
+            ms, jitter = f.latency_ms, f.jitter_ms
+            for a, b in ((f.broker, f.neighbour), (f.neighbour, f.broker)):
+                self._set_latency(a, b, ms, jitter)
         else:
             assert f.neighbour is not None
             for a, b in ((f.broker, f.neighbour), (f.neighbour, f.broker)):
@@ -199,13 +234,43 @@ class Injector:
         return n.capacity_msgs_per_s if n.capacity_msgs_per_s is not None else cfg.link_capacity_msgs_per_s
 
     def _set_capacity(self, broker: str, neighbour: str, rate: float) -> None:
+        self._admin(broker, lambda client: client.set_link_capacity(rate, neighbour))
+
+    def _rejoined(self, broker: str) -> None:
+        """Wait until every link between ``broker`` and a running neighbour is up both ways: the
+        neighbours have seen its new incarnation and queued their replays, so the restart is done."""
+        cfg = next(c for c in self.cluster.configs if c.id == broker)
+        up = [n.id for n in cfg.neighbours if n.id not in self.down]
+        deadline = time.monotonic() + REJOIN_TIMEOUT_S
+        while not all(self._link_up(a, b) for n in up for a, b in ((broker, n), (n, broker))):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{broker}: links not back {REJOIN_TIMEOUT_S:g} s after the restart")
+            time.sleep(0.05)
+
+    def _link_up(self, broker: str, neighbour: str) -> bool:
+        import asyncio
+
+        from scotbed.broker.client import BrokerClient
+
+        async def go() -> bool:
+            async with BrokerClient(self.cluster.address(broker)) as client:
+                status = await client.status()
+            return any(link.neighbour == neighbour and link.connected for link in status.links)
+
+        return asyncio.run(go())
+
+    def _set_latency(self, broker: str, neighbour: str, ms: float, jitter: float) -> None:
+        self._admin(broker, lambda client: client.set_link_latency(ms, jitter, neighbour))
+
+    def _admin(self, broker: str, call: Callable[[Any], Awaitable[None]]) -> None:
+        """One Admin call on ``broker`` (a :class:`~scotbed.broker.client.BrokerClient` method)."""
         import asyncio
 
         from scotbed.broker.client import BrokerClient
 
         async def go() -> None:
             async with BrokerClient(self.cluster.address(broker)) as client:
-                await client.set_link_capacity(rate, neighbour)
+                await call(client)
 
         asyncio.run(go())
 
@@ -216,8 +281,8 @@ def validate(spec: Any, scot: Any, backend: str) -> None:
 
     if not spec.faults:
         return
-    if backend != "local":
-        raise SpecError(f"faults: injected on the local backend only in this build, not {backend}")
+    if backend not in BACKENDS:
+        raise SpecError(f"faults: injected on {' and '.join(BACKENDS)} only in this build, not {backend}")
     ids = {b.id for b in scot.brokers}
     problems = check(spec.faults, ids, lambda b: {n.id for n in scot.neighbours(b)})
     if problems:
@@ -228,6 +293,6 @@ def inject(spec: Any, deployment: Any, run_dir: Path | None) -> Injector | None:
     """Start the spec's timeline now (the publishers were just released); None without faults."""
     if not spec.faults or run_dir is None:
         return None
-    injector = Injector(list(spec.faults), deployment.cluster, run_dir)
+    injector = Injector(list(spec.faults), deployment.fault_target, run_dir)
     injector.start()
     return injector

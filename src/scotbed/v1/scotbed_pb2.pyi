@@ -255,7 +255,7 @@ class StatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class LinkStatus(_message.Message):
-    __slots__ = ("neighbour", "kind", "output_len", "ce", "overloaded", "sent", "received", "dropped", "connected", "capacity_msgs_per_s", "unacked")
+    __slots__ = ("neighbour", "kind", "output_len", "ce", "overloaded", "sent", "received", "dropped", "connected", "capacity_msgs_per_s", "unacked", "latency_ms", "jitter_ms")
     NEIGHBOUR_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_LEN_FIELD_NUMBER: _ClassVar[int]
@@ -267,6 +267,8 @@ class LinkStatus(_message.Message):
     CONNECTED_FIELD_NUMBER: _ClassVar[int]
     CAPACITY_MSGS_PER_S_FIELD_NUMBER: _ClassVar[int]
     UNACKED_FIELD_NUMBER: _ClassVar[int]
+    LATENCY_MS_FIELD_NUMBER: _ClassVar[int]
+    JITTER_MS_FIELD_NUMBER: _ClassVar[int]
     neighbour: str
     kind: str
     output_len: int
@@ -278,7 +280,9 @@ class LinkStatus(_message.Message):
     connected: bool
     capacity_msgs_per_s: float
     unacked: int
-    def __init__(self, neighbour: _Optional[str] = ..., kind: _Optional[str] = ..., output_len: _Optional[int] = ..., ce: _Optional[float] = ..., overloaded: _Optional[bool] = ..., sent: _Optional[int] = ..., received: _Optional[int] = ..., dropped: _Optional[int] = ..., connected: _Optional[bool] = ..., capacity_msgs_per_s: _Optional[float] = ..., unacked: _Optional[int] = ...) -> None: ...
+    latency_ms: float
+    jitter_ms: float
+    def __init__(self, neighbour: _Optional[str] = ..., kind: _Optional[str] = ..., output_len: _Optional[int] = ..., ce: _Optional[float] = ..., overloaded: _Optional[bool] = ..., sent: _Optional[int] = ..., received: _Optional[int] = ..., dropped: _Optional[int] = ..., connected: _Optional[bool] = ..., capacity_msgs_per_s: _Optional[float] = ..., unacked: _Optional[int] = ..., latency_ms: _Optional[float] = ..., jitter_ms: _Optional[float] = ...) -> None: ...
 
 class StatusReply(_message.Message):
     __slots__ = ("broker_id", "input_len", "table_size", "links", "counters", "quiescent", "local_subscriptions", "last_activity_ns", "routing", "matching", "tree_version", "tree_finished")
@@ -415,6 +419,20 @@ class RelinkReply(_message.Message):
     REPOINTED_FIELD_NUMBER: _ClassVar[int]
     repointed: int
     def __init__(self, repointed: _Optional[int] = ...) -> None: ...
+
+class LinkLatencyRequest(_message.Message):
+    __slots__ = ("neighbour", "latency_ms", "jitter_ms")
+    NEIGHBOUR_FIELD_NUMBER: _ClassVar[int]
+    LATENCY_MS_FIELD_NUMBER: _ClassVar[int]
+    JITTER_MS_FIELD_NUMBER: _ClassVar[int]
+    neighbour: str
+    latency_ms: float
+    jitter_ms: float
+    def __init__(self, neighbour: _Optional[str] = ..., latency_ms: _Optional[float] = ..., jitter_ms: _Optional[float] = ...) -> None: ...
+
+class LinkLatencyReply(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
 
 class PeerMsg(_message.Message):
     __slots__ = ("run", "src", "dst", "kind", "body")

@@ -294,6 +294,11 @@ class AdminStub:
                 request_serializer=scotbed_dot_v1_dot_scotbed__pb2.RelinkRequest.SerializeToString,
                 response_deserializer=scotbed_dot_v1_dot_scotbed__pb2.RelinkReply.FromString,
                 _registered_method=True)
+        self.SetLinkLatency = channel.unary_unary(
+                '/scotbed.v1.Admin/SetLinkLatency',
+                request_serializer=scotbed_dot_v1_dot_scotbed__pb2.LinkLatencyRequest.SerializeToString,
+                response_deserializer=scotbed_dot_v1_dot_scotbed__pb2.LinkLatencyReply.FromString,
+                _registered_method=True)
 
 
 class AdminServicer:
@@ -335,6 +340,12 @@ class AdminServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SetLinkLatency(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -367,6 +378,11 @@ def add_AdminServicer_to_server(servicer, server):
                     servicer.Relink,
                     request_deserializer=scotbed_dot_v1_dot_scotbed__pb2.RelinkRequest.FromString,
                     response_serializer=scotbed_dot_v1_dot_scotbed__pb2.RelinkReply.SerializeToString,
+            ),
+            'SetLinkLatency': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetLinkLatency,
+                    request_deserializer=scotbed_dot_v1_dot_scotbed__pb2.LinkLatencyRequest.FromString,
+                    response_serializer=scotbed_dot_v1_dot_scotbed__pb2.LinkLatencyReply.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -531,6 +547,33 @@ class Admin:
             '/scotbed.v1.Admin/Relink',
             scotbed_dot_v1_dot_scotbed__pb2.RelinkRequest.SerializeToString,
             scotbed_dot_v1_dot_scotbed__pb2.RelinkReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetLinkLatency(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/scotbed.v1.Admin/SetLinkLatency',
+            scotbed_dot_v1_dot_scotbed__pb2.LinkLatencyRequest.SerializeToString,
+            scotbed_dot_v1_dot_scotbed__pb2.LinkLatencyReply.FromString,
             options,
             channel_credentials,
             insecure,

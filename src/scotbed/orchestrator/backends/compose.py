@@ -23,6 +23,7 @@ from typing import Any
 
 from scotbed import contract
 from scotbed.orchestrator.backends.base import BackendError, DeployRequest, HostWorkload
+from scotbed.orchestrator.backends.compose_faults import ComposeFaults
 from scotbed.orchestrator.backends.docker_engine import (
     SERVICE_LABEL,
     ComposeCLI,
@@ -116,6 +117,7 @@ class ComposeDeployment(HostWorkload):
         self._dead: dict[str, str] = {}
         self._dead_at = 0.0
         self._down = False
+        self.fault_target: ComposeFaults | None = None  # set once the project is healthy
 
     def discover_ports(self) -> None:
         engine = self.project.engine
@@ -149,6 +151,11 @@ class ComposeDeployment(HostWorkload):
             tail = engine.logs_tail(s.id, 5).replace("\n", " | ")
             self._dead[s.service] = why + (f": {tail}" if tail else "")
         return dict(self._dead)
+
+    def revive(self, broker_id: str) -> None:
+        """The fault timeline started ``broker_id`` again: it is no longer dead."""
+        self._dead.pop(broker_id, None)
+        self._dead_at = 0.0
 
     def collect(self, events_dir: Path) -> list[Path]:
         """The logs are already in ``events_dir`` (bind mount); fail naming any broker without one."""
@@ -232,6 +239,7 @@ class ComposeBackend:
             except DockerError as e:
                 raise BackendError(self._not_healthy(project, e)) from None
             deployment.discover_ports()
+            deployment.fault_target = ComposeFaults(deployment, request.configs, request.ready_timeout_s)
         except (DockerError, BackendError) as e:
             if not self.keep_on_failure:
                 try:

@@ -331,6 +331,10 @@ class ComposeProject:
     def services(self) -> list[str]:
         return self._compose("config", "config", "--services", timeout_s=60).stdout.split()
 
+    def act(self, *args: str, timeout_s: float) -> None:
+        """One compose command on some services (``kill -s SIGKILL b``, ``stop``, ``start``: faults)."""
+        self._compose(args[0], *args, timeout_s=timeout_s)
+
     def up(self, timeout_s: float = 300.0) -> None:
         """Create and start every service detached; never builds or pulls (no registry here)."""
         self._compose("up", "up", "-d", "--no-build", "--remove-orphans", timeout_s=timeout_s)

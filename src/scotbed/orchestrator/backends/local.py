@@ -32,6 +32,11 @@ class LocalDeployment(HostWorkload):
     def client_addresses(self) -> dict[str, str]:
         return self.cluster.addresses()
 
+    @property
+    def fault_target(self) -> LocalCluster:
+        """What the fault timeline kills, stops and restarts (scotbed.orchestrator.faults)."""
+        return self.cluster
+
     def dead(self) -> dict[str, str]:
         out = {}
         for bid, b in self.cluster.brokers.items():
