@@ -11,7 +11,8 @@ from pathlib import Path
 
 from scotbed import topology
 from scotbed.broker.eventlog import EventLog, read_events
-from scotbed.broker.runtime import Broker, LinkOut
+from scotbed.broker.linkout import LinkOut
+from scotbed.broker.runtime import Broker
 from scotbed.config import BrokerConfig, CongestionConfig, LogConfig, NeighbourConfig, build_configs
 from scotbed.filters import Filter
 from scotbed.messages import Publication, Subscription

@@ -56,7 +56,8 @@ from scotbed.v1 import scotbed_pb2_grpc as pbg
 from scotbed.wire import from_envelope
 
 if TYPE_CHECKING:
-    from scotbed.broker.runtime import Broker, LinkOut
+    from scotbed.broker.linkout import LinkOut
+    from scotbed.broker.runtime import Broker
 
 log = logging.getLogger("scotbed.broker.links")
 

@@ -43,14 +43,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from scotbed.broker.eventlog import EventLog
 from scotbed.broker.limits import envelope_fits
+from scotbed.broker.linkout import LinkOut
 from scotbed.broker.looplag import LoopProbe
-from scotbed.broker.rejoin import REPLAYED, SentLog
+from scotbed.broker.rejoin import REPLAYED
 from scotbed.broker.routing import make_algorithm
 from scotbed.broker.routing.base import Decision, Entry, LinkState, RoutingAlgorithm
 from scotbed.broker.service import Server
@@ -78,62 +79,6 @@ from scotbed.wire import notification_to_pb, subscription_to_pb, unsubscription_
 log = logging.getLogger("scotbed.broker")
 
 SESSION_QUEUE_LIMIT = 100_000  # deliveries waiting for a slow subscriber before drops
-
-
-class LinkOut:
-    """Output side of one directed link: queue, token bucket, CE window, sequence and ack state."""
-
-    def __init__(self, neighbour: NeighbourConfig, capacity: float, backlog: int) -> None:
-        self.neighbour = neighbour
-        self.id = neighbour.id
-        self.queue: deque[tuple[pb.Envelope, int]] = deque()  # (envelope, its encoded bytes)
-        self.backlog = backlog
-        self.capacity = 0.0
-        self.tokens = 0.0
-        self.burst = 1.0
-        self.refilled = time.monotonic()
-        self.wake = asyncio.Event()
-        self.set_capacity(capacity)
-        self.window_in = 0
-        self.window_out = 0
-        self.ce = 0.0
-        self.sent = 0
-        self.received = 0
-        self.dropped = 0
-        self.next_seq = 1
-        self.unacked: dict[int, pb.Batch] = {}
-        self.unacked_envelopes = 0
-        self.connected = False
-        self.sent_log = SentLog()  # routing envelopes queued here: replayed when the neighbour restarts
-        self.latency = (neighbour.latency_ms, neighbour.jitter_ms)  # ms; Admin.SetLinkLatency changes it
-
-    def set_capacity(self, capacity: float) -> None:
-        """Envelopes/s; 0 = unlimited. The burst is 10 ms of capacity (at least one envelope)."""
-        self.capacity = max(0.0, capacity)
-        self.burst = max(1.0, self.capacity / 100.0)
-        self.tokens = min(self.tokens, self.burst)
-        self.refilled = time.monotonic()
-        self.wake.set()
-
-    def refill(self) -> float:
-        now = time.monotonic()
-        if self.capacity > 0:
-            self.tokens = min(self.burst, self.tokens + (now - self.refilled) * self.capacity)
-        self.refilled = now
-        return self.tokens
-
-    def close_window(self) -> None:
-        i, o = self.window_in, self.window_out
-        self.ce = i / o if o > 0 else float(i)
-        self.window_in = self.window_out = 0
-
-    def acked(self, seq: int) -> int:
-        """Cumulative ack: forget every batch up to ``seq``; returns envelopes acknowledged."""
-        done = 0
-        for s in [s for s in self.unacked if s <= seq]:
-            done += len(self.unacked.pop(s).envelopes)
-        self.unacked_envelopes -= done
-        return done
 
 
 class Session:

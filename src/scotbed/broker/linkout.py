@@ -1,0 +1,74 @@
+"""The output side of one directed link, as the broker's processing loop and the link sender share it.
+
+The processing loop appends encoded envelopes to ``queue``; the sender
+(:class:`scotbed.broker.links.LinkSender`) takes batches off it within the
+token bucket's capacity, numbers them and keeps them in ``unacked`` until the
+neighbour acknowledges them. The CE window counts envelopes in and out for
+DNR's congestion estimate (OctopiS Eq. 3).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+
+from scotbed.broker.rejoin import SentLog
+from scotbed.config import NeighbourConfig
+from scotbed.v1 import scotbed_pb2 as pb
+
+
+class LinkOut:
+    """Output side of one directed link: queue, token bucket, CE window, sequence and ack state."""
+
+    def __init__(self, neighbour: NeighbourConfig, capacity: float, backlog: int) -> None:
+        self.neighbour = neighbour
+        self.id = neighbour.id
+        self.queue: deque[tuple[pb.Envelope, int]] = deque()  # (envelope, its encoded bytes)
+        self.backlog = backlog
+        self.capacity = 0.0
+        self.tokens = 0.0
+        self.burst = 1.0
+        self.refilled = time.monotonic()
+        self.wake = asyncio.Event()
+        self.set_capacity(capacity)
+        self.window_in = 0
+        self.window_out = 0
+        self.ce = 0.0
+        self.sent = 0
+        self.received = 0
+        self.dropped = 0
+        self.next_seq = 1
+        self.unacked: dict[int, pb.Batch] = {}
+        self.unacked_envelopes = 0
+        self.connected = False
+        self.sent_log = SentLog()  # routing envelopes queued here: replayed when the neighbour restarts
+        self.latency = (neighbour.latency_ms, neighbour.jitter_ms)  # ms; Admin.SetLinkLatency changes it
+
+    def set_capacity(self, capacity: float) -> None:
+        """Envelopes/s; 0 = unlimited. The burst is 10 ms of capacity (at least one envelope)."""
+        self.capacity = max(0.0, capacity)
+        self.burst = max(1.0, self.capacity / 100.0)
+        self.tokens = min(self.tokens, self.burst)
+        self.refilled = time.monotonic()
+        self.wake.set()
+
+    def refill(self) -> float:
+        now = time.monotonic()
+        if self.capacity > 0:
+            self.tokens = min(self.burst, self.tokens + (now - self.refilled) * self.capacity)
+        self.refilled = now
+        return self.tokens
+
+    def close_window(self) -> None:
+        i, o = self.window_in, self.window_out
+        self.ce = i / o if o > 0 else float(i)
+        self.window_in = self.window_out = 0
+
+    def acked(self, seq: int) -> int:
+        """Cumulative ack: forget every batch up to ``seq``; returns envelopes acknowledged."""
+        done = 0
+        for s in [s for s in self.unacked if s <= seq]:
+            done += len(self.unacked.pop(s).envelopes)
+        self.unacked_envelopes -= done
+        return done
