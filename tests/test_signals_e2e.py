@@ -84,22 +84,33 @@ def test_sigterm_during_the_analysis_exits_143_without_a_traceback(
     assert ours[-1].startswith("scotbed run: terminated"), err[-3000:]
 
 
+REAPER_SCENARIO = """
+import signal, subprocess, sys, time
+from scotbed.analysis import session
+code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"
+child = subprocess.Popen([sys.executable, "-c", code, session.SPARK_JVM_CLASS])
+other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+time.sleep(0.5)
+start = time.monotonic()
+session._reap_jvm()
+took = time.monotonic() - start
+print(child.wait(timeout=1), other.poll(), took)
+other.kill()
+"""
+
+
 def test_the_reaper_stops_a_spark_jvm_child_even_when_pyspark_lost_its_handle() -> None:
-    """A stand-in child with Spark's main class on its command line; the reaper finds it and stops it."""
-    code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"
-    child = subprocess.Popen([sys.executable, "-c", code, session.SPARK_JVM_CLASS])
-    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    try:
-        time.sleep(0.5)
-        start = time.monotonic()
-        session._reap_jvm()  # ignores SIGTERM: killed after JVM_STOP_S
-        assert child.wait(timeout=1) == -signal.SIGKILL
-        assert session.JVM_STOP_S <= time.monotonic() - start < session.JVM_STOP_S + 2
-        assert other.poll() is None  # not Spark's: left alone
-    finally:
-        for p in (child, other):
-            p.kill()
-            p.wait()
+    """A stand-in child with Spark's main class on its command line; the reaper finds it and stops it.
+
+    In a process of its own: the reaper stops every Spark JVM child of the process it runs in, and
+    this one holds the test session's JVM, which later Spark tests still use."""
+    out = subprocess.run(
+        [sys.executable, "-c", REAPER_SCENARIO], capture_output=True, text=True, timeout=60, check=True
+    )
+    child_rc, other_rc, took = out.stdout.split()
+    assert int(child_rc) == -signal.SIGKILL  # it ignored SIGTERM: killed after JVM_STOP_S
+    assert other_rc == "None"  # not Spark's: left alone
+    assert session.JVM_STOP_S <= float(took) < session.JVM_STOP_S + 2
 
 
 def _spark_jvm_started(pid: int) -> bool:

@@ -173,6 +173,8 @@ class Injector:
         self.down: set[str] = set()
         self.error: str | None = None
         self._stop = threading.Event()
+        self._idle = threading.Event()  # clear while a fault is being applied (a restart takes seconds)
+        self._idle.set()
         self._thread = threading.Thread(target=self._run, name="faults", daemon=True)
 
     def start(self) -> None:
@@ -183,16 +185,24 @@ class Injector:
         self._stop.set()
         self._thread.join(timeout=60)
 
+    def wait_applied(self, timeout_s: float) -> bool:
+        """Wait for the fault being applied, if any, to finish (a restart until its broker serves on its
+        possibly new address); later faults of the timeline are not waited for."""
+        return self._idle.wait(timeout_s)
+
     def _run(self) -> None:
         for f in self.faults:
             if self._stop.wait(max(0.0, self._t0 + f.at_s - time.monotonic())):
                 return
             start = time.time_ns()
+            self._idle.clear()
             try:
                 self._apply(f)
             except Exception as e:  # reported by the run (fails it); the thread must not die silently
                 self.error = f"faults: {f.action} {f.broker}: {type(e).__name__}: {e}"
                 return
+            finally:
+                self._idle.set()
             target = f.broker if f.neighbour is None else f"{f.broker}<->{f.neighbour}"
             rec = {
                 "action": f.action,

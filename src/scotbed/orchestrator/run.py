@@ -277,6 +277,16 @@ class Lifecycle:
             if pending:
                 time.sleep(0.2)
 
+    def _live_admin_addresses(self, spec: Spec) -> dict[str, str]:
+        """The brokers the drain asks: after the fault in progress has finished (a restarted container may
+        serve on a new host port), without those the timeline left down on purpose."""
+        assert self.deployment is not None
+        if self.injector is None:
+            return dict(self.deployment.admin_addresses)
+        self.injector.wait_applied(spec.timeouts.ready_s)
+        down = self.injector.down
+        return {b: a for b, a in self.deployment.admin_addresses.items() if b not in down}
+
     def _check_brokers(self) -> None:
         if self.deployment is None:
             return
@@ -326,8 +336,7 @@ class Lifecycle:
             locust.watch(spec.timeouts.run_s, ph)
 
         with self.progress.phase("drain") as ph:
-            assert self.deployment is not None
-            record = locust.drain(self.deployment.admin_addresses, spec.timeouts.drain_s, ph)
+            record = locust.drain(self._live_admin_addresses(spec), spec.timeouts.drain_s, ph)
             if not record["quiescent"]:
                 self.progress.warn(
                     f"drain: backlog {record['backlog_at_stop']} still queued after "
