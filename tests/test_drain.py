@@ -143,3 +143,18 @@ def test_the_report_says_undrained_only_when_deliveries_were_undelivered_at_stop
     summary["drain"] = {**summary["drain"], "undelivered_at_stop": 3, "backlog_at_stop": 2, "deadline_s": 1.0}
     html = render_run(tmp_path / "b.html", summary, "", {}, {}).read_text()
     assert "UNDRAINED: 3 of the missing deliveries were still" in html
+
+
+def test_losses_inside_declared_fault_windows_do_not_fail_the_verdict() -> None:
+    """As faults.attribute leaves a run: the oracle ok, nothing missing outside the windows, 7 lost inside."""
+    from scotbed.analysis.summary import verdict_of_json
+
+    doc = _doc(0, 0, True)
+    doc["notifications"]["delivered"] = 13
+    ok, text = verdict_of_json(doc)
+    assert not ok  # 7 short of the 20 expected, and nothing excuses them
+    doc["notifications"]["missing_in_fault_windows"] = 7
+    ok, text = verdict_of_json(doc)
+    assert ok and text.startswith("correct: ") and "7 lost inside fault windows" in text
+    doc["notifications"]["missing_in_fault_windows"] = 6
+    assert not verdict_of_json(doc)[0]

@@ -231,9 +231,10 @@ class Summary:
         }
 
 
-def verdict(summary: Summary) -> tuple[bool, str]:
+def verdict(summary: Summary, in_fault_windows: int = 0) -> tuple[bool, str]:
     """DESIGN §3: no duplicate, no false positive, no missing delivery outside the transitions of a
-    subscription change (those the oracle counts apart), and something was expected and delivered."""
+    subscription change (those the oracle counts apart) or the run's declared fault windows
+    (``in_fault_windows``, lost on purpose), and something was expected and delivered."""
     n = summary.notifications
     ok = (
         bool(summary.correctness.ok)
@@ -241,12 +242,14 @@ def verdict(summary: Summary) -> tuple[bool, str]:
         and n.duplicates == 0
         and n.false_positives == 0
         and n.expected_deliveries > 0
-        and n.delivered >= n.expected_deliveries
+        and n.delivered + in_fault_windows >= n.expected_deliveries
     )
     text = (
         f"{n.delivered} delivered of {n.expected_deliveries} expected (+{n.in_transition} in transition), "
         f"{n.missing} missing, {n.duplicates} duplicates, {n.false_positives} false positives"
     )
+    if in_fault_windows:
+        text += f", {in_fault_windows} lost inside fault windows"
     if n.undelivered_at_stop:
         ok = False
         text += f", {n.undelivered_at_stop} undelivered at stop (the backlog outlasted timeouts.drain_s)"
@@ -267,5 +270,6 @@ def verdict_of_json(doc: Mapping[str, Any]) -> tuple[bool, str]:
     except (KeyError, TypeError) as e:
         return False, f"INCORRECT: the summary has no complete notification counts ({e})"
     return verdict(
-        Summary(str(doc.get("run_id", "")), "", {}, {"notifications": n, "correctness": correctness})
+        Summary(str(doc.get("run_id", "")), "", {}, {"notifications": n, "correctness": correctness}),
+        int(notes.get("missing_in_fault_windows") or 0),
     )
