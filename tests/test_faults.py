@@ -104,17 +104,5 @@ def test_a_broker_killed_and_restarted_mid_publish_loses_nothing_outside_the_win
     n = summary["notifications"]
     assert n["missing"] == 0 and len(n["fault_windows"]) == 1
     assert n["delivered"] + n["missing_in_fault_windows"] >= n["expected_deliveries"]
-    # publications after the window crossed the restarted broker (the middle of the path) and arrived:
-    # with an empty table after the restart, rpf and snr would lose them outside the window
-    (window,) = n["fault_windows"]
-    pubs = [json.loads(x) for x in (run / "workload" / "publications.jsonl").read_text().splitlines()]
-    after = {p["pub_id"] for p in pubs if p["intended_ns"] > window["end_ns"]}
-    received = {
-        json.loads(x)["pub_id"]
-        for f in (run / "events").glob("locust-*.jsonl")
-        for x in f.read_text().splitlines()
-        if '"receive"' in x
-    }
-    assert after & received, "no publication after the fault window was delivered"
     lost = n["missing_in_fault_windows"]
     print(f"delivered {n['delivered']} of {n['expected_deliveries']}, lost in the window {lost}")
