@@ -30,11 +30,13 @@ SMALL = [
 
 
 def _session_left(sid: int) -> list[psutil.Process]:
-    """Processes still in the session the command led (it was started with a session of its own)."""
+    """Processes still running in the session the command led (it was started with a session of its own).
+
+    A zombie runs nothing: it is an exited orphan that a container's PID 1 has not reaped yet."""
     out = []
     for p in psutil.process_iter():
         with contextlib.suppress(psutil.Error, ProcessLookupError, PermissionError):
-            if os.getsid(p.pid) == sid:
+            if os.getsid(p.pid) == sid and p.status() != psutil.STATUS_ZOMBIE:
                 out.append(p)
     return out
 
