@@ -11,7 +11,7 @@ from pathlib import Path
 
 from scotbed import topology
 from scotbed.broker.eventlog import EventLog, read_events
-from scotbed.broker.linkout import LinkOut
+from scotbed.broker.linkout import CeWindow, LinkOut
 from scotbed.broker.runtime import Broker
 from scotbed.config import BrokerConfig, CongestionConfig, LogConfig, NeighbourConfig, build_configs
 from scotbed.filters import Filter
@@ -22,19 +22,37 @@ NB = NeighbourConfig("b-v1-0", "aCOL", "edge", 0, "v1", "127.0.0.1:1")
 
 
 def test_ce_is_in_over_out_and_in_when_nothing_went_out() -> None:
-    link = LinkOut(NB, 0.0, 10)
-    link.window_in, link.window_out = 10, 5
-    link.close_window()
-    assert link.ce == 2.0 and link.window_in == link.window_out == 0
-    link.window_in = 3
-    link.close_window()
-    assert link.ce == 3.0
-    link.close_window()
-    assert link.ce == 0.0
+    now = [0.0]
+    window = CeWindow(0.05, clock=lambda: now[0])
+    window.count_in(10)
+    window.count_out(5)
+    assert window.ce == 0.0  # the first window is still open
+    now[0] = 0.06
+    assert window.ce == 2.0
+    window.count_in(3)
+    now[0] = 0.10
+    assert window.ce == 3.0  # the window [0.05, 0.10) closed with 3 in, nothing out
+    window.count_out(4)
+    now[0] = 0.16  # [0.10, 0.15) had 4 out and nothing in
+    assert window.ce == 0.0
+    window.count_in(7)
+    now[0] = 0.31  # [0.15, 0.20) had 7 in, then empty windows: the last closed one is empty
+    assert window.ce == 0.0
+
+
+def test_link_ce_is_its_windows() -> None:
+    now = [0.0]
+    link = LinkOut(NB, 0.0, 10, 0.05)
+    assert link.window.window_s == 0.05
+    link.window = CeWindow(0.05, clock=lambda: now[0])
+    link.window.count_in(4)
+    link.window.count_out(2)
+    now[0] = 0.07
+    assert link.ce == 2.0
 
 
 def test_token_bucket_refills_at_capacity_up_to_a_10ms_burst() -> None:
-    link = LinkOut(NB, 1000.0, 10)
+    link = LinkOut(NB, 1000.0, 10, 0.05)
     assert link.burst == 10.0 and link.tokens == 0.0
     time.sleep(0.003)
     assert 2.0 <= link.refill() <= 10.0
@@ -45,7 +63,7 @@ def test_token_bucket_refills_at_capacity_up_to_a_10ms_burst() -> None:
 
 
 def test_acks_are_cumulative() -> None:
-    link = LinkOut(NB, 0.0, 10)
+    link = LinkOut(NB, 0.0, 10, 0.05)
     for seq in (1, 2, 3):
         link.unacked[seq] = pb.Batch(seq=seq, envelopes=[pb.Envelope()] * seq)
     link.unacked_envelopes = 6
@@ -124,6 +142,28 @@ def test_decisions_are_executed_into_output_queues_sessions_and_events(tmp_path:
             ("deliver", None),
             ("notif_out", "b-v2-0"),
         ]
+
+    asyncio.run(scenario())
+
+
+def test_the_log_is_written_a_flush_interval_after_a_line_waits_and_samples_at_once(tmp_path: Path) -> None:
+    """The flusher sleeps while nothing waits (no idle wake-ups) but still writes within its period."""
+
+    async def scenario() -> None:
+        b = _broker(tmp_path, "rpf")
+        path = tmp_path / "events.jsonl"
+        flusher = asyncio.create_task(b._flusher())
+        await asyncio.sleep(0.05)
+        b.events.emit("drop", link="", reason="test")
+        assert b.events.pending == 1
+        period = b.cfg.log.flush_interval_ms / 1000.0
+        await asyncio.sleep(period + 0.3)
+        assert b.events.pending == 0 and [e["ev"] for e in read_events(path)] == ["drop"]
+        b.sample()  # nothing else waited: the samples are written now, the flusher stays asleep
+        assert b.events.pending == 0 and not b._log_pending.is_set()
+        assert [e["ev"] for e in read_events(path)][1:] == ["queue", "queue", "queue", "table", "loop"]
+        flusher.cancel()
+        b.events.close()
 
     asyncio.run(scenario())
 

@@ -29,6 +29,7 @@ import json
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -45,6 +46,7 @@ class EventLog:
         self._lock = threading.Lock()  # emit() may run on gRPC threads in sync code paths
         self.written = 0
         self._closed = False
+        self.on_pending: Callable[[], None] | None = None  # called when a line waits and none did before
         self._fh: IO[str]
         if path == "-":
             self._fh = sys.stdout
@@ -67,6 +69,8 @@ class EventLog:
             line += "," + _dumps(fields)[1:] + "\n"
         else:
             line += "}\n"
+        if not self._buffer and self.on_pending is not None:
+            self.on_pending()
         self._buffer.append(line)
         if len(self._buffer) >= self._limit:
             self.flush()

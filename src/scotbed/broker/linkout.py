@@ -12,16 +12,56 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
+from collections.abc import Callable
 
 from scotbed.broker.rejoin import SentLog
 from scotbed.config import NeighbourConfig
 from scotbed.v1 import scotbed_pb2 as pb
 
 
+class CeWindow:
+    """Envelopes in and out of a link per window of Δt, and the CE of the last closed window (Eq. 3).
+
+    Windows lie on a grid of Δt and close when the CE is read or counted past their end, so an idle
+    broker runs no timer for them (a ticker cost it more CPU than anything else while idle). The CE
+    is in/out of the last closed window, or in when nothing went out; after an empty window it is 0.
+    """
+
+    def __init__(self, window_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.window_s = window_s
+        self._clock = clock
+        self._start = clock()
+        self._in = self._out = 0
+        self._ce = 0.0
+
+    def _roll(self) -> None:
+        elapsed = self._clock() - self._start
+        if elapsed < self.window_s:
+            return
+        closed = int(elapsed // self.window_s)
+        i, o = self._in, self._out
+        self._ce = (i / o if o > 0 else float(i)) if closed == 1 else 0.0
+        self._in = self._out = 0
+        self._start += closed * self.window_s
+
+    def count_in(self, n: int) -> None:
+        self._roll()
+        self._in += n
+
+    def count_out(self, n: int) -> None:
+        self._roll()
+        self._out += n
+
+    @property
+    def ce(self) -> float:
+        self._roll()
+        return self._ce
+
+
 class LinkOut:
     """Output side of one directed link: queue, token bucket, CE window, sequence and ack state."""
 
-    def __init__(self, neighbour: NeighbourConfig, capacity: float, backlog: int) -> None:
+    def __init__(self, neighbour: NeighbourConfig, capacity: float, backlog: int, window_s: float) -> None:
         self.neighbour = neighbour
         self.id = neighbour.id
         self.queue: deque[tuple[pb.Envelope, int]] = deque()  # (envelope, its encoded bytes)
@@ -32,9 +72,7 @@ class LinkOut:
         self.refilled = time.monotonic()
         self.wake = asyncio.Event()
         self.set_capacity(capacity)
-        self.window_in = 0
-        self.window_out = 0
-        self.ce = 0.0
+        self.window = CeWindow(window_s)
         self.sent = 0
         self.received = 0
         self.dropped = 0
@@ -60,10 +98,9 @@ class LinkOut:
         self.refilled = now
         return self.tokens
 
-    def close_window(self) -> None:
-        i, o = self.window_in, self.window_out
-        self.ce = i / o if o > 0 else float(i)
-        self.window_in = self.window_out = 0
+    @property
+    def ce(self) -> float:
+        return self.window.ce
 
     def acked(self, seq: int) -> int:
         """Cumulative ack: forget every batch up to ``seq``; returns envelopes acknowledged."""

@@ -187,7 +187,7 @@ class LinkSender:
                 link.unacked[link.next_seq] = batch
                 link.next_seq += 1
                 link.unacked_envelopes += n
-                link.window_out += n
+                link.window.count_out(n)
                 link.sent += n
                 return batch
             link.wake.clear()

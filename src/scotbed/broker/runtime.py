@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -142,11 +143,12 @@ class Broker:
         self.match_observer: Callable[[float], None] | None = None  # the metrics histogram, when on
         self._tasks: list[asyncio.Task[None]] = []
         self.loop_probe = LoopProbe()
+        self._log_pending = asyncio.Event()  # the flusher's wake-up: a line waits to be written
 
     def link_out(self, n: NeighbourConfig) -> LinkOut:
         cap = n.capacity_msgs_per_s
         capacity = cap if cap is not None else self.cfg.link_capacity_msgs_per_s
-        return LinkOut(n, capacity, self.cfg.limits.max_link_backlog)
+        return LinkOut(n, capacity, self.cfg.limits.max_link_backlog, self.cfg.congestion.window_ms / 1000.0)
 
     def start_links(self, incarnation: str) -> None:
         """One sender task per link; links opened later by :meth:`relink` get theirs there."""
@@ -183,7 +185,6 @@ class Broker:
     def start(self) -> None:
         self._tasks = [
             asyncio.create_task(self._loop(), name="process"),
-            asyncio.create_task(self._ce_ticker(), name="ce"),
             asyncio.create_task(self._flusher(), name="flush"),
         ]
         if self.server.active:
@@ -266,7 +267,7 @@ class Broker:
         link = self.links[neighbour]
         block = link.sent_log.replay()
         link.queue.extendleft(reversed(block))
-        link.window_in += len(block)
+        link.window.count_in(len(block))
         link.wake.set()
         self.counters["replay_out"] += len(block) - 1
         log.info("%s: %s restarted; replaying %d routing envelopes", self.id, neighbour, len(block) - 1)
@@ -421,7 +422,7 @@ class Broker:
                 self.drop(f.hop, "backlog_overflow", **{id_field: getattr(msg, id_field)})
                 continue
             link.queue.append(sized)
-            link.window_in += 1
+            link.window.count_in(1)
             link.wake.set()
             if ev != NOTIF_OUT:  # a decision on an unsubscription may send subscriptions, and back
                 ev = "sub_out" if isinstance(msg, Subscription) else "unsub_out"
@@ -451,13 +452,6 @@ class Broker:
 
     # --- periodic tasks -------------------------------------------------------------------------
 
-    async def _ce_ticker(self) -> None:
-        period = self.cfg.congestion.window_ms / 1000.0
-        while True:
-            await asyncio.sleep(period)
-            for link in self.links.values():
-                link.close_window()
-
     async def _sampler(self) -> None:
         period = self.cfg.log.sample_interval_ms / 1000.0
         while True:
@@ -465,6 +459,13 @@ class Broker:
             self.sample()
 
     def sample(self) -> None:
+        only_samples = not self.events.pending
+        self._emit_samples()
+        if only_samples:  # write them now instead of waking the flusher for them (an idle broker's cost)
+            self.events.flush()
+            self._log_pending.clear()
+
+    def _emit_samples(self) -> None:
         emit = self.events.emit
         qlen = self.input.qsize()
         emit(QUEUE, link="", len=qlen, ce=0.0, peak=max(self.input_peak, qlen))
@@ -475,8 +476,24 @@ class Broker:
         emit(LOOP, **self.loop_probe.take())
 
     async def _flusher(self) -> None:
+        """Writes the event log ``flush_interval_ms`` after a line starts waiting; idle, it sleeps."""
         period = self.cfg.log.flush_interval_ms / 1000.0
+        loop = asyncio.get_running_loop()
+        pending = self._log_pending
+        on_loop = threading.get_ident()
+
+        def wake() -> None:  # emit() may run on another thread: Event.set is for the loop's own
+            if threading.get_ident() == on_loop:
+                pending.set()
+            else:
+                loop.call_soon_threadsafe(pending.set)
+
+        self.events.on_pending = wake
+        if self.events.pending:
+            pending.set()
         while True:
+            await pending.wait()
+            pending.clear()
             await asyncio.sleep(period)
             self.events.flush()
 
