@@ -22,7 +22,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2
 from grpc_reflection.v1alpha import reflection, reflection_pb2
 
-from scotbed.broker import guard
+from scotbed.broker import guard, tls
 from scotbed.broker.limits import Refusal, check_publish, check_subscribe, server_options
 from scotbed.broker.links import LinkReceiver
 from scotbed.broker.runtime import Broker
@@ -217,7 +217,7 @@ def build_server(broker: Broker) -> tuple[grpc.aio.Server, health.aio.HealthServ
         (reflector, reflection_pb2.DESCRIPTOR.services_by_name["ServerReflection"]),
     ):
         guard.add_service(server, servicer, service, malformed)
-    port = server.add_insecure_port(broker.cfg.listen)
+    port = tls.add_port(server, broker.cfg.listen, broker.id)
     if port == 0:
         raise OSError(f"{broker.cfg.listen}: cannot bind (address in use or not available)")
     return server, health_servicer, port

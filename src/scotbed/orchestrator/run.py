@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 from scotbed import contract
 from scotbed.analysis import unreadable
-from scotbed.orchestrator import faults, interrupts, schedule, spec_peers
+from scotbed.orchestrator import faults, interrupts, schedule, security, spec_peers
 from scotbed.orchestrator import plan as deploy_plan
 from scotbed.orchestrator.backends.base import Backend, BackendError, Deployment, DeployRequest
 from scotbed.orchestrator.images import BROKER_IMAGE, WORKLOAD_IMAGE
@@ -185,6 +185,7 @@ class Lifecycle:
         with self.progress.phase("topology") as ph:
             scot = build_scot(spec)
             faults.validate(spec, scot, backend_name)
+            security.validate(spec, backend_name)
             (run_dir / contract.TOPOLOGY).write_text(json.dumps(scot.to_json(), indent=1))
             s = scot.summary()
             ph.update(
@@ -207,6 +208,8 @@ class Lifecycle:
 
         with self.progress.phase("deploy") as ph:
             ph.update(f"starting {len(configs)} brokers ({backend_name})")
+            if security.enable(spec, run_dir, configs, run_id) is not None:
+                ph.update(f"mutual TLS: certificates in {run_dir / security.TLS_DIR}")
             request = DeployRequest(
                 run_id=run_id,
                 run_dir=run_dir,
@@ -459,6 +462,7 @@ class Lifecycle:
             except Exception as e:
                 with contextlib.suppress(Exception):
                     self.progress.warn(f"{what}: {e}")
+        security.disable()
 
     def _stop_workload(self) -> None:
         if self.injector is not None:

@@ -1,0 +1,87 @@
+"""The fault timeline's hands on a k8s deployment: a broker is its Pod.
+
+``kill`` deletes the pod with grace 0 (the kubelet sends SIGKILL at once),
+``stop`` deletes it with the pod's own grace (SIGTERM, the broker drains, then
+SIGKILL after ``terminationGracePeriodSeconds``). Broker pods are bare Pods
+with ``restartPolicy: Never`` (no controller would bring one back), so
+``restart`` waits until the old pod object is gone and creates the same
+rendered Pod again: same name, same ConfigMap, same hostname and subdomain, so
+its DNS name ``<pod>.brokers.<namespace>.svc`` resolves to the new pod's
+address and the neighbours, which open a fresh channel on every redial, find
+it; the new process dials them with a new incarnation and they resend and
+replay as on local. The orchestrator's port-forward opens a stream to the pod
+*name* per connection, so Admin calls reach the new pod without a new forward.
+
+Lost with a deleted pod: its emptyDir, so the old incarnation's event log
+(only the new one's is collected; the oracle reads the clients' logs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from scotbed.config import BrokerConfig
+from scotbed.orchestrator.backends.k8s_api import api_message, is_status
+
+if TYPE_CHECKING:
+    from scotbed.orchestrator.backends.k8s import K8sDeployment
+
+KILL_GRACE_S = 0
+
+
+class K8sFaults:
+    def __init__(
+        self,
+        deployment: K8sDeployment,
+        pods: dict[str, dict[str, Any]],
+        configs: list[BrokerConfig],
+        ready_timeout_s: float,
+    ) -> None:
+        self.deployment = deployment
+        self.pods = pods  # broker id -> its rendered Pod, created again on restart
+        self.configs = configs
+        self.ready_timeout_s = ready_timeout_s
+
+    def _delete(self, broker_id: str, grace_s: int | None) -> None:
+        d = self.deployment
+        try:
+            d.kube.core.delete_namespaced_pod(broker_id, d.namespace, grace_period_seconds=grace_s)
+        except Exception as e:
+            if not is_status(e, 404):
+                raise RuntimeError(f"deleting pod {broker_id}: {api_message(e)}") from None
+
+    def kill(self, broker_id: str) -> None:
+        self._delete(broker_id, KILL_GRACE_S)
+
+    def terminate(self, broker_id: str) -> None:
+        self._delete(broker_id, None)
+
+    def _gone(self, broker_id: str) -> bool:
+        d = self.deployment
+        try:
+            d.kube.core.read_namespaced_pod(broker_id, d.namespace)
+        except Exception as e:
+            if is_status(e, 404):
+                return True
+            raise RuntimeError(f"reading pod {broker_id}: {api_message(e)}") from None
+        return False
+
+    def start_broker(self, broker_id: str) -> None:
+        """Create the broker's Pod again once the deleted one is gone (a name is not reused before)."""
+        d, clock = self.deployment, self.deployment.backend.clock
+        deadline = clock() + self.ready_timeout_s
+        while not self._gone(broker_id):
+            if clock() >= deadline:
+                raise RuntimeError(f"pod {broker_id} still terminating after {self.ready_timeout_s:g} s")
+            d.backend.sleep(min(d.backend.poll_s, 0.2))
+        try:
+            d.kube.core.create_namespaced_pod(d.namespace, self.pods[broker_id])
+        except Exception as e:
+            raise RuntimeError(f"creating pod {broker_id} again: {api_message(e)}") from None
+
+    def wait_ready(self, ids: Iterable[str] | None = None) -> None:
+        self.deployment.wait_ready(self.ready_timeout_s, only=None if ids is None else list(ids))
+
+    def address(self, broker_id: str) -> str:
+        return self.deployment.admin_addresses[broker_id]
