@@ -4,7 +4,9 @@ broker pod deleted and restarted mid-publish in a real `scotbed run --backend k8
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +16,13 @@ from scotbed_cli import scotbed
 from test_k8s_backend import SPEC, Clock, FakeApi, FakeStreams, _not_found, ready_status
 from test_k8s_e2e import K8S_RUN, KUBE_CONTEXT, QUICKSTART, images, run_namespaces, run_pods
 
+from scotbed import contract, topology
+from scotbed.broker.client import BrokerClient
+from scotbed.broker.launcher import LocalCluster
 from scotbed.orchestrator.backends.base import DeployRequest
 from scotbed.orchestrator.backends.k8s import K8sBackend, Kube, connect, run_namespace
-from scotbed.orchestrator.backends.k8s_faults import K8sFaults
+from scotbed.orchestrator.backends.k8s_faults import FromFirstPublication, K8sFaults
+from scotbed.orchestrator.faults import FaultSpec
 from scotbed.orchestrator.plan import deployed_configs
 from scotbed.orchestrator.spec import build_scot, parse_spec
 from scotbed.orchestrator.state import RunState
@@ -116,6 +122,39 @@ def test_killing_a_pod_already_gone_is_not_an_error(tmp_path: Path) -> None:
         assert api.pod_deletes == []
     finally:
         dep.teardown()
+
+
+def test_the_k8s_timeline_starts_at_the_first_client_publication(tmp_path: Path) -> None:
+    """Against real broker processes (a LocalCluster is a fault target too): nothing happens while no
+    client has published; the kill comes ``at_s`` after the first publication a broker counted."""
+    rows = [
+        {"at_s": 0.3, "action": "kill", "broker": "b-v1-0"},
+        {"at_s": 0.6, "action": "restart", "broker": "b-v1-0"},
+    ]
+    log = tmp_path / contract.FAULTS
+    with LocalCluster.from_topology(topology.tree(topology.path(3)), tmp_path, routing="rpf") as c:
+        injector = FromFirstPublication([FaultSpec.model_validate(r) for r in rows], c, tmp_path)
+        injector.start()
+        try:
+            time.sleep(1.0)
+            assert not log.exists() and injector.error is None
+            published_ns = time.time_ns()
+
+            async def publish() -> None:
+                async with BrokerClient(c.address("b-v0-0")) as client:
+                    await client.publish([("p1", {"price": 1})])
+
+            asyncio.run(publish())
+            deadline = time.monotonic() + 60
+            while not log.exists() or len(log.read_text().splitlines()) < 2:
+                assert time.monotonic() < deadline and injector.error is None, injector.error
+                time.sleep(0.05)
+        finally:
+            injector.stop()
+    kill, restart = [json.loads(line) for line in log.read_text().splitlines()]
+    assert (kill["action"], restart["action"]) == ("kill", "restart")
+    assert published_ns + 0.3e9 <= kill["start_ns"] < published_ns + 0.3e9 + 2e9
+    assert restart["start_ns"] - kill["start_ns"] >= 0.3e9
 
 
 @pytest.mark.k8s

@@ -370,6 +370,7 @@ class Lifecycle:
     def _workload_in_cluster(self, spec: Spec, scot: Any, run_id: str) -> None:
         """Locust as Kubernetes Jobs next to the brokers (clients dial in-cluster DNS names); the
         master releases the publishers itself once every broker reports quiescent (release ``auto``)."""
+        from scotbed.orchestrator.backends import k8s_faults
         from scotbed.orchestrator.render.k8s import run_labels
         from scotbed.workloads.k8s import render_locust
         from scotbed.workloads.records import merge_workload
@@ -383,10 +384,13 @@ class Lifecycle:
                 plan, run_id, self.options.workload_image, self.options.workers, labels=labels, **cpu
             )
             ph.update(f"{len(plan.subscribers)} subscribers, {len(plan.publishers)} publishers")
+            self.injector = k8s_faults.inject(spec, self.deployment, self.run_dir)
             try:
                 self.deployment.run_workload_jobs(objects, spec.timeouts.run_s)
             except BackendError as e:
                 raise RunFailed(f"workload: {e}", self.run_dir) from None
+            if self.injector is not None:  # a restart still in progress: the drain asks every broker
+                self.injector.wait_applied(spec.timeouts.ready_s)
             counts = merge_workload(self.run_dir)
             ph.update(", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
         with self.progress.phase("drain") as ph:

@@ -12,22 +12,34 @@ it; the new process dials them with a new incarnation and they resend and
 replay as on local. The orchestrator's port-forward opens a stream to the pod
 *name* per connection, so Admin calls reach the new pod without a new forward.
 
+Times: the Locust master releases the publishers itself (in the cluster), so
+the timeline's clock starts when a broker first counts a client publication
+(:class:`FromFirstPublication`), at most a poll (plus a port-forward round
+trip) after the release.
+
 Lost with a deleted pod: its emptyDir, so the old incarnation's event log
 (only the new one's is collected; the oracle reads the clients' logs).
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from scotbed.broker import fleet
 from scotbed.config import BrokerConfig
 from scotbed.orchestrator.backends.k8s_api import api_message, is_status
+from scotbed.orchestrator.faults import Injector
 
 if TYPE_CHECKING:
     from scotbed.orchestrator.backends.k8s import K8sDeployment
 
 KILL_GRACE_S = 0
+POLL_S = 0.1
+PUBLISHED = "client_pub"  # the broker counter of publications from its clients (scotbed.broker.server)
 
 
 class K8sFaults:
@@ -85,3 +97,33 @@ class K8sFaults:
 
     def address(self, broker_id: str) -> str:
         return self.deployment.admin_addresses[broker_id]
+
+
+class FromFirstPublication(Injector):
+    """The timeline on k8s, where the Locust master releases the publishers itself: its clock starts
+    when a broker first counts a client publication (``client_pub``), polled every :data:`POLL_S`."""
+
+    def _run(self) -> None:
+        addresses = dict(self.deployment_addresses)
+        while not self._stop.wait(POLL_S):
+            try:
+                replies = asyncio.run(fleet.status_all(addresses, timeout_s=POLL_S * 20))
+            except Exception:  # a port-forward blip: ask again
+                continue
+            if any(r.counters.get(PUBLISHED, 0) > 0 for r in replies.values()):
+                self._t0 = time.monotonic()
+                super()._run()
+                return
+
+    @property
+    def deployment_addresses(self) -> dict[str, str]:
+        return {c.id: self.cluster.address(c.id) for c in self.cluster.configs}
+
+
+def inject(spec: Any, deployment: Any, run_dir: Path | None) -> Injector | None:
+    """Start watching for the first publication now (before the workload Jobs); None without faults."""
+    if not spec.faults or run_dir is None:
+        return None
+    injector = FromFirstPublication(list(spec.faults), deployment.fault_target, run_dir)
+    injector.start()
+    return injector
