@@ -154,7 +154,7 @@ def test_the_k8s_timeline_starts_at_the_first_client_publication(tmp_path: Path)
     kill, restart = [json.loads(line) for line in log.read_text().splitlines()]
     assert (kill["action"], restart["action"]) == ("kill", "restart")
     assert published_ns + 0.3e9 <= kill["start_ns"] < published_ns + 0.3e9 + 2e9
-    assert restart["start_ns"] - kill["start_ns"] >= 0.3e9
+    assert restart["start_ns"] - kill["start_ns"] >= 0.3e9 - 1e6  # two clocks: monotonic and wall
 
 
 @pytest.mark.k8s
