@@ -153,8 +153,8 @@ def test_the_k8s_timeline_starts_at_the_first_client_publication(tmp_path: Path)
             injector.stop()
     kill, restart = [json.loads(line) for line in log.read_text().splitlines()]
     assert (kill["action"], restart["action"]) == ("kill", "restart")
-    assert published_ns + 0.3e9 <= kill["start_ns"] < published_ns + 0.3e9 + 2e9
-    assert restart["start_ns"] - kill["start_ns"] >= 0.3e9 - 1e6  # two clocks: monotonic and wall
+    assert published_ns + 0.3e9 <= kill["start_ns"] < published_ns + 0.3e9 + 5e9
+    assert restart["start_ns"] >= published_ns + 0.6e9  # times count from the release, not from each other
 
 
 @pytest.mark.k8s
