@@ -23,10 +23,16 @@ from scotbed.broker.launcher import LocalCluster
 from scotbed.config import BrokerConfig, NeighbourConfig
 from scotbed.filters import Filter
 from scotbed.orchestrator import pki, security
+from scotbed.orchestrator.backends import compose
+from scotbed.orchestrator.backends.base import DeployRequest
+from scotbed.orchestrator.backends.docker_engine import DockerEngine
+from scotbed.orchestrator.plan import deployed_configs
 from scotbed.orchestrator.run import RunOptions, run_spec
 from scotbed.orchestrator.spec import SpecError, build_scot, parse_spec
+from scotbed.orchestrator.state import RunState
 
 QUICKSTART = Path(__file__).resolve().parents[1] / "experiments" / "quickstart.yaml"
+TREE = {"kind": "tree", "acyclic": {"kind": "kary", "fanout": 2, "depth": 2}, "connectivity": 1}
 
 
 def _sans(cert: x509.Certificate) -> set[str]:
@@ -66,17 +72,42 @@ def test_hosts_name_the_listen_host_and_every_host_a_neighbour_dials() -> None:
     assert security.hosts(configs) == {"b-a-0": ["b-a-0"], "b-b-0": ["10.1.2.3", "b-b-0.brokers.ns.svc"]}
 
 
-def test_tls_is_refused_on_compose_and_k8s_and_off_by_default() -> None:
+def test_tls_is_refused_on_k8s_and_off_by_default() -> None:
     path2 = {"kind": "tree", "connectivity": 1, "acyclic": {"kind": "path", "n": 2}}
     base = {"name": "x", "routing": "rpf", "topology": path2}
     assert parse_spec(base).security.tls is False
     spec = parse_spec({**base, "security": {"tls": True}})
     security.validate(spec, "local")
-    for backend in ("compose", "k8s"):
-        with pytest.raises(SpecError, match=f"security.tls: on local only in this build, not {backend}"):
-            security.validate(spec, backend)
+    security.validate(spec, "compose")
+    with pytest.raises(SpecError, match=r"security\.tls: on local and compose only in this build, not k8s"):
+        security.validate(spec, "k8s")
     with pytest.raises(SpecError):
         parse_spec({**base, "security": {"tls": "yes"}})
+
+
+def test_compose_mounts_the_run_certificates_into_every_broker_and_names_them_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = parse_spec({"name": "x", "routing": "rpf", "topology": TREE, "security": {"tls": True}})
+    scot = build_scot(spec)
+    configs = deployed_configs(spec, scot, compose.ComposeBackend().addressing("r1"), "r1")
+    request = DeployRequest("r1", tmp_path, configs, 30.0, RunState("r1", "compose", str(tmp_path)))
+    plain = compose.render_run(request, user="1000:1000")
+    assert all(tls.ENV_DIR not in svc["environment"] for svc in plain["services"].values())
+    directory = security.enable(
+        parse_spec({**spec.model_dump(), "security": {"tls": True}}), tmp_path, configs, "r1"
+    )
+    try:
+        assert directory == tmp_path / "tls"
+        doc = compose.render_run(request, user="1000:1000")
+    finally:
+        security.disable()
+    assert tls.ENV_DIR not in os.environ
+    for bid, svc in doc["services"].items():
+        assert svc["environment"][tls.ENV_DIR] == compose.TLS_MOUNT
+        assert svc["volumes"][-1] == f"{directory}:{compose.TLS_MOUNT}:ro"
+        cert = x509.load_pem_x509_certificate((directory / f"{bid}.pem").read_bytes())
+        assert {bid, "127.0.0.1"} <= _sans(cert)  # dialled by service name inside, by 127.0.0.1 from the host
 
 
 async def _health(address: str, creds: grpc.ChannelCredentials | None) -> str:
@@ -135,34 +166,52 @@ def test_brokers_link_over_mutual_tls_deliver_once_and_refuse_plaintext_and_fore
     assert refusals == {"tls": "SERVING", "plaintext": "UNAVAILABLE", "foreign": "UNAVAILABLE"}
 
 
+RUN_SETS = [
+    "security.tls=true",
+    "routing=rpf",
+    "topology.kind=tree",
+    "topology.acyclic={kind: kary, fanout: 2, depth: 2}",
+    "topology.connectivity=1",
+    "workload.subscribers=12",
+    "workload.publishers=2",
+    "workload.notifications_per_publisher=40",
+    "workload.rate_per_minute=2400",
+    "workload.selectivity=0.1",
+    "timeouts.ready_s=180",
+]
+
+
+def _run_with_tls(tmp_path: Path, backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SCOTBED_STATE_DIR", str(tmp_path / "state"))
+    options = RunOptions(backend=backend, out=tmp_path / "runs", quiet=True)
+    result = run_spec(QUICKSTART, RUN_SETS, options)
+    n = result.summary["notifications"]
+    assert result.ok, result.verdict
+    assert n["delivered"] == n["expected_deliveries"] > 0
+    assert n["missing"] == n["duplicates"] == n["false_positives"] == 0
+    scot = build_scot(parse_spec({"name": "x", "routing": "rpf", "topology": TREE}))
+    brokers = [b.id for b in scot.brokers]
+    pems = sorted(p.stem for p in (result.run_dir / "tls").glob("*.pem"))
+    assert pems == sorted([*brokers, "ca", "client"])
+    assert tls.ENV_DIR not in os.environ  # the run switched itself back to plaintext
+
+
 @pytest.mark.slow
 @pytest.mark.spark
 @pytest.mark.timeout(900)
 def test_a_local_run_with_tls_delivers_exactly_once(
     tmp_path: Path, spark: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("SCOTBED_STATE_DIR", str(tmp_path / "state"))
-    sets = [
-        "security.tls=true",
-        "routing=rpf",
-        "topology.kind=tree",
-        "topology.acyclic={kind: kary, fanout: 2, depth: 2}",
-        "topology.connectivity=1",
-        "workload.subscribers=12",
-        "workload.publishers=2",
-        "workload.notifications_per_publisher=40",
-        "workload.rate_per_minute=2400",
-        "workload.selectivity=0.1",
-        "timeouts.ready_s=90",
-    ]
-    result = run_spec(QUICKSTART, sets, RunOptions(out=tmp_path / "runs", quiet=True))
-    n = result.summary["notifications"]
-    assert result.ok, result.verdict
-    assert n["delivered"] == n["expected_deliveries"] > 0
-    assert n["missing"] == n["duplicates"] == n["false_positives"] == 0
-    tree = {"kind": "tree", "acyclic": {"kind": "kary", "fanout": 2, "depth": 2}, "connectivity": 1}
-    scot = build_scot(parse_spec({"name": "x", "routing": "rpf", "topology": tree}))
-    brokers = [b.id for b in scot.brokers]
-    pems = sorted(p.stem for p in (result.run_dir / "tls").glob("*.pem"))
-    assert pems == sorted([*brokers, "ca", "client"])
-    assert tls.ENV_DIR not in os.environ  # the run switched itself back to plaintext
+    _run_with_tls(tmp_path, "local", monkeypatch)
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+@pytest.mark.docker
+@pytest.mark.timeout(1500)
+def test_a_compose_run_with_tls_delivers_exactly_once(
+    tmp_path: Path, spark: Any, engine: DockerEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not (engine.image_exists("scotbed-broker:0.1.0") or engine.image_exists(compose.BASE_IMAGE_OFFLINE)):
+        pytest.skip("no broker image and no offline base image: run `make image OFFLINE=1`")
+    _run_with_tls(tmp_path, "compose", monkeypatch)

@@ -2,9 +2,10 @@
 
 The certificates go to ``<run dir>/tls/`` (:mod:`scotbed.orchestrator.pki`);
 :data:`scotbed.broker.tls.ENV_DIR` names that directory for the orchestrator
-and, inherited, for every broker and Locust process it starts. Only the local
-backend passes it on in this build: compose and k8s would have to mount the
-directory into every container (refused at validation, not silently plain).
+and, inherited, for every broker and Locust process it starts; compose mounts
+the directory into every broker container and names it there
+(:func:`scotbed.orchestrator.backends.compose.render_run`). k8s would need it
+as a Secret per pod: refused at validation, never silently plain.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from scotbed.broker import tls
 from scotbed.config import BrokerConfig
 from scotbed.orchestrator import pki
 
-BACKENDS = ("local",)
+BACKENDS = ("local", "compose")
 TLS_DIR = "tls"
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from scotbed import contract
+from scotbed.broker import tls
 from scotbed.orchestrator.backends.base import BackendError, DeployRequest, HostWorkload
 from scotbed.orchestrator.backends.compose_faults import ComposeFaults
 from scotbed.orchestrator.backends.docker_engine import (
@@ -44,6 +45,7 @@ from scotbed.orchestrator.state import RunState, load_all
 RUN_LABEL = "scotbed.io/run-id"
 BASE_IMAGE_OFFLINE = "scotbed-base:bookworm"
 REPO_ROOT = Path(__file__).resolve().parents[4]  # a source checkout: broker-image/, Makefile
+TLS_MOUNT = "/run/scotbed-tls"
 DEAD_POLL_S = 1.0  # dead() is called in tight loops; docker inspect is not free on a shared host
 
 Notify = Callable[[str], None]
@@ -67,6 +69,11 @@ def render_run(request: DeployRequest, user: str | None, port: int = render.DEFA
     )
     for svc in doc["services"].values():
         svc["ports"] = [f"127.0.0.1::{port}"]
+    certs = tls.directory()  # the run's certificates (security.tls): mounted, and named in the containers
+    if certs is not None:
+        for svc in doc["services"].values():
+            svc["volumes"].append(f"{certs.resolve()}:{TLS_MOUNT}:ro")
+            svc["environment"][tls.ENV_DIR] = TLS_MOUNT
     return doc
 
 
