@@ -83,6 +83,11 @@ def test_tls_is_refused_on_k8s_and_off_by_default() -> None:
         security.validate(spec, "k8s")
     with pytest.raises(SpecError):
         parse_spec({**base, "security": {"tls": "yes"}})
+    peers = parse_spec(
+        {"name": "v", "topology": {"kind": "peers", "n": 6}, "routing": "vinifera", "security": {"tls": True}}
+    )
+    with pytest.raises(SpecError, match="peer-process overlays"):
+        security.validate(peers, "local")
 
 
 def test_compose_mounts_the_run_certificates_into_every_broker_and_names_them_there(

@@ -165,6 +165,7 @@ class Lifecycle:
         with self.progress.phase("validate") as ph:
             spec = load_spec(self.spec_path, self.sets)
             backend_name = self.options.backend or spec.backend
+            security.validate(spec, backend_name)
             ph.update(f"{spec.name}: routing {spec.routing}, backend {backend_name}")
         run_id = deploy_plan.make_run_id(spec.name)
         run_dir = (self.options.out / run_id).resolve()
@@ -185,7 +186,6 @@ class Lifecycle:
         with self.progress.phase("topology") as ph:
             scot = build_scot(spec)
             faults.validate(spec, scot, backend_name)
-            security.validate(spec, backend_name)
             (run_dir / contract.TOPOLOGY).write_text(json.dumps(scot.to_json(), indent=1))
             s = scot.summary()
             ph.update(

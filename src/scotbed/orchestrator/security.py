@@ -17,7 +17,7 @@ from typing import Any
 
 from scotbed.broker import tls
 from scotbed.config import BrokerConfig
-from scotbed.orchestrator import pki
+from scotbed.orchestrator import pki, spec_peers
 
 BACKENDS = ("local", "compose")
 TLS_DIR = "tls"
@@ -26,8 +26,12 @@ TLS_DIR = "tls"
 def validate(spec: Any, backend: str) -> None:
     from scotbed.orchestrator.spec import SpecError
 
-    if spec.security.tls and backend not in BACKENDS:
+    if not spec.security.tls:
+        return
+    if backend not in BACKENDS:
         raise SpecError(f"security.tls: on {' and '.join(BACKENDS)} only in this build, not {backend}")
+    if spec.topology.kind == spec_peers.PEERS:
+        raise SpecError("security.tls: the peer-process overlays (topology.kind: peers) speak plaintext only")
 
 
 def _host(address: str) -> str:
