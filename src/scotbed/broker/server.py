@@ -33,6 +33,8 @@ from scotbed.v1 import scotbed_pb2 as pb
 from scotbed.v1 import scotbed_pb2_grpc as pbg
 from scotbed.wire import filter_from_pb, publication_from_notification
 
+CLIENT_PUB = "client_pub"  # counter: publications from this broker's own clients
+
 
 class BrokerService(pbg.BrokerServicer):
     def __init__(self, broker: Broker) -> None:
@@ -96,7 +98,7 @@ class BrokerService(pbg.BrokerServicer):
             except FilterError as e:
                 await self._reject(context, f"notifications[{k}] ({n.pub_id!r}): {e}")
         for pub, n in pubs:
-            broker.counters["client_pub"] += 1
+            broker.counters[CLIENT_PUB] += 1
             broker.submit(None, pub, n)
         return pb.PublishReply(accepted=len(pubs))
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scotbed.broker import fleet
+from scotbed.broker.server import CLIENT_PUB
 from scotbed.config import BrokerConfig
 from scotbed.orchestrator.backends.k8s_api import api_message, is_status
 from scotbed.orchestrator.faults import Injector
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
 
 KILL_GRACE_S = 0
 POLL_S = 0.1
-PUBLISHED = "client_pub"  # the broker counter of publications from its clients (scotbed.broker.server)
 
 
 class K8sFaults:
@@ -110,7 +110,7 @@ class FromFirstPublication(Injector):
                 replies = asyncio.run(fleet.status_all(addresses, timeout_s=POLL_S * 20))
             except Exception:  # a port-forward blip: ask again
                 continue
-            if any(r.counters.get(PUBLISHED, 0) > 0 for r in replies.values()):
+            if any(r.counters.get(CLIENT_PUB, 0) > 0 for r in replies.values()):
                 self._t0 = time.monotonic()
                 super()._run()
                 return
