@@ -25,7 +25,7 @@ from scotbed.filters import Filter
 from scotbed.orchestrator import pki, security
 from scotbed.orchestrator.backends import compose
 from scotbed.orchestrator.backends.base import DeployRequest
-from scotbed.orchestrator.backends.docker_engine import DockerEngine
+from scotbed.orchestrator.backends.docker_engine import IMAGE_UID, DockerEngine
 from scotbed.orchestrator.plan import deployed_configs
 from scotbed.orchestrator.run import RunOptions, run_spec
 from scotbed.orchestrator.spec import SpecError, build_scot, parse_spec
@@ -113,6 +113,9 @@ def test_compose_mounts_the_run_certificates_into_every_broker_and_names_them_th
         assert svc["volumes"][-1] == f"{directory}:{compose.TLS_MOUNT}:ro"
         cert = x509.load_pem_x509_certificate((directory / f"{bid}.pem").read_bytes())
         assert {bid, "127.0.0.1"} <= _sans(cert)  # dialled by service name inside, by 127.0.0.1 from the host
+    compose.hand_to_image_user(directory)  # the brokers run as the image's user; the keys are 0600
+    owner = IMAGE_UID if os.getuid() == 0 else os.getuid()
+    assert {p.stat().st_uid for p in (directory, *directory.iterdir())} == {owner}
 
 
 async def _health(address: str, creds: grpc.ChannelCredentials | None) -> str:
