@@ -71,7 +71,7 @@ def test_kill_stop_and_restart_are_compose_commands_and_the_restarted_broker_is_
     assert issued == [["kill", "-s", "SIGKILL", "b-b-0"], ["stop", "-t", "10", "b-b-0"], ["start", "b-b-0"]]
 
 
-def test_a_timeline_runs_on_local_and_compose_and_is_refused_elsewhere() -> None:
+def test_a_timeline_runs_on_local_compose_and_k8s_and_is_refused_elsewhere() -> None:
     spec = parse_spec(
         {
             "name": "x",
@@ -84,10 +84,12 @@ def test_a_timeline_runs_on_local_and_compose_and_is_refused_elsewhere() -> None
         }
     )
     scot = build_scot(spec)
-    for backend in ("local", "compose"):
+    for backend in ("local", "compose", "k8s"):
         validate(spec, scot, backend)
-    with pytest.raises(SpecError, match="faults: injected on local and compose only in this build, not k8s"):
-        validate(spec, scot, "k8s")
+    with pytest.raises(
+        SpecError, match="faults: injected on local and compose and k8s only in this build, not x"
+    ):
+        validate(spec, scot, "x")
 
 
 @pytest.mark.docker

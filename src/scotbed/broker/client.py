@@ -22,6 +22,7 @@ from typing import Any
 
 import grpc
 
+from scotbed.broker import tls
 from scotbed.filters import Filter, Scalar
 from scotbed.v1 import scotbed_pb2 as pb
 from scotbed.v1 import scotbed_pb2_grpc as pbg
@@ -82,7 +83,7 @@ class SubscriptionStream:
 class BrokerClient:
     def __init__(self, address: str, max_message_bytes: int = MAX_MESSAGE_BYTES) -> None:
         self.address = address
-        self.channel = grpc.aio.insecure_channel(
+        self.channel = tls.aio_channel(
             address,
             options=[
                 ("grpc.max_send_message_length", max_message_bytes),

@@ -15,6 +15,7 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from scotbed.broker import tls
 from scotbed.v1 import scotbed_pb2 as pb
 from scotbed.v1 import scotbed_pb2_grpc as pbg
 
@@ -34,7 +35,7 @@ class _Admins:
     """One channel per broker for a series of admin calls (cheaper than a channel per call)."""
 
     def __init__(self, addresses: Mapping[str, str]) -> None:
-        self._channels = {i: grpc.aio.insecure_channel(a) for i, a in addresses.items()}
+        self._channels = {i: tls.aio_channel(a) for i, a in addresses.items()}
         self.stubs = {i: pbg.AdminStub(c) for i, c in self._channels.items()}
 
     async def each(self, method: str, request: Any, timeout_s: float) -> dict[str, Any]:

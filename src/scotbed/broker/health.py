@@ -13,13 +13,15 @@ import sys
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from scotbed.broker import tls
+
 SERVING = health_pb2.HealthCheckResponse.SERVING
 
 
 async def check(address: str, timeout_s: float = 2.0, service: str = "") -> tuple[bool, str]:
     """(serving?, status name or error) of one broker."""
     try:
-        async with grpc.aio.insecure_channel(address) as channel:
+        async with tls.aio_channel(address) as channel:
             stub = health_pb2_grpc.HealthStub(channel)
             reply = await stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=timeout_s)
     except grpc.aio.AioRpcError as e:

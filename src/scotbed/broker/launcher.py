@@ -50,10 +50,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import grpc
-
 from scotbed import contract
-from scotbed.broker import fleet
+from scotbed.broker import fleet, tls
 from scotbed.config import BrokerConfig, LogConfig, build_configs, dump_all
 from scotbed.errors import ScotbedError
 from scotbed.v1 import scotbed_pb2 as pb
@@ -236,7 +234,7 @@ class LocalCluster:
         # A broker is health-checked once it printed READY, so the launcher does not hammer processes still
         # importing; short reconnect backoff so a refused first attempt is retried quickly.
         opts = [("grpc.initial_reconnect_backoff_ms", 100), ("grpc.max_reconnect_backoff_ms", 500)]
-        channels = {i: grpc.aio.insecure_channel(self.brokers[i].address, options=opts) for i in ids}
+        channels = {i: tls.aio_channel(self.brokers[i].address, options=opts) for i in ids}
         try:
             while pending:
                 dead = [i for i in sorted(pending) if not self.brokers[i].alive()]

@@ -22,7 +22,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2
 from grpc_reflection.v1alpha import reflection, reflection_pb2
 
-from scotbed.broker import guard
+from scotbed.broker import guard, tls
 from scotbed.broker.limits import Refusal, check_publish, check_subscribe, server_options
 from scotbed.broker.links import LinkReceiver
 from scotbed.broker.runtime import Broker
@@ -32,6 +32,8 @@ from scotbed.messages import Subscription
 from scotbed.v1 import scotbed_pb2 as pb
 from scotbed.v1 import scotbed_pb2_grpc as pbg
 from scotbed.wire import filter_from_pb, publication_from_notification
+
+CLIENT_PUB = "client_pub"  # counter: publications from this broker's own clients
 
 
 class BrokerService(pbg.BrokerServicer):
@@ -96,7 +98,7 @@ class BrokerService(pbg.BrokerServicer):
             except FilterError as e:
                 await self._reject(context, f"notifications[{k}] ({n.pub_id!r}): {e}")
         for pub, n in pubs:
-            broker.counters["client_pub"] += 1
+            broker.counters[CLIENT_PUB] += 1
             broker.submit(None, pub, n)
         return pb.PublishReply(accepted=len(pubs))
 
@@ -217,7 +219,7 @@ def build_server(broker: Broker) -> tuple[grpc.aio.Server, health.aio.HealthServ
         (reflector, reflection_pb2.DESCRIPTOR.services_by_name["ServerReflection"]),
     ):
         guard.add_service(server, servicer, service, malformed)
-    port = server.add_insecure_port(broker.cfg.listen)
+    port = tls.add_port(server, broker.cfg.listen, broker.id)
     if port == 0:
         raise OSError(f"{broker.cfg.listen}: cannot bind (address in use or not available)")
     return server, health_servicer, port

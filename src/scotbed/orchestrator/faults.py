@@ -61,7 +61,7 @@ REJOIN_TIMEOUT_S = 30.0  # a restarted broker's links must be up both ways by th
 CUT_MSGS_PER_S = 1e-6  # a cut link: the token bucket releases nothing until restored
 OPENS = {"kill": "restart", "stop": "restart", "cut": "restore"}
 LINK_ACTIONS = ("cut", "restore", "capacity", "latency")
-BACKENDS = ("local", "compose")  # those whose deployment has a fault_target
+BACKENDS = ("local", "compose", "k8s")  # those whose deployment has a fault_target
 
 
 class FaultSpec(BaseModel):

@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 from scotbed import contract
 from scotbed.analysis import unreadable
-from scotbed.orchestrator import faults, interrupts, schedule, spec_peers
+from scotbed.orchestrator import faults, interrupts, schedule, security, spec_peers
 from scotbed.orchestrator import plan as deploy_plan
 from scotbed.orchestrator.backends.base import Backend, BackendError, Deployment, DeployRequest
 from scotbed.orchestrator.images import BROKER_IMAGE, WORKLOAD_IMAGE
@@ -165,6 +165,7 @@ class Lifecycle:
         with self.progress.phase("validate") as ph:
             spec = load_spec(self.spec_path, self.sets)
             backend_name = self.options.backend or spec.backend
+            security.validate(spec, backend_name)
             ph.update(f"{spec.name}: routing {spec.routing}, backend {backend_name}")
         run_id = deploy_plan.make_run_id(spec.name)
         run_dir = (self.options.out / run_id).resolve()
@@ -207,6 +208,8 @@ class Lifecycle:
 
         with self.progress.phase("deploy") as ph:
             ph.update(f"starting {len(configs)} brokers ({backend_name})")
+            if security.enable(spec, run_dir, configs, run_id) is not None:
+                ph.update(f"mutual TLS: certificates in {run_dir / security.TLS_DIR}")
             request = DeployRequest(
                 run_id=run_id,
                 run_dir=run_dir,
@@ -367,6 +370,7 @@ class Lifecycle:
     def _workload_in_cluster(self, spec: Spec, scot: Any, run_id: str) -> None:
         """Locust as Kubernetes Jobs next to the brokers (clients dial in-cluster DNS names); the
         master releases the publishers itself once every broker reports quiescent (release ``auto``)."""
+        from scotbed.orchestrator.backends import k8s_faults
         from scotbed.orchestrator.render.k8s import run_labels
         from scotbed.workloads.k8s import render_locust
         from scotbed.workloads.records import merge_workload
@@ -380,10 +384,13 @@ class Lifecycle:
                 plan, run_id, self.options.workload_image, self.options.workers, labels=labels, **cpu
             )
             ph.update(f"{len(plan.subscribers)} subscribers, {len(plan.publishers)} publishers")
+            self.injector = k8s_faults.inject(spec, self.deployment, self.run_dir)
             try:
                 self.deployment.run_workload_jobs(objects, spec.timeouts.run_s)
             except BackendError as e:
                 raise RunFailed(f"workload: {e}", self.run_dir) from None
+            if self.injector is not None:  # a restart still in progress: the drain asks every broker
+                self.injector.wait_applied(spec.timeouts.ready_s)
             counts = merge_workload(self.run_dir)
             ph.update(", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
         with self.progress.phase("drain") as ph:
@@ -459,6 +466,7 @@ class Lifecycle:
             except Exception as e:
                 with contextlib.suppress(Exception):
                     self.progress.warn(f"{what}: {e}")
+        security.disable()
 
     def _stop_workload(self) -> None:
         if self.injector is not None:

@@ -368,6 +368,14 @@ class TimeoutsSpec(_Block):
     run_s: float = Field(default=3600.0, gt=0, description="the whole run")
 
 
+class SecuritySpec(_Block):
+    tls: bool = Field(
+        default=False,
+        description="mutual TLS on every broker link and client channel, certificates fresh per run "
+        "(scotbed.orchestrator.security)",
+    )
+
+
 class Spec(_Block):
     name: str = Field(
         pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
@@ -396,6 +404,7 @@ class Spec(_Block):
         default_factory=list,
         description="fault timeline during the publish phase (scotbed.orchestrator.faults)",
     )
+    security: SecuritySpec = Field(default_factory=lambda: SecuritySpec())
 
     _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
 

@@ -22,6 +22,7 @@ import grpc
 from locust import User
 from locust.env import Environment
 
+from scotbed.broker import tls
 from scotbed.filters import Filter
 from scotbed.v1 import scotbed_pb2 as pb
 from scotbed.v1 import scotbed_pb2_grpc as pbg
@@ -41,7 +42,7 @@ class GrpcClient:
         self.address = address
         self.environment = environment
         self.timeout_s = timeout_s
-        self.channel = grpc.insecure_channel(
+        self.channel = tls.channel(
             address,
             options=[
                 ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),

@@ -39,6 +39,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from scotbed import contract
+from scotbed.broker import tls
 from scotbed.errors import ScotbedError
 from scotbed.workloads.entry import PLAN_ENV, RUN_DIR_ENV, locustfile_path
 from scotbed.workloads.plan import Plan, load
@@ -54,7 +55,7 @@ def check_brokers(plan: Plan, timeout_s: float = 5.0) -> None:
 
     def one(bid: str, address: str) -> str | None:
         try:
-            with grpc.insecure_channel(address) as ch:
+            with tls.channel(address) as ch:
                 reply = health_pb2_grpc.HealthStub(ch).Check(
                     health_pb2.HealthCheckRequest(), timeout=timeout_s, wait_for_ready=True
                 )

@@ -47,6 +47,7 @@ from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 
 from scotbed import contract
+from scotbed.broker import tls
 from scotbed.broker.looplag import LoopProbe
 from scotbed.config import LogConfig
 from scotbed.filters import Filter
@@ -186,7 +187,7 @@ class Coordinator:
     def _wait_quiescent(self, timeout_s: float) -> None:
         """Until every broker reports quiescent twice in a row; a broker without Admin is skipped."""
         deadline = time.monotonic() + timeout_s
-        channels = [grpc.insecure_channel(b.address) for b in self.plan.brokers]
+        channels = [tls.channel(b.address) for b in self.plan.brokers]
         stubs = [pbg.AdminStub(c) for c in channels]
         streak = 0
         try:

@@ -16,15 +16,18 @@ projects labelled ``scotbed.io/run-id`` that no state file knows about.
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from scotbed import contract
+from scotbed.broker import tls
 from scotbed.orchestrator.backends.base import BackendError, DeployRequest, HostWorkload
 from scotbed.orchestrator.backends.compose_faults import ComposeFaults
 from scotbed.orchestrator.backends.docker_engine import (
+    IMAGE_UID,
     SERVICE_LABEL,
     ComposeCLI,
     ComposeProject,
@@ -44,6 +47,7 @@ from scotbed.orchestrator.state import RunState, load_all
 RUN_LABEL = "scotbed.io/run-id"
 BASE_IMAGE_OFFLINE = "scotbed-base:bookworm"
 REPO_ROOT = Path(__file__).resolve().parents[4]  # a source checkout: broker-image/, Makefile
+TLS_MOUNT = "/run/scotbed-tls"
 DEAD_POLL_S = 1.0  # dead() is called in tight loops; docker inspect is not free on a shared host
 
 Notify = Callable[[str], None]
@@ -67,7 +71,21 @@ def render_run(request: DeployRequest, user: str | None, port: int = render.DEFA
     )
     for svc in doc["services"].values():
         svc["ports"] = [f"127.0.0.1::{port}"]
+    certs = tls.directory()  # the run's certificates (security.tls): mounted, and named in the containers
+    if certs is not None:
+        for svc in doc["services"].values():
+            svc["volumes"].append(f"{certs.resolve()}:{TLS_MOUNT}:ro")
+            svc["environment"][tls.ENV_DIR] = TLS_MOUNT
     return doc
+
+
+def hand_to_image_user(certs: Path) -> None:
+    """A root caller's certificate files go to the image's user, as the event-log folder does
+    (:func:`container_user`): the keys are 0600 and the brokers run as that user."""
+    if os.getuid() != 0:
+        return
+    for p in (certs, *certs.iterdir()):
+        os.chown(p, IMAGE_UID, IMAGE_UID)
 
 
 def published_ports(docs: list[dict[str, Any]], port: int = render.DEFAULT_PORT) -> dict[str, int]:
@@ -224,6 +242,9 @@ class ComposeBackend:
         manifests = request.run_dir / contract.MANIFESTS_DIR
         manifests.mkdir(parents=True, exist_ok=True)
         doc = render_run(request, container_user(request.run_dir / contract.EVENTS_DIR))
+        certs = tls.directory()
+        if certs is not None:
+            hand_to_image_user(certs)
         write_brokers_json(manifests / contract.BROKERS, request.configs)
         file = manifests / "docker-compose.yml"
         file.write_text(to_yaml(doc))

@@ -47,6 +47,7 @@ from scotbed.orchestrator.backends.k8s_diagnose import (
     is_ready,
     pod_problem,
 )
+from scotbed.orchestrator.backends.k8s_faults import K8sFaults
 from scotbed.orchestrator.backends.k8s_portforward import Forwarder
 from scotbed.orchestrator.backends.k8s_transfer import (
     extract,
@@ -167,6 +168,8 @@ class K8sBackend:
         write_yaml_documents(request.run_dir / contract.MANIFESTS_DIR / "k8s.yaml", objects)
         brokers = [o["metadata"]["name"] for o in objects if o["kind"] == "Pod"]
         dep = K8sDeployment(kube, request, ns, brokers, self, warnings)
+        pods = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Pod"}
+        dep.fault_target = K8sFaults(dep, pods, request.configs, request.ready_timeout_s)
         request.state.k8s_namespace = ns
         request.state.k8s_context = kube.context
         request.state.save()
@@ -215,6 +218,7 @@ class K8sDeployment:
         self._forwards: dict[str, Forwarder] = {}
         self._torn_down = False
         self._selector = f"{LABEL_RUN}={request.run_id},{LABEL_COMPONENT}=broker"
+        self.fault_target: K8sFaults | None = None  # what the fault timeline deletes and creates again
 
     # -- addresses ---------------------------------------------------------------------------------
 
@@ -283,9 +287,11 @@ class K8sDeployment:
         }
         return describe(problems, logs)
 
-    def wait_ready(self, timeout_s: float) -> None:
-        """Poll until every broker pod is Ready; fail early on problems that cannot heal."""
-        clock, total = self.backend.clock, len(self.brokers)
+    def wait_ready(self, timeout_s: float, only: Sequence[str] | None = None) -> None:
+        """Poll until every broker pod (or those ``only``) is Ready; fail early on problems that cannot
+        heal."""
+        brokers = self.brokers if only is None else list(only)
+        clock, total = self.backend.clock, len(brokers)
         deadline = clock() + timeout_s
         first_seen: dict[tuple[str, str], float] = {}
         while True:
@@ -293,7 +299,7 @@ class K8sDeployment:
                 pods = self._pods()
             except Exception as e:
                 raise BackendError(f"listing broker pods in {self.namespace}: {api_message(e)}") from None
-            waiting = [b for b in self.brokers if b not in pods or not is_ready(pods[b])]
+            waiting = [b for b in brokers if b not in pods or not is_ready(pods[b])]
             self.backend.notify(f"{total - len(waiting)}/{total} broker pods Ready")
             if not waiting:
                 return

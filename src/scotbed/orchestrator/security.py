@@ -1,0 +1,61 @@
+"""``security: {tls: true}``: issue the run's certificates and switch every channel of the run to TLS.
+
+The certificates go to ``<run dir>/tls/`` (:mod:`scotbed.orchestrator.pki`);
+:data:`scotbed.broker.tls.ENV_DIR` names that directory for the orchestrator
+and, inherited, for every broker and Locust process it starts; compose mounts
+the directory into every broker container and names it there
+(:func:`scotbed.orchestrator.backends.compose.render_run`). k8s would need it
+as a Secret per pod: refused at validation, never silently plain.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from scotbed.broker import tls
+from scotbed.config import BrokerConfig
+from scotbed.orchestrator import pki, spec_peers
+
+BACKENDS = ("local", "compose")
+TLS_DIR = "tls"
+
+
+def validate(spec: Any, backend: str) -> None:
+    from scotbed.orchestrator.spec import SpecError
+
+    if not spec.security.tls:
+        return
+    if backend not in BACKENDS:
+        raise SpecError(f"security.tls: on {' and '.join(BACKENDS)} only in this build, not {backend}")
+    if spec.topology.kind == spec_peers.PEERS:
+        raise SpecError("security.tls: the peer-process overlays (topology.kind: peers) speak plaintext only")
+
+
+def _host(address: str) -> str:
+    return address.rsplit(":", 1)[0].strip("[]")
+
+
+def hosts(configs: Sequence[BrokerConfig]) -> dict[str, list[str]]:
+    """Every broker's names: the host it listens on and every host its neighbours dial it by."""
+    out: dict[str, list[str]] = {c.id: [_host(c.listen)] for c in configs}
+    for c in configs:
+        for n in c.neighbours:
+            out.setdefault(n.id, []).append(_host(n.address))
+    return {b: [h for h in hs if h not in ("", "0.0.0.0", "::")] for b, hs in out.items()}
+
+
+def enable(spec: Any, run_dir: Path, configs: Sequence[BrokerConfig], run_id: str) -> Path | None:
+    """Issue the certificates and point this process (and its children) at them; None when off."""
+    if not spec.security.tls:
+        return None
+    directory = run_dir / TLS_DIR
+    pki.issue(directory, {b: [*hs, *pki.LOCAL_HOSTS] for b, hs in hosts(configs).items()}, run_id)
+    os.environ[tls.ENV_DIR] = str(directory)
+    return directory
+
+
+def disable() -> None:
+    os.environ.pop(tls.ENV_DIR, None)
