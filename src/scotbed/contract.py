@@ -79,6 +79,11 @@ BROKER_EVENTS = (
 #: (envelopes still queued, dropped); not routing work, so not in BROKER_EVENTS
 LINK_UP = "link_up"
 LINK_DOWN = "link_down"
+#: the topology manager (self-organising trees, DESIGN §10), per broker: ``topo`` is one decision
+#: (``phase`` evaluate|agree|swap, ``outcome``, ``reason``, ``heuristic``, ``inputs`` as JSON text);
+#: ``topo_out`` one control message it sent (``kind``, ``link``, ``bytes``): the heuristic's overhead
+TOPO = "topo"
+TOPO_OUT = "topo_out"
 
 #: periodic, per broker: event-loop lag (``lag_ms_max``, ``lag_ms_mean`` over ``probes`` wake-ups) and
 #: process CPU share (``cpu``, 1.0 = one core) over ``wall_ms``, and on Linux the loop thread's run-queue wait

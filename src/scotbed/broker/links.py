@@ -293,6 +293,8 @@ class LinkReceiver:
                 end = end_of(env.control) if env.WhichOneof("body") == "control" else None
                 if end is not None:
                     broker.submit(peer, end)
+                elif broker.topology is not None and broker.topology.owns(env.control):
+                    broker.topology.receive(peer, env.control)
                 continue
             msg.hops += 1
             link.received += 1

@@ -73,7 +73,7 @@ class TreeSwap:
         b = self.broker
         if not b.algo.dynamic_links:
             raise ValueError(f"routing {b.cfg.routing!r} does not follow dynamic links")
-        if version and (version != self.version + 1 or self.finished != self.version - 1 or self._closing):
+        if version and (version != self.version + 1 or not self.ready()):
             raise ValueError(
                 f"version {version}: this broker is at {self.version}, finished {self.finished},"
                 f" {len(self._closing)} removed link(s) still flushing (one swap at a time)"
@@ -186,6 +186,10 @@ class TreeSwap:
         while link.queue or link.unacked:
             await asyncio.sleep(poll_s)
         self._close(n)
+
+    def ready(self) -> bool:
+        """May the next version be adopted: the one before finished, its removed link closed."""
+        return self.finished == self.version - 1 and not self._closing
 
     def busy(self) -> bool:
         """Parked notifications or a removed link still flushing: not quiescent."""

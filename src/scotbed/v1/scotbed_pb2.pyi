@@ -206,7 +206,7 @@ class NotificationMsg(_message.Message):
     def __init__(self, notification: _Optional[_Union[Notification, _Mapping]] = ..., bids: _Optional[_Iterable[str]] = ..., cbv: _Optional[int] = ..., has_cbv: _Optional[bool] = ..., hops: _Optional[int] = ..., dynamic: _Optional[bool] = ..., source_broker: _Optional[str] = ..., distance: _Optional[int] = ..., count: _Optional[int] = ..., tree_version: _Optional[int] = ...) -> None: ...
 
 class Control(_message.Message):
-    __slots__ = ("kind", "args")
+    __slots__ = ("kind", "args", "data")
     class ArgsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -216,9 +216,11 @@ class Control(_message.Message):
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     KIND_FIELD_NUMBER: _ClassVar[int]
     ARGS_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
     kind: str
     args: _containers.ScalarMap[str, str]
-    def __init__(self, kind: _Optional[str] = ..., args: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    data: bytes
+    def __init__(self, kind: _Optional[str] = ..., args: _Optional[_Mapping[str, str]] = ..., data: _Optional[bytes] = ...) -> None: ...
 
 class Envelope(_message.Message):
     __slots__ = ("subscription", "unsubscription", "notification", "control")

@@ -1,0 +1,73 @@
+"""The topology manager (scotbed.overlay.node on real brokers, scotbed.broker.topology_manager).
+
+The fixed case: the path v0–v1–v2–v3 with c_01 = 5, c_12 = 20, c_23 = 5, c_03 = 1 (other pairs 30),
+p = 1. v0 publishes, v1, v2 and v3 consume everything, so I = N for every pair. Only v0 and v3 ever
+request (C_03 = 5 > c_03 = 1 from either end; every other pair's C stays below its c at any
+estimates, since Eq. 7's factors are at most 1); on the cycle the summed Eq. 8 is least for cutting
+v1–v2 (4,400 per 100 notifications against 10,400 for the next), so the one swap is
++v0–v3 −v1–v2, and then no broker requests. The synchronous reference (``settle``) makes the same
+decision on exact caches; the managers must make it from Bloom filters over their real traffic.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from scotbed.overlay.costs import Costs, edge
+from scotbed.overlay.heuristics import heuristic
+from scotbed.overlay.node import Node, Out, Settings
+from scotbed.overlay.records import SWAP
+from scotbed.overlay.settle import settle
+from scotbed.overlay.tree import Tree, path_edges
+
+B = [f"b-v{i}-0" for i in range(4)]
+COSTS = {
+    "default_link": 30.0,
+    "links": [[B[0], B[3], 1.0], [B[0], B[1], 5.0], [B[1], B[2], 20.0], [B[2], B[3], 5.0]],
+}
+PATH = Tree.of(path_edges(B))
+SUBSCRIBERS = B[1:]
+ADD, REMOVE = edge(B[0], B[3]), edge(B[1], B[2])
+FAST_LOG = {"sample_interval_ms": 100.0, "flush_interval_ms": 100.0}
+
+
+def _reference() -> tuple[tuple[str, str], tuple[str, str]]:
+    ids = {f"n{k}" for k in range(100)}
+    out = settle(PATH, Costs.from_mapping(COSTS), {b: ids for b in B}, heuristic("ci"), 4)
+    assert len(out.swaps) == 1
+    return out.swaps[0].inputs["add"], out.swaps[0].inputs["remove"]
+
+
+def test_the_reference_makes_the_one_swap_the_docstring_computes() -> None:
+    assert _reference() == (ADD, REMOVE)
+
+
+def _bus(nodes: dict[str, Node], outs: list[tuple[str, Out]], now: float) -> None:
+    """Deliver messages FIFO, adopting every committed version at once (a quiet overlay)."""
+    queue = deque(outs)
+    while queue:
+        sender, o = queue.popleft()
+        queue.extend((o.to, x) for x in nodes[o.to].receive(now, o.kind, sender, o.fields, o.data))
+        for m in nodes.values():
+            while m.adoption() is not None:
+                queue.extend((m.me, x) for x in m.adopted())
+                m.release(now, m.version - 1)
+
+
+def test_managers_over_an_in_memory_bus_make_the_reference_swap_and_then_hold() -> None:
+    settings = Settings("ci", eta=4, period=1.0, bloom_bits=4096)
+    costs = Costs.from_mapping(COSTS)
+    nodes = {b: Node(b, PATH, costs, settings, {"address": b}) for b in B}
+    for k in range(100):
+        for b in B:
+            nodes[b].cache.add(f"n{k}")
+    for rnd in range(4):
+        for b in B:  # one broadcast round; the first rounds only teach estimates
+            _bus(nodes, [(b, o) for o in nodes[b].broadcast()], float(rnd))
+    swaps = [r for n in nodes.values() for r in n.records if r.kind == SWAP]
+    assert [(tuple(s.inputs["add"]), tuple(s.inputs["remove"]), s.broker) for s in swaps] == [
+        (ADD, REMOVE, B[0])  # granted by the sequencer, the least broker id
+    ]
+    assert {b: n.version for b, n in nodes.items()} == dict.fromkeys(B, 1)
+    assert all(n.trees[1] == PATH.swapped(ADD, REMOVE) for n in nodes.values())
+    assert all(n.lock.holder is None for n in nodes.values())
