@@ -11,14 +11,25 @@ decision on exact caches; the managers must make it from Bloom filters over thei
 
 from __future__ import annotations
 
+import asyncio
+import json
+import time
 from collections import deque
+from pathlib import Path
 
+from scotbed import topology
+from scotbed.broker.client import BrokerClient
+from scotbed.broker.eventlog import read_events
+from scotbed.broker.fleet import wait_quiescent
+from scotbed.broker.launcher import LocalCluster
+from scotbed.contract import LINK_DOWN, LINK_UP, TOPO, TOPO_OUT
 from scotbed.overlay.costs import Costs, edge
 from scotbed.overlay.heuristics import heuristic
 from scotbed.overlay.node import Node, Out, Settings
 from scotbed.overlay.records import SWAP
 from scotbed.overlay.settle import settle
 from scotbed.overlay.tree import Tree, path_edges
+from scotbed.v1 import scotbed_pb2 as pb
 
 B = [f"b-v{i}-0" for i in range(4)]
 COSTS = {
@@ -71,3 +82,89 @@ def test_managers_over_an_in_memory_bus_make_the_reference_swap_and_then_hold() 
     assert {b: n.version for b, n in nodes.items()} == dict.fromkeys(B, 1)
     assert all(n.trees[1] == PATH.swapped(ADD, REMOVE) for n in nodes.values())
     assert all(n.lock.holder is None for n in nodes.values())
+
+
+MANAGER = {
+    "heuristic": "ci",
+    "eta": 4,
+    "period_ms": 200.0,
+    "bloom_bits": 8192,
+    "costs": COSTS,
+    "tree": [list(e) for e in sorted(PATH.links)],
+}
+
+
+async def _publish_for(client: BrokerClient, publisher: str, until: float) -> int:
+    """Batches of 5 every 10 ms until ``until``; pub ids ``<publisher>:<seq>``; returns how many."""
+    k = 0
+    while time.monotonic() < until:
+        await client.publish(
+            [(f"{publisher}:{k + i}", {"price": (k + i) % 100}) for i in range(5)], publisher
+        )
+        k += 5
+        await asyncio.sleep(0.01)
+    return k
+
+
+async def _managed_run(cluster: LocalCluster) -> dict[str, pb.StatusReply]:
+    addrs = cluster.addresses()
+    clients = {b: BrokerClient(a) for b, a in addrs.items()}
+    try:
+        streams = {b: await clients[b].subscribe(f"{b}/all", "price >= 0", "test") for b in SUBSCRIBERS}
+        await wait_quiescent(addrs, timeout_s=30)
+        published = await _publish_for(clients[B[0]], B[0], time.monotonic() + 3.0)
+        status = await wait_quiescent(addrs, timeout_s=30)
+        want = [f"{B[0]}:{k}" for k in range(published)]
+        for b, s in streams.items():
+            deadline = time.monotonic() + 10
+            while len(s.received) < len(want) and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+            assert [dv.notification.pub_id for dv in s.received] == want, f"the oracle at {b}"
+        await asyncio.gather(*(s.close() for s in streams.values()))
+        return status
+    finally:
+        await asyncio.gather(*(c.close() for c in clients.values()))
+
+
+def test_managers_on_real_brokers_make_the_reference_swap_under_load_and_lose_nothing(tmp_path: Path) -> None:
+    with LocalCluster.from_topology(
+        topology.tree(topology.path(4)),
+        tmp_path,
+        launcher={"stop_grace_s": 5.0},
+        routing="rpf",
+        matching="counting",
+        log=FAST_LOG,
+        topology_manager=MANAGER,
+    ) as cluster:
+        status = asyncio.run(_managed_run(cluster))
+        for b in B:
+            cluster.terminate(b)
+        events = [e for b in B for e in read_events(cluster.event_log(b))]
+    swaps = [e for e in events if e["ev"] == TOPO and e["phase"] == SWAP]
+    assert [
+        (e["node"], json.loads(e["inputs"])["add"], json.loads(e["inputs"])["remove"]) for e in swaps
+    ] == [(B[0], list(ADD), list(REMOVE))]
+    assert (tuple(ADD), tuple(REMOVE)) == _reference()
+    published = sorted(e["ts_ns"] for e in events if e["ev"] == "notif_in" and e["link"] == "")
+    assert published[0] < swaps[0]["ts_ns"] < published[-1], "the swap happened under load"
+    links = {
+        b: [
+            (e["ev"], e["link"], e.get("lost"))
+            for e in events
+            if e["node"] == b and e["ev"] in (LINK_UP, LINK_DOWN)
+        ]
+        for b in B
+    }
+    assert links == {
+        B[0]: [(LINK_UP, B[3], None)],
+        B[1]: [(LINK_DOWN, B[2], 0)],
+        B[2]: [(LINK_DOWN, B[1], 0)],
+        B[3]: [(LINK_UP, B[0], None)],
+    }
+    assert {b: (r.tree_version, r.tree_finished) for b, r in status.items()} == dict.fromkeys(B, (1, 0))
+    assert {b: {lk.neighbour for lk in r.links} for b, r in status.items()} == {
+        b: set(PATH.swapped(ADD, REMOVE).adjacency[b]) for b in B
+    }
+    assert all(e["phase"] != SWAP or e["node"] == B[0] for e in events if e["ev"] == TOPO)
+    assert sum(1 for e in events if e["ev"] == TOPO_OUT) > 0
+    assert {e["reason"] for e in events if e["ev"] == "drop"} <= {"unknown_neighbour"}

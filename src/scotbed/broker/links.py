@@ -289,12 +289,13 @@ class LinkReceiver:
                 broker.drop(peer, f"malformed: batch {batch.seq} envelope {k}: {e}")
                 continue
             if msg is None:
+                if broker.topology is not None and broker.topology.owns(env.control):
+                    broker.topology.receive(peer, env.control)  # background, like samples: no counter
+                    continue
                 broker.counters["control"] += 1
                 end = end_of(env.control) if env.WhichOneof("body") == "control" else None
                 if end is not None:
                     broker.submit(peer, end)
-                elif broker.topology is not None and broker.topology.owns(env.control):
-                    broker.topology.receive(peer, env.control)
                 continue
             msg.hops += 1
             link.received += 1
