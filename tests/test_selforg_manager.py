@@ -14,10 +14,12 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections import deque
+from collections import Counter, deque
 from pathlib import Path
+from typing import Any
 
 from scotbed import topology
+from scotbed.analysis.selforg import Overhead, cost_over_time, overhead, windows_from_counts
 from scotbed.broker.client import BrokerClient
 from scotbed.broker.eventlog import read_events
 from scotbed.broker.fleet import wait_quiescent
@@ -166,5 +168,52 @@ def test_managers_on_real_brokers_make_the_reference_swap_under_load_and_lose_no
         b: set(PATH.swapped(ADD, REMOVE).adjacency[b]) for b in B
     }
     assert all(e["phase"] != SWAP or e["node"] == B[0] for e in events if e["ev"] == TOPO)
-    assert sum(1 for e in events if e["ev"] == TOPO_OUT) > 0
+    vertex_of = {b: b for b in B}
+    costs = Costs.from_mapping(COSTS)
+    t0 = min(e["ts_ns"] for e in events if e["ev"] in ("notif_in", "notif_out"))
+    paid = cost_over_time(events, costs, vertex_of, 10**9)
+    assert windows_from_counts(_counts(events, t0, 10**9), costs, vertex_of, t0, 10**9) == paid
+    sent = Counter((e["node"], e["link"], e["kind"]) for e in events if e["ev"] == TOPO_OUT)
+    size = Counter()
+    for e in events:
+        if e["ev"] == TOPO_OUT:
+            size[(e["node"], e["link"], e["kind"])] += e["size"]
+    over = overhead([(*k, n, size[k]) for k, n in sent.items()], costs, vertex_of)
+    assert over.messages == sum(sent.values()) > 0 and set(over.by_kind) >= {
+        "bcast",
+        "req",
+        "newver",
+    }
     assert {e["reason"] for e in events if e["ev"] == "drop"} <= {"unknown_neighbour"}
+
+
+def test_overhead_prices_each_manager_message_as_c_of_its_link_plus_p_of_its_receiver() -> None:
+    costs = Costs.from_mapping({"links": [["v0", "v1", 3.0]], "brokers": {"v1": 2.0}})
+    vertex_of = {"b0": "v0", "b1": "v1", "b2": "v2"}
+    rows = [("b0", "b1", "bcast", 4, 400), ("b1", "b0", "bcast", 1, 100), ("b1", "b2", "req", 2, 60)]
+    assert overhead(rows, costs, vertex_of) == Overhead(
+        7, 560, 4 * (3.0 + 2.0) + 1 * (3.0 + 1.0) + 2 * (10.0 + 1.0), {"bcast": 5, "req": 2}
+    )
+
+
+def test_windows_from_counts_is_cost_over_time_on_the_same_events() -> None:
+    costs = Costs.from_mapping({"links": [["v0", "v1", 3.0]], "brokers": {"v1": 2.0}})
+    vertex_of = {"b0": "v0", "b1": "v1"}
+    evs = [
+        {"ts_ns": 100, "ev": "notif_in", "node": "b0", "link": ""},
+        {"ts_ns": 150, "ev": "notif_out", "node": "b0", "link": "b1"},
+        {"ts_ns": 180, "ev": "notif_in", "node": "b1", "link": "b0"},
+        {"ts_ns": 420, "ev": "notif_in", "node": "b1", "link": ""},
+    ]
+    assert windows_from_counts(_counts(evs, 100, 100), costs, vertex_of, 100, 100) == cost_over_time(
+        evs, costs, vertex_of, 100
+    )
+
+
+def _counts(events: list[dict[str, Any]], t0: int, window_ns: int) -> list[tuple[int, str, str, str, int]]:
+    c = Counter(
+        ((e["ts_ns"] - t0) // window_ns, e["ev"], e["node"], e["link"])
+        for e in events
+        if e["ev"] in ("notif_in", "notif_out")
+    )
+    return [(*k, n) for k, n in c.items()]

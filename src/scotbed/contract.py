@@ -81,7 +81,7 @@ LINK_UP = "link_up"
 LINK_DOWN = "link_down"
 #: the topology manager (self-organising trees, DESIGN §10), per broker: ``topo`` is one decision
 #: (``phase`` evaluate|agree|swap, ``outcome``, ``reason``, ``heuristic``, ``inputs`` as JSON text);
-#: ``topo_out`` one control message it sent (``kind``, ``link``, ``bytes``): the heuristic's overhead
+#: ``topo_out`` one control message it sent (``kind``, ``link``, ``size`` in bytes): the heuristic's overhead
 TOPO = "topo"
 TOPO_OUT = "topo_out"
 

@@ -141,7 +141,7 @@ class TopologyManager:
             link.queue.append((env, size))
             link.wake.set()
             self.sent += 1  # not a broker counter: the quiescence barrier ignores the manager's chatter
-            b.events.emit(TOPO_OUT, kind=o.kind, link=o.to, bytes=size)
+            b.events.emit(TOPO_OUT, kind=o.kind, link=o.to, size=size)
         self._records()
 
     def _records(self) -> None:
