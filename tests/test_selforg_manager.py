@@ -24,7 +24,7 @@ from scotbed.broker.client import BrokerClient
 from scotbed.broker.eventlog import read_events
 from scotbed.broker.fleet import wait_quiescent
 from scotbed.broker.launcher import LocalCluster
-from scotbed.contract import LINK_DOWN, LINK_UP, TOPO, TOPO_OUT
+from scotbed.contract import LINK_DOWN, LINK_UP, REFUSED, TOPO, TOPO_OUT
 from scotbed.overlay.costs import Costs, edge
 from scotbed.overlay.heuristics import heuristic
 from scotbed.overlay.node import Node, Out, Settings
@@ -184,7 +184,8 @@ def test_managers_on_real_brokers_make_the_reference_swap_under_load_and_lose_no
         "req",
         "newver",
     }
-    assert {e["reason"] for e in events if e["ev"] == "drop"} <= {"unknown_neighbour"}
+    assert [e for e in events if e["ev"] == "drop"] == []  # a refused hello is ``refused``, not a drop
+    assert {e["reason"] for e in events if e["ev"] == REFUSED} <= {"unknown_neighbour"}
 
 
 def test_overhead_prices_each_manager_message_as_c_of_its_link_plus_p_of_its_receiver() -> None:

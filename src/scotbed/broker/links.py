@@ -49,6 +49,7 @@ from scotbed.broker.latency import DelayLine
 from scotbed.broker.limits import client_channel_options
 from scotbed.broker.rejoin import REPLAYED, replay_count
 from scotbed.broker.treeswap import end_of
+from scotbed.contract import REFUSED
 from scotbed.filters import FilterError
 from scotbed.messages import Publication
 from scotbed.v1 import scotbed_pb2 as pb
@@ -234,7 +235,7 @@ class LinkReceiver:
         peer = hello.from_broker
         if peer not in broker.links:
             broker.counters["refused"] += 1
-            broker.drop(peer, "unknown_neighbour")
+            broker.events.emit(REFUSED, link=peer, reason="unknown_neighbour")  # a hello: nothing lost
             await context.abort(
                 grpc.StatusCode.PERMISSION_DENIED, f"{peer!r} is not a neighbour of broker {broker.id!r}"
             )
