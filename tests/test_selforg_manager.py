@@ -6,7 +6,8 @@ request (C_03 = 5 > c_03 = 1 from either end; every other pair's C stays below i
 estimates, since Eq. 7's factors are at most 1); on the cycle the summed Eq. 8 is least for cutting
 v1–v2 (4,400 per 100 notifications against 10,400 for the next), so the one swap is
 +v0–v3 −v1–v2, and then no broker requests. The synchronous reference (``settle``) makes the same
-decision on exact caches; the managers must make it from Bloom filters over their real traffic.
+decision on exact caches, the simulator on its virtual clock; the managers must make it from Bloom
+filters over their real traffic.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from scotbed.overlay.heuristics import heuristic
 from scotbed.overlay.node import Node, Out, Settings
 from scotbed.overlay.records import SWAP
 from scotbed.overlay.settle import settle
+from scotbed.overlay.sim import Setup, Simulation
 from scotbed.overlay.tree import Tree, path_edges
 from scotbed.v1 import scotbed_pb2 as pb
 
@@ -53,6 +55,13 @@ def _reference() -> tuple[tuple[str, str], tuple[str, str]]:
 
 def test_the_reference_makes_the_one_swap_the_docstring_computes() -> None:
     assert _reference() == (ADD, REMOVE)
+
+
+def test_the_simulator_makes_the_same_one_swap_on_the_fixed_case() -> None:
+    setup = Setup(heuristic="ci", fixed=((B[0], tuple(SUBSCRIBERS)),), duration=5000.0, bloom_bits=8192)
+    out = Simulation(setup, tree=PATH, costs=Costs.from_mapping(COSTS)).run()
+    assert [(s.inputs["add"], s.inputs["remove"]) for s in out.swaps] == [(ADD, REMOVE)]
+    assert out.delivered == out.expected
 
 
 def _bus(nodes: dict[str, Node], outs: list[tuple[str, Out]], now: float) -> None:
