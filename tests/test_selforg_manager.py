@@ -21,7 +21,7 @@ from typing import Any
 
 from scotbed import topology
 from scotbed.analysis.selforg import Overhead, cost_over_time, overhead, windows_from_counts
-from scotbed.broker.client import BrokerClient
+from scotbed.broker.client import BrokerClient, SubscriptionStream
 from scotbed.broker.eventlog import read_events
 from scotbed.broker.fleet import wait_quiescent
 from scotbed.broker.launcher import LocalCluster
@@ -117,14 +117,34 @@ async def _publish_for(client: BrokerClient, publisher: str, until: float) -> in
     return k
 
 
-async def _managed_run(cluster: LocalCluster) -> dict[str, pb.StatusReply]:
+async def _churn(client: BrokerClient, host: str, until: float) -> set[str]:
+    """Subscribe a filter nothing matches every 30 ms and close the one before last, across the
+    swap; returns the subscriptions left open (their streams stay open until the run ends)."""
+    live: list[SubscriptionStream] = []
+    k = 0
+    while time.monotonic() < until:
+        live.append(await client.subscribe(f"{host}/c{k}", "price < 0", "test"))
+        if len(live) > 2:
+            await live.pop(0).close()
+        k += 1
+        await asyncio.sleep(0.03)
+    return {s.sub_id for s in live}
+
+
+async def _managed_run(
+    cluster: LocalCluster,
+) -> tuple[dict[str, pb.StatusReply], dict[str, pb.TableReply], set[str]]:
     addrs = cluster.addresses()
     clients = {b: BrokerClient(a) for b, a in addrs.items()}
     try:
         streams = {b: await clients[b].subscribe(f"{b}/all", "price >= 0", "test") for b in SUBSCRIBERS}
         await wait_quiescent(addrs, timeout_s=30)
-        published = await _publish_for(clients[B[0]], B[0], time.monotonic() + 3.0)
+        until = time.monotonic() + 3.0
+        churn = [asyncio.create_task(_churn(clients[b], b, until)) for b in B]
+        published = await _publish_for(clients[B[0]], B[0], until)
+        live = set().union(*await asyncio.gather(*churn)) | {f"{b}/all" for b in SUBSCRIBERS}
         status = await wait_quiescent(addrs, timeout_s=30)
+        tables = dict(zip(B, await asyncio.gather(*(clients[b].table() for b in B)), strict=True))
         want = [f"{B[0]}:{k}" for k in range(published)]
         for b, s in streams.items():
             deadline = time.monotonic() + 10
@@ -132,7 +152,7 @@ async def _managed_run(cluster: LocalCluster) -> dict[str, pb.StatusReply]:
                 await asyncio.sleep(0.02)
             assert [dv.notification.pub_id for dv in s.received] == want, f"the oracle at {b}"
         await asyncio.gather(*(s.close() for s in streams.values()))
-        return status
+        return status, tables, live
     finally:
         await asyncio.gather(*(c.close() for c in clients.values()))
 
@@ -147,7 +167,7 @@ def test_managers_on_real_brokers_make_the_reference_swap_under_load_and_lose_no
         log=FAST_LOG,
         topology_manager=MANAGER,
     ) as cluster:
-        status = asyncio.run(_managed_run(cluster))
+        status, tables, live = asyncio.run(_managed_run(cluster))
         for b in B:
             cluster.terminate(b)
         events = [e for b in B for e in read_events(cluster.event_log(b))]
@@ -195,6 +215,12 @@ def test_managers_on_real_brokers_make_the_reference_swap_under_load_and_lose_no
     }
     assert [e for e in events if e["ev"] == "drop"] == []  # a refused hello is ``refused``, not a drop
     assert {e["reason"] for e in events if e["ev"] == REFUSED} <= {"unknown_neighbour"}
+    # subscriptions churned across the swap: every broker holds exactly the live ones, each pointing
+    # toward its host broker on the new tree (or local)
+    hops = {b: PATH.swapped(ADD, REMOVE).next_hops(b) for b in B}
+    for b, t in tables.items():
+        assert {e.sub_id for e in t.entries} == live, b
+        assert all(e.last_hop == hops[b].get(e.host_broker, "") for e in t.entries), b
 
 
 def test_overhead_prices_each_manager_message_as_c_of_its_link_plus_p_of_its_receiver() -> None:

@@ -100,16 +100,17 @@ class TreeSwap:
         return 0
 
     def admits(self, item: Item) -> bool:
-        """Stamp a local publication; park a notification whose earlier versions are not finished."""
+        """Stamp a local message; park one whose earlier versions are not finished here. Subscriptions
+        and unsubscriptions are versioned like notifications: each floods on one tree version."""
         from_hop, msg, _ = item
-        if not isinstance(msg, Publication):
+        if isinstance(msg, End):
             return True
         if from_hop is None:
             msg.tree_version = self.version
         if msg.tree_version <= self.finished + 1:
             return True
         self.parked.append(item)
-        self.broker.counters["parked"] += 1
+        self.broker.counters["parked" if isinstance(msg, Publication) else "parked_routing"] += 1
         return False
 
     def on_end(self, from_hop: str, end: End) -> None:
