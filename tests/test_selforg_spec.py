@@ -52,7 +52,7 @@ def test_costs_errors(costs: dict[str, Any], fragment: str) -> None:
     assert any(fragment in p for p in errors({"costs": costs})), errors({"costs": costs})
 
 
-def test_self_organising_is_validated_and_refused_until_the_runtime_runs_it() -> None:
+def test_self_organising_is_validated_and_needs_a_routing_that_follows_dynamic_links() -> None:
     assert any(
         "unknown heuristic; allowed: ci, lmst, lmit" in p
         for p in errors({"self_organising": {"heuristic": "x"}})
@@ -61,10 +61,55 @@ def test_self_organising_is_validated_and_refused_until_the_runtime_runs_it() ->
         "topology.self_organising.eta" in p
         for p in errors({"self_organising": {"heuristic": "ci", "eta": 0}})
     )
-    problems = errors({"self_organising": {"heuristic": "ci"}})
-    assert problems == [
-        "topology.self_organising: the broker runtime does not run the topology manager yet "
-        "(docs/self-organising.md); the simulator does (benchmarks/selforg.py)"
+    assert (
+        parse_spec(
+            {
+                "name": "x",
+                "routing": "rpf",
+                "topology": {"kind": "tree", "self_organising": {"heuristic": "ci"}},
+            }
+        ).topology.self_organising
+        is not None
+    )
+    with pytest.raises(SpecError) as e:
+        parse_spec(
+            {
+                "name": "x",
+                "routing": "flooding",
+                "topology": {"kind": "tree", "self_organising": {"heuristic": "ci"}},
+            }
+        )
+    assert e.value.problems == [
+        "topology.self_organising: routing 'flooding' does not follow dynamic links; "
+        "the topology manager needs one that does (docs/self-organising.md)"
     ]
     with pytest.raises(SpecError, match="needs an acyclic overlay"):
         parse_spec({"name": "x", "topology": {"kind": "scot", "self_organising": {"heuristic": "lmst"}}})
+
+
+def test_the_manager_block_names_brokers_and_carries_the_tree_and_the_settings() -> None:
+    from scotbed.orchestrator.plan import broker_configs
+    from scotbed.orchestrator.spec import build_scot
+
+    spec = parse_spec(
+        {
+            "name": "x",
+            "routing": "rpf",
+            "topology": {
+                "kind": "tree",
+                "acyclic": {"kind": "path", "n": 3},
+                "costs": {"links": [["v0", "v2", 2.0]], "brokers": {"v1": 4.0}},
+                "self_organising": {"heuristic": "lmst", "period_ms": 500.0},
+            },
+        }
+    )
+    scot = build_scot(spec)
+    blocks = {
+        c.id: c.topology_manager for c in broker_configs(spec, scot, {b.id: "x:1" for b in scot.brokers})
+    }
+    block = blocks["b-v0-0"]
+    assert all(b == block for b in blocks.values())
+    assert block["tree"] == [["b-v0-0", "b-v1-0"], ["b-v1-0", "b-v2-0"]]
+    assert block["costs"]["links"] == [["b-v0-0", "b-v2-0", 2.0]]
+    assert block["costs"]["brokers"] == {"b-v1-0": 4.0}
+    assert (block["heuristic"], block["period_ms"], block["eta"]) == ("lmst", 500.0, 4)

@@ -79,6 +79,15 @@ BROKER_EVENTS = (
 #: (envelopes still queued, dropped); not routing work, so not in BROKER_EVENTS
 LINK_UP = "link_up"
 LINK_DOWN = "link_down"
+#: the topology manager (self-organising trees, DESIGN §10), per broker: ``topo`` is one decision
+#: (``phase`` evaluate|agree|swap, ``outcome``, ``reason``, ``heuristic``, ``inputs`` as JSON text);
+#: ``topo_out`` one control message it sent (``kind``, ``link``, ``size`` in bytes): the heuristic's overhead
+TOPO = "topo"
+TOPO_OUT = "topo_out"
+#: a link hello from a broker that is not (yet) a neighbour, refused (``link``, ``reason``): the
+#: dialer redials; a hello carries no message, so nothing is lost (the dial race of a link opened at
+#: run time, whose far end adopts the new tree a moment later). Not a ``drop``.
+REFUSED = "refused"
 
 #: periodic, per broker: event-loop lag (``lag_ms_max``, ``lag_ms_mean`` over ``probes`` wake-ups) and
 #: process CPU share (``cpu``, 1.0 = one core) over ``wall_ms``, and on Linux the loop thread's run-queue wait

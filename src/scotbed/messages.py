@@ -27,6 +27,7 @@ class Subscription:
     origin_ns: int = 0
     hops: int = 0
     packed: tuple[Subscription, ...] = ()
+    tree_version: int = 0  # self-organising trees: the overlay version this subscription floods on
 
 
 @dataclass(slots=True)
@@ -40,6 +41,7 @@ class Unsubscription:
     filter: Filter | None = None
     packed: tuple[Subscription, ...] = ()
     prune: tuple[tuple[str, int], ...] = ()  # selective pruning: (PHB, hops still to prune); () = full prune
+    tree_version: int = 0  # self-organising trees: the overlay version this unsubscription floods on
 
 
 @dataclass(slots=True)

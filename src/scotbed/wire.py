@@ -100,6 +100,7 @@ def subscription_to_pb(s: Subscription) -> pb.SubscriptionMsg:
         origin_ns=s.origin_ns,
         hops=s.hops,
         packed=[subscription_to_pb(p) for p in s.packed],
+        tree_version=s.tree_version,
     )
 
 
@@ -113,6 +114,7 @@ def subscription_from_pb(m: pb.SubscriptionMsg) -> Subscription:
         m.origin_ns,
         m.hops,
         tuple(subscription_from_pb(p) for p in m.packed),
+        m.tree_version,
     )
 
 
@@ -126,6 +128,7 @@ def unsubscription_to_pb(u: Unsubscription) -> pb.UnsubscriptionMsg:
         hops=u.hops,
         packed=[subscription_to_pb(p) for p in u.packed],
         prune=[pb.PruneTuple(phb=a, distance=d) for a, d in u.prune],
+        tree_version=u.tree_version,
     )
     if u.filter is not None:
         m.filter.CopyFrom(filter_to_pb(u.filter))
@@ -143,6 +146,7 @@ def unsubscription_from_pb(m: pb.UnsubscriptionMsg) -> Unsubscription:
         filter_from_pb(m.filter) if m.HasField("filter") else None,
         tuple(subscription_from_pb(p) for p in m.packed),
         tuple((t.phb, t.distance) for t in m.prune),
+        m.tree_version,
     )
 
 

@@ -24,7 +24,7 @@ import pandas as pd
 from pyspark.sql import SparkSession
 
 from scotbed import contract, java
-from scotbed.analysis import plots, report
+from scotbed.analysis import plots, plots_selforg, report
 from scotbed.analysis.context import RunData, Settings
 from scotbed.analysis.rundir import RunDir
 from scotbed.analysis.sections import SECTIONS
@@ -138,6 +138,12 @@ def _render(run: RunDir, summary: Summary, data: RunData) -> None:
     )
     if run.topology:
         made["topology"] = plots.topology(run.topology, pd_dir / "topology.png")
+    if "selforg_cost" in t:
+        made["selforg_cost"] = plots_selforg.cost_over_time(
+            t["selforg_cost"],
+            pd_dir / "selforg_cost.png",
+            summary.to_json()["selforg"]["heuristic"] or "static",
+        )
     if "core_queues" in t:
         made["core_input_queue"] = plots.core_input_queue(t["core_queues"], pd_dir / "core_input_queue.png")
     traffic = {}

@@ -44,6 +44,8 @@ EVENT_FIELDS: tuple[tuple[str, str], ...] = (
     ("wait_ms", "DOUBLE"),
     ("peak", "BIGINT"),
     ("steps", "BIGINT"),
+    ("kind", "STRING"),
+    ("phase", "STRING"),
 )
 EVENT_DDL = ", ".join(f"`{n}` {t}" for n, t in EVENT_FIELDS)
 CORRUPT = "_corrupt_record"  # Spark's column for a line that is not valid JSON under the schema

@@ -21,6 +21,7 @@ from scotbed.analysis import summary as S
 from scotbed.analysis.context import RunData
 from scotbed.analysis.events import valid
 from scotbed.analysis.matching_steps import MatchingSteps, steps_by_hops
+from scotbed.analysis.selforg_section import selforg_section
 from scotbed.analysis.stats import time_to_stabilise
 from scotbed.analysis.traffic import traffic_per_broker
 
@@ -251,4 +252,5 @@ SECTIONS: tuple[tuple[str, Callable[[RunData], S.Section]], ...] = (
     ("drain", drain_section),
     ("correctness", correctness_section),
     ("validity", validity_section),
+    ("selforg", selforg_section),
 )

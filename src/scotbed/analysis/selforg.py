@@ -71,3 +71,47 @@ def reconfigurations(events: Iterable[Mapping[str, Any]]) -> int:
     """Links added to the overlay: each ``link_up`` is logged at both of the link's ends."""
     ups = sum(1 for ev in events if ev["ev"] == LINK_UP)
     return ups // 2
+
+
+def windows_from_counts(
+    counts: Iterable[tuple[int, str, str, str, int]],
+    costs: Costs,
+    vertex_of: Mapping[str, str],
+    t0: int,
+    window_ns: int,
+) -> list[Window]:
+    """:func:`cost_over_time` from per-window counts ``(window, ev, node, link, n)`` (what Spark groups)."""
+    rows = list(counts)
+    if not rows:
+        return []
+    n = max(r[0] for r in rows) + 1
+    cost, published = [0.0] * n, [0] * n
+    for k, ev, node, link, count in rows:
+        cost[k] += count * event_cost({"ev": ev, "node": node, "link": link}, costs, vertex_of)
+        if ev == NOTIF_IN and not link:
+            published[k] += count
+    return [Window(t0 + k * window_ns, cost[k], published[k]) for k in range(n)]
+
+
+@dataclass(frozen=True, slots=True)
+class Overhead:
+    """The topology manager's own messages (``topo_out``): how many, their bytes, per kind, and what
+    they cost in Eq. 1's units (c of the link plus p of the receiver, per message)."""
+
+    messages: int
+    bytes: int
+    cost: float
+    by_kind: dict[str, int]
+
+
+def overhead(
+    rows: Iterable[tuple[str, str, str, int, int]], costs: Costs, vertex_of: Mapping[str, str]
+) -> Overhead:
+    """From ``topo_out`` counts ``(node, link, kind, messages, bytes)``."""
+    by_kind: dict[str, int] = {}
+    size, cost = 0, 0.0
+    for node, link, kind, n, b in rows:
+        by_kind[kind] = by_kind.get(kind, 0) + n
+        size += b
+        cost += n * (costs.link(vertex_of[node], vertex_of[link]) + costs.broker(vertex_of[link]))
+    return Overhead(sum(by_kind.values()), size, cost, dict(sorted(by_kind.items())))

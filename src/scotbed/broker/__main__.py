@@ -35,6 +35,8 @@ async def serve(cfg: BrokerConfig, stop_grace_s: float = 2.0, ready_file: str | 
     await server.start()
     broker.start()
     broker.start_links(new_incarnation())
+    if broker.topology is not None:
+        broker.topology.start(f"{cfg.listen.rpartition(':')[0]}:{port}")
     extra: list[asyncio.Task[None]] = []
     if cfg.prometheus_port is not None:
         from scotbed.broker.metrics import Metrics

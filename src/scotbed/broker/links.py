@@ -50,6 +50,7 @@ from scotbed.broker.latency import DelayLine
 from scotbed.broker.limits import client_channel_options
 from scotbed.broker.rejoin import REPLAYED, replay_count
 from scotbed.broker.treeswap import end_of
+from scotbed.contract import REFUSED
 from scotbed.filters import FilterError
 from scotbed.messages import Publication
 from scotbed.v1 import scotbed_pb2 as pb
@@ -235,7 +236,7 @@ class LinkReceiver:
         peer = hello.from_broker
         if peer not in broker.links:
             broker.counters["refused"] += 1
-            broker.drop(peer, "unknown_neighbour")
+            broker.events.emit(REFUSED, link=peer, reason="unknown_neighbour")  # a hello: nothing lost
             await context.abort(
                 grpc.StatusCode.PERMISSION_DENIED, f"{peer!r} is not a neighbour of broker {broker.id!r}"
             )
@@ -290,6 +291,9 @@ class LinkReceiver:
                 broker.drop(peer, f"malformed: batch {batch.seq} envelope {k}: {e}")
                 continue
             if msg is None:
+                if broker.topology is not None and broker.topology.owns(env.control):
+                    broker.topology.receive(peer, env.control)  # background, like samples: no counter
+                    continue
                 broker.counters["control"] += 1
                 end = end_of(env.control) if env.WhichOneof("body") == "control" else None
                 if end is not None:

@@ -56,6 +56,7 @@ from scotbed.broker.rejoin import REPLAYED
 from scotbed.broker.routing import make_algorithm
 from scotbed.broker.routing.base import Decision, Entry, LinkState, RoutingAlgorithm
 from scotbed.broker.service import Server
+from scotbed.broker.topology_manager import TopologyManager
 from scotbed.broker.treeswap import End, TreeSwap
 from scotbed.config import BrokerConfig, NeighbourConfig
 from scotbed.contract import (
@@ -132,6 +133,7 @@ class Broker:
         self.senders: dict[str, asyncio.Task[None]] = {}  # one sender task per link, once started
         self.incarnation = ""
         self.swap = TreeSwap(self)
+        self.topology = TopologyManager(self) if cfg.topology_manager else None
         self.input: asyncio.Queue[Item] = asyncio.Queue()
         self.input_peak = 0  # the input queue's longest since the last ``queue`` sample
         self.server = Server(cfg.service_us)  # the per-message service time, when on
@@ -194,6 +196,8 @@ class Broker:
             self._tasks.append(asyncio.create_task(self.loop_probe.run(), name="loop-probe"))
 
     async def stop_tasks(self) -> None:
+        if self.topology is not None:
+            await self.topology.stop()
         for t in self._tasks:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -356,6 +360,8 @@ class Broker:
             self.counters[NOTIF_IN] += 1
         emit(NOTIF_IN, pub_id=pub.pub_id, link=from_hop or "", hops=pub.hops)
         d = self.algo.on_publication(pub, from_hop)
+        if self.topology is not None and (from_hop is None or d.deliver):
+            self.topology.cached(pub.pub_id)
         if d.duplicate:
             self.counters["duplicate"] += 1
         if d.match_us is not None:

@@ -73,7 +73,7 @@ class TreeSwap:
         b = self.broker
         if not b.algo.dynamic_links:
             raise ValueError(f"routing {b.cfg.routing!r} does not follow dynamic links")
-        if version and (version != self.version + 1 or self.finished != self.version - 1 or self._closing):
+        if version and (version != self.version + 1 or not self.ready()):
             raise ValueError(
                 f"version {version}: this broker is at {self.version}, finished {self.finished},"
                 f" {len(self._closing)} removed link(s) still flushing (one swap at a time)"
@@ -100,16 +100,17 @@ class TreeSwap:
         return 0
 
     def admits(self, item: Item) -> bool:
-        """Stamp a local publication; park a notification whose earlier versions are not finished."""
+        """Stamp a local message; park one whose earlier versions are not finished here. Subscriptions
+        and unsubscriptions are versioned like notifications: each floods on one tree version."""
         from_hop, msg, _ = item
-        if not isinstance(msg, Publication):
+        if isinstance(msg, End):
             return True
         if from_hop is None:
             msg.tree_version = self.version
         if msg.tree_version <= self.finished + 1:
             return True
         self.parked.append(item)
-        self.broker.counters["parked"] += 1
+        self.broker.counters["parked" if isinstance(msg, Publication) else "parked_routing"] += 1
         return False
 
     def on_end(self, from_hop: str, end: End) -> None:
@@ -186,6 +187,10 @@ class TreeSwap:
         while link.queue or link.unacked:
             await asyncio.sleep(poll_s)
         self._close(n)
+
+    def ready(self) -> bool:
+        """May the next version be adopted: the one before finished, its removed link closed."""
+        return self.finished == self.version - 1 and not self._closing
 
     def busy(self) -> bool:
         """Parked notifications or a removed link still flushing: not quiescent."""

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from scotbed import topology as topo
 from scotbed.config import BrokerConfig, build_configs
+from scotbed.orchestrator import spec_selforg
 from scotbed.orchestrator.spec import Spec, SpecError
 
 
@@ -68,6 +69,7 @@ def broker_configs(
         congestion=spec.congestion.model_dump(),
         run_id=run_id,
         prometheus_port=prometheus_port,
+        topology_manager=spec_selforg.manager_block(spec, scot),
     )
     per_kind = {topo.ACOL: links.acol_capacity_msgs_per_s, topo.ICOL: links.icol_capacity_msgs_per_s}
     delays = link_delays(spec)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from scotbed.broker import routing as routing_registry
 from scotbed.overlay import interest
 from scotbed.overlay.costs import DEFAULT_BROKER, DEFAULT_LINK, Costs, CostsError
 from scotbed.overlay.heuristics import HEURISTICS
@@ -81,11 +82,33 @@ def problems(spec: Spec) -> list[str]:
     if t.self_organising is not None:
         if t.m != 1:
             out.append("topology.self_organising: needs an acyclic overlay (kind tree, or connectivity 1)")
-        out.append(
-            "topology.self_organising: the broker runtime does not run the topology manager yet "
-            "(docs/self-organising.md); the simulator does (benchmarks/selforg.py)"
-        )
+        if spec.routing in routing_registry.ALGORITHMS and not _dynamic(spec.routing):
+            out.append(
+                f"topology.self_organising: routing {spec.routing!r} does not follow dynamic links; "
+                f"the topology manager needs one that does (docs/self-organising.md)"
+            )
     return out
+
+
+def _dynamic(routing: str) -> bool:
+    return bool(routing_registry.algorithm_class(routing).dynamic_links)
+
+
+def manager_block(spec: Spec, scot: Any) -> dict[str, Any]:
+    """The brokers' ``topology_manager`` block: the settings, the costs and the initial tree over
+    broker ids (a self-organising overlay has one broker per vertex); {} when off."""
+    t: Any = spec.topology
+    if t.self_organising is None:
+        return {}
+    bid = {b.vertex: b.id for b in scot.brokers}
+    raw = t.costs.model_dump() if t.costs is not None else {}
+    costs = {
+        **raw,
+        "links": [[bid[str(u)], bid[str(v)], c] for u, v, c in raw.get("links", [])],
+        "brokers": {bid[k]: p for k, p in raw.get("brokers", {}).items()},
+    }
+    tree = sorted({tuple(sorted((b.id, n.id))) for b in scot.brokers for n in scot.neighbours(b.id)})
+    return {**t.self_organising.model_dump(), "costs": costs, "tree": [list(e) for e in tree]}
 
 
 def _vertices(spec: Spec) -> frozenset[str] | None:

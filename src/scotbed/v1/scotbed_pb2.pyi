@@ -132,7 +132,7 @@ class PublishReply(_message.Message):
     def __init__(self, accepted: _Optional[int] = ...) -> None: ...
 
 class SubscriptionMsg(_message.Message):
-    __slots__ = ("sub_id", "filter", "host_broker", "cbv", "state", "origin_ns", "hops", "packed")
+    __slots__ = ("sub_id", "filter", "host_broker", "cbv", "state", "origin_ns", "hops", "packed", "tree_version")
     SUB_ID_FIELD_NUMBER: _ClassVar[int]
     FILTER_FIELD_NUMBER: _ClassVar[int]
     HOST_BROKER_FIELD_NUMBER: _ClassVar[int]
@@ -141,6 +141,7 @@ class SubscriptionMsg(_message.Message):
     ORIGIN_NS_FIELD_NUMBER: _ClassVar[int]
     HOPS_FIELD_NUMBER: _ClassVar[int]
     PACKED_FIELD_NUMBER: _ClassVar[int]
+    TREE_VERSION_FIELD_NUMBER: _ClassVar[int]
     sub_id: str
     filter: Filter
     host_broker: str
@@ -149,10 +150,11 @@ class SubscriptionMsg(_message.Message):
     origin_ns: int
     hops: int
     packed: _containers.RepeatedCompositeFieldContainer[SubscriptionMsg]
-    def __init__(self, sub_id: _Optional[str] = ..., filter: _Optional[_Union[Filter, _Mapping]] = ..., host_broker: _Optional[str] = ..., cbv: _Optional[int] = ..., state: _Optional[_Union[SubscriptionState, str]] = ..., origin_ns: _Optional[int] = ..., hops: _Optional[int] = ..., packed: _Optional[_Iterable[_Union[SubscriptionMsg, _Mapping]]] = ...) -> None: ...
+    tree_version: int
+    def __init__(self, sub_id: _Optional[str] = ..., filter: _Optional[_Union[Filter, _Mapping]] = ..., host_broker: _Optional[str] = ..., cbv: _Optional[int] = ..., state: _Optional[_Union[SubscriptionState, str]] = ..., origin_ns: _Optional[int] = ..., hops: _Optional[int] = ..., packed: _Optional[_Iterable[_Union[SubscriptionMsg, _Mapping]]] = ..., tree_version: _Optional[int] = ...) -> None: ...
 
 class UnsubscriptionMsg(_message.Message):
-    __slots__ = ("sub_id", "host_broker", "cbv", "state", "origin_ns", "hops", "filter", "packed", "prune")
+    __slots__ = ("sub_id", "host_broker", "cbv", "state", "origin_ns", "hops", "filter", "packed", "prune", "tree_version")
     SUB_ID_FIELD_NUMBER: _ClassVar[int]
     HOST_BROKER_FIELD_NUMBER: _ClassVar[int]
     CBV_FIELD_NUMBER: _ClassVar[int]
@@ -162,6 +164,7 @@ class UnsubscriptionMsg(_message.Message):
     FILTER_FIELD_NUMBER: _ClassVar[int]
     PACKED_FIELD_NUMBER: _ClassVar[int]
     PRUNE_FIELD_NUMBER: _ClassVar[int]
+    TREE_VERSION_FIELD_NUMBER: _ClassVar[int]
     sub_id: str
     host_broker: str
     cbv: int
@@ -171,7 +174,8 @@ class UnsubscriptionMsg(_message.Message):
     filter: Filter
     packed: _containers.RepeatedCompositeFieldContainer[SubscriptionMsg]
     prune: _containers.RepeatedCompositeFieldContainer[PruneTuple]
-    def __init__(self, sub_id: _Optional[str] = ..., host_broker: _Optional[str] = ..., cbv: _Optional[int] = ..., state: _Optional[_Union[SubscriptionState, str]] = ..., origin_ns: _Optional[int] = ..., hops: _Optional[int] = ..., filter: _Optional[_Union[Filter, _Mapping]] = ..., packed: _Optional[_Iterable[_Union[SubscriptionMsg, _Mapping]]] = ..., prune: _Optional[_Iterable[_Union[PruneTuple, _Mapping]]] = ...) -> None: ...
+    tree_version: int
+    def __init__(self, sub_id: _Optional[str] = ..., host_broker: _Optional[str] = ..., cbv: _Optional[int] = ..., state: _Optional[_Union[SubscriptionState, str]] = ..., origin_ns: _Optional[int] = ..., hops: _Optional[int] = ..., filter: _Optional[_Union[Filter, _Mapping]] = ..., packed: _Optional[_Iterable[_Union[SubscriptionMsg, _Mapping]]] = ..., prune: _Optional[_Iterable[_Union[PruneTuple, _Mapping]]] = ..., tree_version: _Optional[int] = ...) -> None: ...
 
 class PruneTuple(_message.Message):
     __slots__ = ("phb", "distance")
@@ -206,7 +210,7 @@ class NotificationMsg(_message.Message):
     def __init__(self, notification: _Optional[_Union[Notification, _Mapping]] = ..., bids: _Optional[_Iterable[str]] = ..., cbv: _Optional[int] = ..., has_cbv: _Optional[bool] = ..., hops: _Optional[int] = ..., dynamic: _Optional[bool] = ..., source_broker: _Optional[str] = ..., distance: _Optional[int] = ..., count: _Optional[int] = ..., tree_version: _Optional[int] = ...) -> None: ...
 
 class Control(_message.Message):
-    __slots__ = ("kind", "args")
+    __slots__ = ("kind", "args", "data")
     class ArgsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -216,9 +220,11 @@ class Control(_message.Message):
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     KIND_FIELD_NUMBER: _ClassVar[int]
     ARGS_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
     kind: str
     args: _containers.ScalarMap[str, str]
-    def __init__(self, kind: _Optional[str] = ..., args: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    data: bytes
+    def __init__(self, kind: _Optional[str] = ..., args: _Optional[_Mapping[str, str]] = ..., data: _Optional[bytes] = ...) -> None: ...
 
 class Envelope(_message.Message):
     __slots__ = ("subscription", "unsubscription", "notification", "control")

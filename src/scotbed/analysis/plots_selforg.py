@@ -1,0 +1,20 @@
+"""The report plot of a self-organising run: Eq. 2 paid per notification, per window, over time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from scotbed.analysis.plots import _save, plt
+
+
+def cost_over_time(series: pd.DataFrame, out: Path, label: str) -> Path:
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    ax.plot(series["t_s"], series["cost_per_notification"], marker=".", label=label)
+    ax.set_xlabel("time since the first notification (s)")
+    ax.set_ylabel("delivery cost per notification (Eq. 2)")
+    ax.set_ylim(bottom=0)
+    ax.legend()
+    ax.grid(alpha=0.3)
+    return _save(fig, out)

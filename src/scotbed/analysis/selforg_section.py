@@ -1,0 +1,73 @@
+"""The ``selforg`` section of summary.json (a run with ``topology.costs`` or
+``topology.self_organising``): the paper's cost (Eq. 2) as paid per window, the reconfiguration
+count and rate, and the topology manager's own message overhead. Spark counts; the arithmetic is
+:mod:`scotbed.analysis.selforg`'s."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import pandas as pd
+from pyspark.sql import functions as F
+
+from scotbed.analysis.context import RunData
+from scotbed.analysis.metrics import of
+from scotbed.analysis.selforg import overhead, windows_from_counts
+from scotbed.contract import LINK_UP, NOTIF_IN, NOTIF_OUT, TOPO_OUT
+from scotbed.overlay.costs import Costs
+
+WINDOW_NS = 1_000_000_000  # one point of the cost-over-time curve
+
+
+@dataclass(frozen=True)
+class SelfOrg:
+    """None (no key): the run has no costs and no topology manager."""
+
+    block: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any] | None:
+        return self.block
+
+
+def selforg_section(d: RunData) -> SelfOrg:
+    t = d.run.spec.get("topology") or {}
+    if t.get("costs") is None and t.get("self_organising") is None:
+        return SelfOrg()
+    costs = Costs.from_mapping(t.get("costs"))
+    vertex_of = {b["id"]: b["vertex"] for b in (d.run.topology or {}).get("brokers", [])}
+    notes = of(d.events, NOTIF_IN, NOTIF_OUT)
+    span = notes.agg(F.min("ts_ns"), F.max("ts_ns")).first()
+    if span is None or span[0] is None:
+        return SelfOrg()
+    t0, t1 = int(span[0]), int(span[1])
+    window = F.floor((F.col("ts_ns") - F.lit(t0)) / F.lit(WINDOW_NS)).cast("long")
+    counts = notes.withColumn("w", window).groupBy("w", "ev", "node", "link").count().collect()
+    windows = windows_from_counts(
+        ((r["w"], r["ev"], r["node"], r["link"] or "", r["count"]) for r in counts),
+        costs,
+        vertex_of,
+        t0,
+        WINDOW_NS,
+    )
+    sent = of(d.events, TOPO_OUT).groupBy("node", "link", "kind").agg(F.count("*"), F.sum("size")).collect()
+    over = overhead(((r[0], r[1], r[2], int(r[3]), int(r[4] or 0)) for r in sent), costs, vertex_of)
+    swaps = of(d.events, LINK_UP).count() // 2  # each link_up is logged at both ends
+    d.tables["selforg_cost"] = pd.DataFrame(
+        [((w.start_ns - t0) / 1e9, w.cost, w.published, w.per_notification) for w in windows],
+        columns=["t_s", "cost", "published", "cost_per_notification"],
+    )
+    total, published = sum(w.cost for w in windows), sum(w.published for w in windows)
+    so = t.get("self_organising")
+    return SelfOrg(
+        {
+            "heuristic": so.get("heuristic") if so else None,
+            "window_s": WINDOW_NS / 1e9,
+            "cost_total": total,
+            "published": published,
+            "cost_per_notification": total / published if published else None,
+            "reconfigurations": swaps,
+            "reconfigurations_per_s": swaps / max((t1 - t0) / 1e9, 1e-9),
+            "overhead": asdict(over),
+        }
+    )
