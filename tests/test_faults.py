@@ -10,7 +10,8 @@ import pytest
 from scotbed_cli import run_quickstart
 
 from scotbed import topology
-from scotbed.orchestrator.faults import FaultSpec, attribute, check, windows
+from scotbed.analysis.faultwindows import attribute, windows
+from scotbed.orchestrator.faults import FaultSpec, check
 from scotbed.orchestrator.spec import SpecError, parse_spec
 
 S = 1_000_000_000
