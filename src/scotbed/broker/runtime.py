@@ -262,14 +262,11 @@ class Broker:
         return True
 
     def neighbour_restarted(self, neighbour: str) -> None:
-        """A new incarnation of ``neighbour`` said hello: put the link's sent log at the head of its queue."""
-        link = self.links[neighbour]
-        block = link.sent_log.replay()
-        link.queue.extendleft(reversed(block))
-        link.window_in += len(block)
-        link.wake.set()
-        self.counters["replay_out"] += len(block) - 1
-        log.info("%s: %s restarted; replaying %d routing envelopes", self.id, neighbour, len(block) - 1)
+        """A new incarnation of ``neighbour`` said hello: put the link's sent log at the head of its queue
+        (over again if an earlier replay was still under way)."""
+        n = self.links[neighbour].replay()
+        self.counters["replay_out"] += n
+        log.info("%s: %s restarted; replaying %d routing envelopes", self.id, neighbour, n)
 
     def drop(self, link: str, reason: str, **fields: Any) -> None:
         self.counters[DROP] += 1
