@@ -30,7 +30,10 @@ which rebuilds the restarted broker's routing table for every plug-in without
 re-flooding anything (:mod:`scotbed.broker.rejoin`). Lost are the envelopes
 the old process had acknowledged but not yet forwarded, state a plug-in
 derives from publications (selective pruning's history), and the sessions of
-the broker's own clients with their subscriptions.
+the broker's own clients with their subscriptions; batches the old process had
+forwarded but not acknowledged are forwarded again (duplicates). A link reset
+between two running brokers loses and repeats nothing: resent batches are
+recognised by (sender incarnation, sequence number) and dropped.
 
 Windows and attribution. ``faults.jsonl`` in the run directory records when
 each action actually happened. A *fault window* runs from a kill/stop/cut to
