@@ -146,7 +146,7 @@ def test_the_report_says_undrained_only_when_deliveries_were_undelivered_at_stop
 
 
 def test_losses_inside_declared_fault_windows_do_not_fail_the_verdict() -> None:
-    """As faults.attribute leaves a run: the oracle ok, nothing missing outside the windows, 7 lost inside."""
+    """As faultwindows.attribute leaves a summary: the oracle ok, none missing outside, 7 inside."""
     from scotbed.analysis.summary import verdict_of_json
 
     doc = _doc(0, 0, True)

@@ -338,6 +338,7 @@ def test_a_versioned_swap_under_load_loses_duplicates_and_reorders_nothing(tmp_p
     assert {lk.neighbour for lk in status[v1].links} == {v0, v2}
     assert next(lk.received for lk in status[v1].links if lk.neighbour == v2) > 0
     assert sum(r.counters["parked"] for r in status.values()) > 0
+    assert sum(r.counters["neighbour_restarts"] for r in status.values()) == 0  # reopened, not restarted
     ends = sum(r.counters["end_out"] for r in status.values())
     assert ends == 2 * 4 * 2  # END(v) once each way per tree-v link, v = 0, 1
     # a hello that reaches a broker before its own Relink is refused and redialled: logged as

@@ -141,3 +141,63 @@ def test_a_timeline_restart_is_done_when_the_links_are_up_both_ways(tmp_path: Pa
         injector.stop()
     assert all(link.connected for s in status.values() for link in s.links)
     assert status[VICTIM].counters["replay_in"] == 0 and injector.down == set()
+
+
+SUBS = 60  # subscriptions behind the victim: its replay is SUBS routing envelopes
+SLOW_MSGS_PER_S = 20.0  # the replaying link's rate while the victim dies again: the replay takes 3 s
+
+
+@pytest.mark.slow
+def test_a_replay_cut_short_by_a_second_restart_starts_over_for_the_newest_process(tmp_path: Path) -> None:
+    """The first replay is partly sent (some acknowledged, some in flight, the rest queued) when the
+    victim dies again; the newest process gets exactly the newest replay, and nothing of the old one
+    is handled as new routing (no sub_in at the victim, none re-flooded to its other neighbour)."""
+    scot = topology.tree(topology.path(3))
+    a, c_id = "b-v0-0", "b-v2-0"
+    with LocalCluster.from_topology(
+        scot,
+        tmp_path,
+        routing="rpf",
+        matching="counting",
+        launcher={"stop_grace_s": 10.0},
+        limits={"redial_initial_ms": 20.0, "redial_max_ms": 200.0},
+    ) as c:
+
+        async def restart(victim: str) -> None:
+            c.kill(victim)
+            await asyncio.to_thread(c.start_broker, victim)
+            await asyncio.to_thread(c.wait_ready, [victim])
+
+        async def scenario() -> tuple[Rows, Rows, pb.StatusReply, int, int, list[list[str]]]:
+            host, far = BrokerClient(c.address(a)), BrokerClient(c.address(c_id))
+            streams = [await host.subscribe(f"s{k:02d}", f"price > {k}") for k in range(SUBS)]
+            await asyncio.to_thread(c.wait_quiescent)
+            before = _rows((await asyncio.to_thread(c.tables_all))[VICTIM])
+            c_sub_in = (await far.status()).counters["sub_in"]
+            await host.set_link_capacity(SLOW_MSGS_PER_S, VICTIM)
+            await restart(VICTIM)
+            deadline = time.monotonic() + 30
+            while (await host.status()).counters["replay_out"] < SUBS:  # the first replay is queued
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(SUBS / SLOW_MSGS_PER_S / 3)  # a third of it sent
+            await restart(VICTIM)
+            await host.set_link_capacity(0.0, VICTIM)
+            await _all_links_up(c)
+            await asyncio.to_thread(c.wait_quiescent)
+            after = _rows((await asyncio.to_thread(c.tables_all))[VICTIM])
+            status = (await asyncio.to_thread(c.status_all))[VICTIM]
+            c_sub_in_after = (await far.status()).counters["sub_in"]
+            await far.publish([(f"q{p}", {"price": p}) for p in PRICES])
+            await asyncio.to_thread(c.wait_quiescent)
+            await asyncio.sleep(0.3)
+            got = [sorted(s.pub_ids()) for s in streams]
+            for client in (host, far):
+                await client.close()
+            return before, after, status, c_sub_in, c_sub_in_after, got
+
+        before, after, status, c_sub_in, c_sub_in_after, got = asyncio.run(scenario())
+    assert len(before) == SUBS and after == before
+    assert (status.counters["replay_in"], status.counters["sub_in"]) == (SUBS, 0)
+    assert c_sub_in_after == c_sub_in  # nothing re-flooded past the victim
+    assert got == [sorted(f"q{p}" for p in PRICES if p > k) for k in range(SUBS)]

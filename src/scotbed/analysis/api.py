@@ -24,7 +24,7 @@ import pandas as pd
 from pyspark.sql import SparkSession
 
 from scotbed import contract, java
-from scotbed.analysis import plots, plots_selforg, report
+from scotbed.analysis import faultwindows, plots, plots_selforg, report
 from scotbed.analysis.context import RunData, Settings
 from scotbed.analysis.rundir import RunDir
 from scotbed.analysis.sections import SECTIONS
@@ -58,7 +58,7 @@ def analyze(
     session = spark or get_session(spark_master)
     try:
         with _shuffle_partitions(session, _partitions_for(session, run)):
-            return _analyze(session, run, Settings(settle_ms, engine, first_n)).to_json()
+            return _analyze(session, run, Settings(settle_ms, engine, first_n))
     finally:
         if own:
             session.stop()
@@ -81,7 +81,7 @@ def _shuffle_partitions(spark: SparkSession, n: int) -> Iterator[None]:
         spark.conf.set(key, str(before))
 
 
-def _analyze(spark: SparkSession, run: RunDir, settings: Settings) -> Summary:
+def _analyze(spark: SparkSession, run: RunDir, settings: Settings) -> dict[str, Any]:
     started = time.monotonic()
     stages: dict[str, float] = {}
     last = [started]
@@ -116,12 +116,14 @@ def _analyze(spark: SparkSession, run: RunDir, settings: Settings) -> Summary:
         "events_per_s": round(n_events / elapsed, 1) if elapsed > 0 else None,
         "stages_s": stages,
     }
-    (run.path / contract.SUMMARY).write_text(json.dumps(summary.to_json(), indent=2, default=str))
-    _render(run, summary, data)
-    return summary
+    doc = summary.to_json()
+    faultwindows.attribute(doc, run.path)  # before both outputs: one verdict in summary.json and report
+    (run.path / contract.SUMMARY).write_text(json.dumps(doc, indent=2, default=str))
+    _render(run, doc, data)
+    return doc
 
 
-def _render(run: RunDir, summary: Summary, data: RunData) -> None:
+def _render(run: RunDir, summary: dict[str, Any], data: RunData) -> None:
     pd_dir, t = run.plots_dir, data.tables
     curve, window, burst, recovery = data.plot_data["stability"]
     made = {
@@ -142,7 +144,7 @@ def _render(run: RunDir, summary: Summary, data: RunData) -> None:
         made["selforg_cost"] = plots_selforg.cost_over_time(
             t["selforg_cost"],
             pd_dir / "selforg_cost.png",
-            summary.to_json()["selforg"]["heuristic"] or "static",
+            summary["selforg"]["heuristic"] or "static",
         )
     if "core_queues" in t:
         made["core_input_queue"] = plots.core_input_queue(t["core_queues"], pd_dir / "core_input_queue.png")
@@ -158,7 +160,7 @@ def _render(run: RunDir, summary: Summary, data: RunData) -> None:
         ]
     report.render_run(
         run.path / contract.REPORT,
-        summary.to_json(),
+        summary,
         run.spec_text,
         made,
         {

@@ -13,6 +13,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
 from scotbed.analysis.stats import flatten
+from scotbed.analysis.summary import verdict_of_json
 
 
 def _env() -> Environment:
@@ -50,6 +51,7 @@ def render_run(
         .render(
             summary=summary,
             correctness=summary.get("correctness", {}),
+            verdict=verdict_of_json(summary),  # the CLI's verdict, from the same (fault-attributed) counts
             spec_text=spec_text,
             images={k: image_data_uri(p) for k, p in plots.items() if p.exists()},
             tables={k: table_html(v) for k, v in tables.items()},

@@ -14,7 +14,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from scotbed.broker.rejoin import SentLog
+from scotbed.broker.rejoin import SentLog, Sized, replay_count
 from scotbed.config import NeighbourConfig
 from scotbed.v1 import scotbed_pb2 as pb
 
@@ -82,6 +82,8 @@ class LinkOut:
         self.connected = False
         self.sent_log = SentLog()  # routing envelopes queued here: replayed when the neighbour restarts
         self.latency = (neighbour.latency_ms, neighbour.jitter_ms)  # ms; Admin.SetLinkLatency changes it
+        self._replaying: set[int] = set()  # the last replay block's queue items (their ids)
+        self._replaying_bytes: set[bytes] = set()  # and its routing envelopes, encoded
 
     def set_capacity(self, capacity: float) -> None:
         """Envelopes/s; 0 = unlimited. The burst is 10 ms of capacity (at least one envelope)."""
@@ -109,3 +111,36 @@ class LinkOut:
             done += len(self.unacked.pop(s).envelopes)
         self.unacked_envelopes -= done
         return done
+
+    def replay(self) -> int:
+        """The neighbour restarted: start its replay over (:mod:`scotbed.broker.rejoin`); returns its
+        routing envelopes.
+
+        What is left of an earlier replay (a restart during the replay) leaves the queue and the
+        unacknowledged batches (they would reach the new process as new routing); the new block
+        leaves out what is still queued or unacknowledged, which the new process gets as sent.
+        """
+        queued = [item for item in self.queue if id(item) not in self._replaying]
+        self.queue.clear()
+        self.queue.extend(queued)
+        for seq, batch in list(self.unacked.items()):
+            keep = [e for e in batch.envelopes if not self._stale(e)]
+            if len(keep) != len(batch.envelopes):
+                self.unacked_envelopes -= len(batch.envelopes) - len(keep)
+                self.unacked[seq] = pb.Batch(from_broker=batch.from_broker, seq=seq, envelopes=keep)
+        in_queue = {id(item) for item in queued}
+        in_flight = {e.SerializeToString() for b in self.unacked.values() for e in b.envelopes}
+
+        def pending(item: Sized) -> bool:
+            return id(item) in in_queue or item[0].SerializeToString() in in_flight
+
+        block = self.sent_log.replay(pending)
+        self._replaying = {id(item) for item in block}
+        self._replaying_bytes = {env.SerializeToString() for env, _ in block[1:]}
+        self.queue.extendleft(reversed(block))
+        self.window.count_in(len(block))
+        self.wake.set()
+        return len(block) - 1
+
+    def _stale(self, env: pb.Envelope) -> bool:
+        return replay_count(env) is not None or env.SerializeToString() in self._replaying_bytes

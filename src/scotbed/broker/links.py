@@ -70,6 +70,16 @@ def new_incarnation() -> str:
     return f"{time.time_ns():x}-{os.getpid():x}"
 
 
+def stream_incarnation(process: str, opening: int) -> str:
+    """A link stream's incarnation: the process's, plus ``+N`` for the N-th link a relink opened."""
+    return f"{process}+{opening}" if opening else process
+
+
+def process_incarnation(stream: str) -> str:
+    """The process behind a link stream: a reopened link is not a restarted neighbour."""
+    return stream.partition("+")[0]
+
+
 class LinkSender:
     def __init__(self, broker: Broker, link: LinkOut, incarnation: str) -> None:
         self.broker = broker
@@ -254,7 +264,10 @@ class LinkReceiver:
         incarnation = hello.envelopes[0].control.args.get("incarnation", "")
         state = self._state.setdefault(peer, _RxState())
         if state.incarnation != incarnation:
-            restarted = bool(state.incarnation)  # not the first hello: the neighbour is a new process
+            # not the first hello, and from another process (not a link reopened by a relink)
+            restarted = bool(state.incarnation) and (
+                process_incarnation(state.incarnation) != process_incarnation(incarnation)
+            )
             state.incarnation, state.last_seq, state.replay_left = incarnation, 0, 0
             if restarted:
                 broker.neighbour_restarted(peer)

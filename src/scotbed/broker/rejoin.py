@@ -19,11 +19,15 @@ the old process for every subscription its neighbours had sent it (for any
 deterministic plug-in; state a plug-in derives from publications, such as
 selective pruning's history or DNR's congestion marks, starts empty).
 Subscriptions of the broker's own clients are lost with their sessions.
+
+A replay cut short by another restart starts over (:meth:`scotbed.broker.linkout.LinkOut.replay`):
+what is left of the earlier block is taken off the queue and out of the unacknowledged batches,
+and the newest process gets the whole log once, as a replay, and nothing of it as new routing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 
 from scotbed.messages import Message, Subscription, Unsubscription
 from scotbed.v1 import scotbed_pb2 as pb
@@ -57,12 +61,17 @@ class SentLog:
         self._serial += 1
         self._log[("n", self._serial)] = sized
 
-    def replay(self) -> list[Sized]:
-        """The control envelope and the log, in order: what to put at the head of the output queue."""
+    def replay(self, pending: Callable[[Sized], bool] | None = None) -> list[Sized]:
+        """The control envelope and the log, in order: what to put at the head of the output queue.
+
+        Entries ``pending`` says are still queued or unacknowledged are left out: they reach the new
+        process as ordinary routing (its forwards sent), since the old one may never have handled them.
+        """
+        entries = [e for e in self._log.values() if pending is None or not pending(e)]
         control = pb.Envelope()
         control.control.kind = REPLAY
-        control.control.args[COUNT] = str(len(self._log))
-        return [(control, control.ByteSize()), *self._log.values()]
+        control.control.args[COUNT] = str(len(entries))
+        return [(control, control.ByteSize()), *entries]
 
 
 def replay_count(env: pb.Envelope) -> int | None:

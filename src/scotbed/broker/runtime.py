@@ -158,11 +158,11 @@ class Broker:
         for link in self.links.values():
             self.start_sender(link)
 
-    def start_sender(self, link: LinkOut, opening: str = "") -> None:
+    def start_sender(self, link: LinkOut, opening: int = 0) -> None:
         """``opening`` tells a reopened link's stream from its earlier one (sequence numbers restart)."""
-        from scotbed.broker.links import LinkSender  # links imports this module
+        from scotbed.broker.links import LinkSender, stream_incarnation  # links imports this module
 
-        incarnation = self.incarnation + opening
+        incarnation = stream_incarnation(self.incarnation, opening)
         self.senders[link.id] = asyncio.create_task(LinkSender(self, link, incarnation).run())
 
     async def stop_links(self) -> None:
@@ -267,14 +267,12 @@ class Broker:
         return True
 
     def neighbour_restarted(self, neighbour: str) -> None:
-        """A new incarnation of ``neighbour`` said hello: put the link's sent log at the head of its queue."""
-        link = self.links[neighbour]
-        block = link.sent_log.replay()
-        link.queue.extendleft(reversed(block))
-        link.window.count_in(len(block))
-        link.wake.set()
-        self.counters["replay_out"] += len(block) - 1
-        log.info("%s: %s restarted; replaying %d routing envelopes", self.id, neighbour, len(block) - 1)
+        """A new incarnation of ``neighbour`` said hello: put the link's sent log at the head of its queue
+        (over again if an earlier replay was still under way)."""
+        n = self.links[neighbour].replay()
+        self.counters["neighbour_restarts"] += 1
+        self.counters["replay_out"] += n
+        log.info("%s: %s restarted; replaying %d routing envelopes", self.id, neighbour, n)
 
     def drop(self, link: str, reason: str, **fields: Any) -> None:
         self.counters[DROP] += 1

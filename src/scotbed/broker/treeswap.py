@@ -168,7 +168,7 @@ class TreeSwap:
         link = b.links[nc.id] = b.link_out(nc)
         self.opened += 1
         if b.incarnation:
-            b.start_sender(link, f"+{self.opened}")
+            b.start_sender(link, self.opened)
         b.events.emit(LINK_UP, link=nc.id)
 
     def _close(self, n: str) -> None:

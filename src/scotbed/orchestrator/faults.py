@@ -30,16 +30,20 @@ which rebuilds the restarted broker's routing table for every plug-in without
 re-flooding anything (:mod:`scotbed.broker.rejoin`). Lost are the envelopes
 the old process had acknowledged but not yet forwarded, state a plug-in
 derives from publications (selective pruning's history), and the sessions of
-the broker's own clients with their subscriptions.
+the broker's own clients with their subscriptions; batches the old process had
+forwarded but not acknowledged are forwarded again (duplicates). A link reset
+between two running brokers loses and repeats nothing: resent batches are
+recognised by (sender incarnation, sequence number) and dropped.
 
 Windows and attribution. ``faults.jsonl`` in the run directory records when
 each action actually happened. A *fault window* runs from a kill/stop/cut to
 its restart/restore being done (a restart is done when the broker is ready and
-every link to a running neighbour is up both ways), widened by :data:`GRACE_S` on both sides
-(publications in flight at the fault). After the analysis, a missing delivery
-whose publication was intended inside a window is counted as
+every link to a running neighbour is up both ways), widened by a grace on both
+sides (publications in flight at the fault). The analysis counts a missing
+delivery whose publication was intended inside a window as
 ``missing_in_fault_windows``; only the rest count as ``missing`` for the
-verdict.
+verdict, in ``summary.json`` and the report alike
+(:mod:`scotbed.analysis.faultwindows`).
 """
 
 from __future__ import annotations
@@ -48,18 +52,16 @@ import json
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from scotbed import contract
+from scotbed.analysis.faultwindows import OPENS
 
-GRACE_S = 1.0
 REJOIN_TIMEOUT_S = 30.0  # a restarted broker's links must be up both ways by then
 CUT_MSGS_PER_S = 1e-6  # a cut link: the token bucket releases nothing until restored
-OPENS = {"kill": "restart", "stop": "restart", "cut": "restore"}
 LINK_ACTIONS = ("cut", "restore", "capacity", "latency")
 BACKENDS = ("local", "compose", "k8s")  # those whose deployment has a fault_target
 
@@ -102,53 +104,6 @@ def check(faults: list[FaultSpec], brokers: set[str], neighbours: Callable[[str]
         ):
             problems.append(f"{where}: a {f.action} needs a later {OPENS[f.action]} of the same target")
     return problems
-
-
-@dataclass(frozen=True)
-class Window:
-    target: str
-    start_ns: int
-    end_ns: int
-
-    def covers(self, t_ns: int) -> bool:
-        grace = int(GRACE_S * 1e9)
-        return self.start_ns - grace <= t_ns <= self.end_ns + grace
-
-
-def windows(records: list[dict[str, Any]]) -> list[Window]:
-    """Fault windows from the executed timeline (``faults.jsonl`` records, in order)."""
-    open_at: dict[str, int] = {}
-    out = []
-    for r in records:
-        target = r["target"]
-        if r["action"] in OPENS:
-            open_at.setdefault(target, r["start_ns"])
-        elif r["action"] in ("restart", "restore") and target in open_at:
-            out.append(Window(target, open_at.pop(target), r["end_ns"]))
-    now = time.time_ns()
-    out += [Window(t, s, now) for t, s in open_at.items()]  # never closed: open until the end
-    return out
-
-
-def attribute(summary: dict[str, Any], run_dir: Path) -> None:
-    """Split the missing deliveries of ``summary`` into inside and outside the fault windows (in the
-    dict; the run writes ``summary.json`` once)."""
-    path = run_dir / contract.FAULTS
-    offenders = run_dir / contract.OFFENDERS
-    if not path.exists() or not offenders.exists():
-        return
-    import pandas as pd
-
-    wins = windows([json.loads(line) for line in path.read_text().splitlines() if line.strip()])
-    pairs = pd.read_parquet(offenders, columns=["t_ns", "missing"])
-    times = pairs.loc[pairs["missing"], "t_ns"].astype("int64")
-    inside = int(sum(1 for t in times if any(w.covers(int(t)) for w in wins)))
-    outside = len(times) - inside
-    n, c = summary.setdefault("notifications", {}), summary.setdefault("correctness", {})
-    n["missing_in_fault_windows"] = c["missing_in_fault_windows"] = inside
-    n["missing"] = c["missing"] = outside
-    n["fault_windows"] = [{"target": w.target, "start_ns": w.start_ns, "end_ns": w.end_ns} for w in wins]
-    c["ok"] = outside == 0 and not c.get("duplicates") and not c.get("false_positives")
 
 
 class Target(Protocol):

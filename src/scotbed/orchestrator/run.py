@@ -245,7 +245,6 @@ class Lifecycle:
             with self.progress.phase("analyse") as ph:
                 summary = self._analyse(run_dir, ph)
             summary["publish_schedule"] = lag
-            faults.attribute(summary, run_dir)
             if (run_dir / contract.SUMMARY).exists():  # the analysis wrote it; add what the run knows
                 (run_dir / contract.SUMMARY).write_text(json.dumps(summary, indent=2, default=str))
             if (note := unreadable.describe(summary)) is not None:

@@ -1,0 +1,68 @@
+"""Fault windows: deliveries lost inside a declared fault window are counted apart from the others.
+
+``faults.jsonl`` (written by :mod:`scotbed.orchestrator.faults` as the timeline runs) records when
+each action happened. A *window* runs from a kill/stop/cut to its restart/restore being done,
+widened by :data:`GRACE_S` on both sides (publications in flight at the fault). The analysis
+attributes the oracle's missing deliveries before it writes ``summary.json`` and renders the
+report, so both carry the same counts and the same verdict.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from scotbed import contract
+
+GRACE_S = 1.0
+OPENS = {"kill": "restart", "stop": "restart", "cut": "restore"}  # the action that closes each opening one
+
+
+@dataclass(frozen=True)
+class Window:
+    target: str
+    start_ns: int
+    end_ns: int
+
+    def covers(self, t_ns: int) -> bool:
+        grace = int(GRACE_S * 1e9)
+        return self.start_ns - grace <= t_ns <= self.end_ns + grace
+
+
+def windows(records: list[dict[str, Any]]) -> list[Window]:
+    """Fault windows from the executed timeline (``faults.jsonl`` records, in order)."""
+    open_at: dict[str, int] = {}
+    out = []
+    for r in records:
+        target = r["target"]
+        if r["action"] in OPENS:
+            open_at.setdefault(target, r["start_ns"])
+        elif r["action"] in OPENS.values() and target in open_at:
+            out.append(Window(target, open_at.pop(target), r["end_ns"]))
+    now = time.time_ns()
+    out += [Window(t, s, now) for t, s in open_at.items()]  # never closed: open until the end
+    return out
+
+
+def attribute(summary: dict[str, Any], run_dir: Path) -> None:
+    """Split the missing deliveries of ``summary`` (a summary dict, changed in place) into inside and
+    outside the fault windows; nothing without ``faults.jsonl`` and the oracle's offenders."""
+    path = run_dir / contract.FAULTS
+    offenders = run_dir / contract.OFFENDERS
+    if not path.exists() or not offenders.exists():
+        return
+    import pandas as pd
+
+    wins = windows([json.loads(line) for line in path.read_text().splitlines() if line.strip()])
+    pairs = pd.read_parquet(offenders, columns=["t_ns", "missing"])
+    times = pairs.loc[pairs["missing"], "t_ns"].astype("int64")
+    inside = int(sum(1 for t in times if any(w.covers(int(t)) for w in wins)))
+    outside = len(times) - inside
+    n, c = summary.setdefault("notifications", {}), summary.setdefault("correctness", {})
+    n["missing_in_fault_windows"] = c["missing_in_fault_windows"] = inside
+    n["missing"] = c["missing"] = outside
+    n["fault_windows"] = [{"target": w.target, "start_ns": w.start_ns, "end_ns": w.end_ns} for w in wins]
+    c["ok"] = outside == 0 and not c.get("duplicates") and not c.get("false_positives")
