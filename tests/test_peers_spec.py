@@ -52,7 +52,7 @@ def test_peers_topology_lifts_into_its_block_and_maps_routing_params() -> None:
             "routing_params.k_f: '2' is not allowed; expected int (default 6)",
         ),
         (_spec(topology={"kind": "peers", "n": 6, "domain": [5, 5]}), "topology.domain: [5.0, 5.0] is empty"),
-        (_spec(backend="k8s"), "backend: 'k8s' cannot launch peers yet; use local"),
+        (_spec(backend="k8s"), "backend: 'k8s' cannot launch peers yet; use local or compose"),
         (_spec(topology={"kind": "peers", "n": 1}), "topology.n: 1 is not allowed"),
         ({"name": "v", "workload": {"peers": {}}}, "workload.peers: only used with topology kind peers"),
     ],
