@@ -110,3 +110,15 @@ def test_scotbed_run_of_six_peer_processes(tmp_path: Path) -> None:
         Path(contract.events_file(contract.peer_node(k))).name for k in range(6)
     )
     assert (result.run_dir / contract.REPORT).read_text().startswith("<!doctype html>")
+
+
+def test_validate_checks_a_peers_spec_without_an_overlay(capsys: pytest.CaptureFixture[str]) -> None:
+    from scotbed.orchestrator.cli import main
+
+    spec = Path(__file__).resolve().parents[1] / "experiments" / "vinifera.yaml"
+    assert (
+        main(["validate", str(spec), "--set", "topology.n=12", "--set", "routing=rendezvous-baseline"]) == 0
+    )
+    out = capsys.readouterr().out
+    want = "12 peers, routing rendezvous-baseline, skewed subscriptions, skewed events, backend local"
+    assert out == f"ok: vinifera: {want}\n"
