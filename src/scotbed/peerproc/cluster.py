@@ -94,6 +94,7 @@ class PeerCluster:
         run_file.write_text(json.dumps(run, indent=1))
         self.addresses = self.launcher.start(self.workdir, run_file)
         self._wait_ready()
+        self.launcher.release()
 
     def _wait_ready(self) -> None:
         """Every peer answers Control; a :class:`LaunchError` names the ones that exited or hung."""

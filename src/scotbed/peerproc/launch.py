@@ -37,6 +37,10 @@ class Launcher(Protocol):
         """Start every placed peer from ``run_file``; returns name -> host:port the driver dials."""
         ...
 
+    def release(self) -> None:
+        """Every peer answers: free what held their places until they bound (local: the ports)."""
+        ...
+
     def exited(self) -> dict[int, str]:
         """Peers no longer running, with the reason (exit code, last log lines)."""
         ...
@@ -77,18 +81,21 @@ class LocalLauncher:
     def start(self, workdir: Path, run_file: Path) -> dict[int, str]:
         logs = workdir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
-        try:
-            for n in self._places:
-                with (
-                    (logs / f"{contract.peer_node(n)}.out").open("ab") as out,
-                    (logs / f"{contract.peer_node(n)}.err").open("ab") as err,
-                ):
-                    argv = [sys.executable, *command(str(run_file), n)]
-                    self.procs[n] = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
-        finally:
-            for s in self._socks:
-                s.close()
+        for n in self._places:
+            with (
+                (logs / f"{contract.peer_node(n)}.out").open("ab") as out,
+                (logs / f"{contract.peer_node(n)}.err").open("ab") as err,
+            ):
+                argv = [sys.executable, *command(str(run_file), n)]
+                self.procs[n] = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
         return {n: p.address for n, p in self._places.items()}
+
+    def release(self) -> None:
+        """The reserved ports are held until every peer bound its own (SO_REUSEPORT): closed earlier,
+        another run's process can take one and answer our Control calls (UNIMPLEMENTED)."""
+        for s in self._socks:
+            s.close()
+        self._socks = []
 
     def exited(self) -> dict[int, str]:
         logs = self._workdir / "logs"
@@ -104,6 +111,7 @@ class LocalLauncher:
 
     def stop(self) -> None:
         """SIGTERM every peer, SIGKILL after 5 s."""
+        self.release()
         for p in self.procs.values():
             if p.poll() is None:
                 p.terminate()

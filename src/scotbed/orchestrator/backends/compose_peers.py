@@ -122,6 +122,9 @@ class ComposePeerLauncher:
             raise BackendError(f"no published gRPC port for peers {missing}")
         return {n: f"127.0.0.1:{found[contract.peer_node(n)]}" for n in self.names}
 
+    def release(self) -> None:
+        """Nothing to free: every container owns its port."""
+
     def exited(self) -> dict[int, str]:
         if self.project is None:
             return {}
