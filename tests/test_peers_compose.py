@@ -20,7 +20,7 @@ from scotbed.orchestrator.backends.docker_engine import DockerEngine
 from scotbed.orchestrator.images import BROKER_IMAGE
 from scotbed.orchestrator.progress import QuietProgress
 from scotbed.orchestrator.render import compose as render
-from scotbed.orchestrator.run import RunOptions, run_spec
+from scotbed.orchestrator.run import RunOptions, RunResult, run_spec
 
 IMAGE = os.environ.get("SCOTBED_IMAGE", BROKER_IMAGE)
 
@@ -56,29 +56,33 @@ def leftovers(run_id: str) -> list[str]:
     return out
 
 
+def run_on_compose(engine: DockerEngine, tmp_path: Path, **workload: object) -> RunResult:
+    """``scotbed run --backend compose`` of 6 peers (state files under ``tmp_path``)."""
+    if not engine.image_exists(IMAGE):
+        pytest.skip(f"no broker image {IMAGE}: run `make image OFFLINE=1`")
+    doc = {
+        "name": "v",
+        "seed": 4,
+        "topology": {"kind": "peers", "n": 6},
+        "routing": "vinifera",
+        "routing_params": {"k_sw": 1, "k_f": 1},
+        "timeouts": {"ready_s": 300},
+        "workload": {"peers": {"width": 0.3, "warmup_rounds": 15, "events_per_round": 4, **workload}},
+    }
+    path = tmp_path / "peers.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    opts = RunOptions(backend="compose", out=tmp_path / "runs", quiet=True, image=IMAGE)
+    return run_spec(path, [], opts, QuietProgress())
+
+
 @pytest.mark.docker
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_scotbed_run_of_peers_on_compose(
     engine: DockerEngine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if not engine.image_exists(IMAGE):
-        pytest.skip(f"no broker image {IMAGE}: run `make image OFFLINE=1`")
     monkeypatch.setenv("SCOTBED_STATE_DIR", str(tmp_path / "state"))
-    doc = {
-        "name": "v",
-        "seed": 4,
-        "backend": "compose",
-        "topology": {"kind": "peers", "n": 6},
-        "routing": "vinifera",
-        "routing_params": {"k_sw": 1, "k_f": 1},
-        "timeouts": {"ready_s": 300},
-        "workload": {"peers": {"width": 0.3, "warmup_rounds": 15, "rounds": 3, "events_per_round": 4}},
-    }
-    path = tmp_path / "peers.yaml"
-    path.write_text(yaml.safe_dump(doc))
-    opts = RunOptions(out=tmp_path / "runs", quiet=True, image=IMAGE)
-    result = run_spec(path, [], opts, QuietProgress())
+    result = run_on_compose(engine, tmp_path, rounds=3)
     assert result.ok, result.verdict
     p = json.loads((result.run_dir / contract.SUMMARY).read_text())["peers"]
     assert (p["events"], p["hit_ratio"], p["missed"], p["extra_deliveries"]) == (12, 1.0, 0, 0)
@@ -92,3 +96,20 @@ def test_scotbed_run_of_peers_on_compose(
     assert sorted(compose_file["services"]) == [contract.peer_node(k) for k in range(6)]
     assert leftovers(result.run_id) == []
     assert not list((tmp_path / "state").glob("*.json"))
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_a_peer_failure_on_compose_kills_its_container(
+    engine: DockerEngine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Churn: every 2 rounds one peer's container gets SIGKILL; no event is delivered twice."""
+    monkeypatch.setenv("SCOTBED_STATE_DIR", str(tmp_path / "state"))
+    result = run_on_compose(engine, tmp_path, rounds=5, churn={"every": 2, "leaves": 1})
+    assert result.ok, result.verdict
+    faults = [json.loads(line) for line in (result.run_dir / contract.FAULTS).read_text().splitlines()]
+    assert [f["kind"] for f in faults] == ["kill", "kill"] and len({f["peer"] for f in faults}) == 2
+    p = json.loads((result.run_dir / contract.SUMMARY).read_text())["peers"]
+    assert (p["events"], p["extra_deliveries"]) == (20, 0)
+    assert leftovers(result.run_id) == []
