@@ -90,6 +90,7 @@ def test_records_from_logs_leave_failed_peers_out_of_the_oracle() -> None:
     assert (s["hit_ratio"], s["missed"], s["extra_deliveries"], s["path_length"]) == (1.0, 0, 1, 4 / 3)
     assert s["overhead"] == 0.0 and s["idle_share"] == 1.0
     assert peer_analysis.verdict(s, churn=False) == (False, "INCORRECT: 1 duplicate deliveries")
+    assert peer_analysis.correctness(s, churn=True) == {"ok": False, "missing": 0, "duplicates": 1}
 
 
 @pytest.mark.slow
@@ -106,6 +107,7 @@ def test_scotbed_run_of_six_peer_processes(tmp_path: Path) -> None:
     summary = json.loads((result.run_dir / contract.SUMMARY).read_text())
     p = summary["peers"]
     assert (p["events"], p["hit_ratio"], p["missed"], p["extra_deliveries"]) == (12, 1.0, 0, 0)
+    assert summary["correctness"] == {"ok": True, "missing": 0, "duplicates": 0}
     assert sorted(f.name for f in (result.run_dir / contract.EVENTS_DIR).iterdir()) == sorted(
         Path(contract.events_file(contract.peer_node(k))).name for k in range(6)
     )

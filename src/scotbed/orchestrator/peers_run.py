@@ -89,7 +89,13 @@ def run_peers(
     recs, names = peer_analysis.records(logged, failed)
     figures = peer_analysis.summary(recs, names)
     ok, verdict = peer_analysis.verdict(figures, churn=bool(failed))
-    summary = {"peers": figures, "routing": spec.routing, "failed": len(failed), "verdict": verdict}
+    summary = {
+        "peers": figures,
+        "correctness": peer_analysis.correctness(figures, churn=bool(failed)),
+        "routing": spec.routing,
+        "failed": len(failed),
+        "verdict": verdict,
+    }
     (run_dir / contract.SUMMARY).write_text(json.dumps(summary, indent=1))
     (run_dir / contract.REPORT).write_text(peer_analysis.report_html(spec.name, spec.routing, figures))
     return summary, ok, verdict
