@@ -114,6 +114,22 @@ def test_scotbed_run_of_six_peer_processes(tmp_path: Path) -> None:
     assert (result.run_dir / contract.REPORT).read_text().startswith("<!doctype html>")
 
 
+@pytest.mark.slow
+def test_a_killed_peer_keeps_its_logged_events(tmp_path: Path) -> None:
+    """Churn kills 2 of 6 peers (SIGKILL); what they logged before, the events they published among
+    it, still reaches the analysis: every event is counted, none delivered twice."""
+    churn = {"every": 2, "leaves": 1}
+    workload = {"width": 0.3, "warmup_rounds": 15, "rounds": 5, "events_per_round": 4, "churn": churn}
+    doc = _spec(seed=4, routing_params={"k_sw": 1, "k_f": 1}, workload={"peers": workload})
+    path = tmp_path / "peers.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    result = run_spec(path, [], RunOptions(out=tmp_path / "runs", quiet=True), QuietProgress())
+    assert result.ok, result.verdict
+    faults = (result.run_dir / contract.FAULTS).read_text().splitlines()
+    p = json.loads((result.run_dir / contract.SUMMARY).read_text())["peers"]
+    assert (len(faults), p["events"], p["extra_deliveries"]) == (2, 20, 0)
+
+
 def test_validate_checks_a_peers_spec_without_an_overlay(capsys: pytest.CaptureFixture[str]) -> None:
     from scotbed.orchestrator.cli import main
 

@@ -115,7 +115,10 @@ class PeerCluster:
                 self._loop.close()
 
     def kill(self, name: int) -> None:
-        """A peer failure: SIGKILL; its neighbours learn of it from failed sends."""
+        """A peer failure: SIGKILL; its neighbours learn of it from failed sends. Its event log is
+        flushed first: the log is the testbed's measurement, not the peer's state, and a SIGKILL
+        would drop its buffered lines (the events it published, the deliveries it logged)."""
+        self.call(name, "flush")
         self.launcher.kill(name)
         self.killed.add(name)
 
