@@ -52,7 +52,7 @@ def test_peers_topology_lifts_into_its_block_and_maps_routing_params() -> None:
             "routing_params.k_f: '2' is not allowed; expected int (default 6)",
         ),
         (_spec(topology={"kind": "peers", "n": 6, "domain": [5, 5]}), "topology.domain: [5.0, 5.0] is empty"),
-        (_spec(backend="k8s"), "backend: 'k8s' cannot launch peers yet; use local"),
+        (_spec(backend="k8s"), "backend: 'k8s' cannot launch peers yet; use local or compose"),
         (_spec(topology={"kind": "peers", "n": 1}), "topology.n: 1 is not allowed"),
         ({"name": "v", "workload": {"peers": {}}}, "workload.peers: only used with topology kind peers"),
     ],
@@ -90,6 +90,7 @@ def test_records_from_logs_leave_failed_peers_out_of_the_oracle() -> None:
     assert (s["hit_ratio"], s["missed"], s["extra_deliveries"], s["path_length"]) == (1.0, 0, 1, 4 / 3)
     assert s["overhead"] == 0.0 and s["idle_share"] == 1.0
     assert peer_analysis.verdict(s, churn=False) == (False, "INCORRECT: 1 duplicate deliveries")
+    assert peer_analysis.correctness(s, churn=True) == {"ok": False, "missing": 0, "duplicates": 1}
 
 
 @pytest.mark.slow
@@ -106,7 +107,36 @@ def test_scotbed_run_of_six_peer_processes(tmp_path: Path) -> None:
     summary = json.loads((result.run_dir / contract.SUMMARY).read_text())
     p = summary["peers"]
     assert (p["events"], p["hit_ratio"], p["missed"], p["extra_deliveries"]) == (12, 1.0, 0, 0)
+    assert summary["correctness"] == {"ok": True, "missing": 0, "duplicates": 0}
     assert sorted(f.name for f in (result.run_dir / contract.EVENTS_DIR).iterdir()) == sorted(
         Path(contract.events_file(contract.peer_node(k))).name for k in range(6)
     )
     assert (result.run_dir / contract.REPORT).read_text().startswith("<!doctype html>")
+
+
+@pytest.mark.slow
+def test_a_killed_peer_keeps_its_logged_events(tmp_path: Path) -> None:
+    """Churn kills 2 of 6 peers (SIGKILL); what they logged before, the events they published among
+    it, still reaches the analysis: every event is counted, none delivered twice."""
+    churn = {"every": 2, "leaves": 1}
+    workload = {"width": 0.3, "warmup_rounds": 15, "rounds": 5, "events_per_round": 4, "churn": churn}
+    doc = _spec(seed=4, routing_params={"k_sw": 1, "k_f": 1}, workload={"peers": workload})
+    path = tmp_path / "peers.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    result = run_spec(path, [], RunOptions(out=tmp_path / "runs", quiet=True), QuietProgress())
+    assert result.ok, result.verdict
+    faults = (result.run_dir / contract.FAULTS).read_text().splitlines()
+    p = json.loads((result.run_dir / contract.SUMMARY).read_text())["peers"]
+    assert (len(faults), p["events"], p["extra_deliveries"]) == (2, 20, 0)
+
+
+def test_validate_checks_a_peers_spec_without_an_overlay(capsys: pytest.CaptureFixture[str]) -> None:
+    from scotbed.orchestrator.cli import main
+
+    spec = Path(__file__).resolve().parents[1] / "experiments" / "vinifera.yaml"
+    assert (
+        main(["validate", str(spec), "--set", "topology.n=12", "--set", "routing=rendezvous-baseline"]) == 0
+    )
+    out = capsys.readouterr().out
+    want = "12 peers, routing rendezvous-baseline, skewed subscriptions, skewed events, backend local"
+    assert out == f"ok: vinifera: {want}\n"

@@ -96,6 +96,12 @@ def verdict(s: Mapping[str, Any], churn: bool) -> tuple[bool, str]:
     return True, f"OK: {s['events']} events, hit ratio {s['hit_ratio']:.3f}, no duplicates"
 
 
+def correctness(s: Mapping[str, Any], churn: bool) -> dict[str, Any]:
+    """The summary's ``correctness`` section as broker runs have it (``ok`` is what a campaign and
+    ``scotbed reproduce`` read), from the peers' oracle."""
+    return {"ok": verdict(s, churn)[0], "missing": s["missed"], "duplicates": s["extra_deliveries"]}
+
+
 def report_html(name: str, routing: str, s: Mapping[str, Any]) -> str:
     """A self-contained page with the peers' figures (the summary's ``peers`` section)."""
     rows = [

@@ -1,6 +1,7 @@
-"""A run of ``topology: {kind: peers}``: peer processes on this host (local backend), the gossip
-warm-up, then the publish phase in rounds (events from live peers, optional churn), the event logs
-read back by :mod:`scotbed.analysis.peers` into ``analysis/summary.json`` and a small report.
+"""A run of ``topology: {kind: peers}``: peer processes on this host (local) or in containers
+(compose), the gossip warm-up, then the publish phase in rounds (events from live peers, optional
+churn), the event logs read back by :mod:`scotbed.analysis.peers` into ``analysis/summary.json``
+and a small report.
 
 The workload is the simulator's (:mod:`scotbed.peers.workload`): one subscription per peer, uniform
 or Zipf-skewed; the driver paces the rounds (:class:`scotbed.peerproc.cluster.PeerCluster`).
@@ -16,17 +17,32 @@ from typing import Any
 from scotbed import contract
 from scotbed.analysis import peers as peer_analysis
 from scotbed.broker.eventlog import read_events
+from scotbed.errors import UserError
+from scotbed.orchestrator.backends.compose_peers import ComposePeerLauncher
 from scotbed.orchestrator.progress import Progress
 from scotbed.orchestrator.spec import Spec
-from scotbed.orchestrator.spec_peers import PeersWorkloadSpec, peer_config
+from scotbed.orchestrator.spec_peers import PEER_BACKENDS, PeersWorkloadSpec, peer_config
+from scotbed.orchestrator.state import RunState
 from scotbed.peerproc.cluster import PeerCluster
+from scotbed.peerproc.launch import Launcher, LocalLauncher
 from scotbed.peers.workload import Draw, Shape, distinct_ids
 
 #: bootstrap contacts per joining peer (the simulator's ``grow`` default)
 CONTACTS = 5
 
 
-def run_peers(spec: Spec, run_dir: Path, progress: Progress) -> tuple[dict[str, Any], bool, str]:
+def launcher_for(backend: str, run_id: str, image: str, state: RunState | None) -> Launcher:
+    """This host's processes (local) or one container per peer (compose); spec_peers refuses the rest."""
+    if backend not in PEER_BACKENDS:
+        raise UserError(f"backend: {backend!r} cannot launch peers yet; use {' or '.join(PEER_BACKENDS)}")
+    if backend == "compose":
+        return ComposePeerLauncher(run_id, image, state=state)
+    return LocalLauncher()
+
+
+def run_peers(
+    spec: Spec, run_dir: Path, progress: Progress, launcher: Launcher | None = None
+) -> tuple[dict[str, Any], bool, str]:
     """Run the peers; returns the summary, whether the oracle holds, and the verdict line."""
     cfg = peer_config(spec)
     w = spec.workload.peers or PeersWorkloadSpec()
@@ -41,7 +57,13 @@ def run_peers(spec: Spec, run_dir: Path, progress: Progress) -> tuple[dict[str, 
     with progress.phase("deploy") as ph:
         ph.update(f"starting {n} peer processes ({spec.routing})")
         cluster = PeerCluster(
-            run_dir, peers, cfg, spec.routing, seed=spec.seed, ready_timeout_s=spec.timeouts.ready_s
+            run_dir,
+            peers,
+            cfg,
+            spec.routing,
+            seed=spec.seed,
+            ready_timeout_s=spec.timeouts.ready_s,
+            launcher=launcher,
         )
     with cluster:
         cluster.bootstrap({k: rng.sample(range(k), min(CONTACTS, k)) for k in range(1, n)})
@@ -67,7 +89,13 @@ def run_peers(spec: Spec, run_dir: Path, progress: Progress) -> tuple[dict[str, 
     recs, names = peer_analysis.records(logged, failed)
     figures = peer_analysis.summary(recs, names)
     ok, verdict = peer_analysis.verdict(figures, churn=bool(failed))
-    summary = {"peers": figures, "routing": spec.routing, "failed": len(failed), "verdict": verdict}
+    summary = {
+        "peers": figures,
+        "correctness": peer_analysis.correctness(figures, churn=bool(failed)),
+        "routing": spec.routing,
+        "failed": len(failed),
+        "verdict": verdict,
+    }
     (run_dir / contract.SUMMARY).write_text(json.dumps(summary, indent=1))
     (run_dir / contract.REPORT).write_text(peer_analysis.report_html(spec.name, spec.routing, figures))
     return summary, ok, verdict

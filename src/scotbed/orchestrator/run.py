@@ -179,9 +179,10 @@ class Lifecycle:
         self.state.save()
         self.progress.info(f"run directory: {run_dir}")
         if spec.topology.kind == spec_peers.PEERS:
-            from scotbed.orchestrator.peers_run import run_peers
+            from scotbed.orchestrator.peers_run import launcher_for, run_peers
 
-            return RunResult(run_id, run_dir, *run_peers(spec, run_dir, self.progress))
+            launcher = launcher_for(backend_name, run_id, self.options.image or BROKER_IMAGE, self.state)
+            return RunResult(run_id, run_dir, *run_peers(spec, run_dir, self.progress, launcher))
 
         with self.progress.phase("topology") as ph:
             scot = build_scot(spec)

@@ -2,7 +2,8 @@
 
 The run file (written by :class:`scotbed.peerproc.cluster.PeerCluster`) holds the run id, the peer
 algorithm, the :class:`~scotbed.peers.config.PeerConfig`, and per peer its name, ring id,
-subscription, address and event log. Prints ``READY <name> <host:port>`` once serving.
+subscription, address (``bind`` when it listens elsewhere, e.g. 0.0.0.0 in a container) and event
+log. Prints ``READY <name> <host:port>`` once serving.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ async def serve(run: dict[str, Any], name: int) -> None:
     node = PeerNode(peer, run["run"], addresses, events)
     server = grpc.aio.server()
     pbg.add_PeerServicer_to_server(node, server)
-    port = server.add_insecure_port(me["address"])
+    port = server.add_insecure_port(me.get("bind", me["address"]))
     await server.start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -1,4 +1,5 @@
-"""Launch peer processes on this host (port 0 reserved, loopback) and drive them in rounds.
+"""Launch peer processes (a :class:`~scotbed.peerproc.launch.Launcher`: this host by default) and
+drive them in rounds.
 
 The driver plays the simulator's part over gRPC: ``round`` ticks every peer (and waits until the
 run is quiescent, every sent message handled), ``publish`` and ``subscribe`` go through Control.
@@ -9,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -20,13 +19,17 @@ from typing import Any
 import grpc
 
 from scotbed import contract
-from scotbed.broker.launcher import HOST, LaunchError, reserve_ports
+from scotbed.broker.launcher import LaunchError
+from scotbed.peerproc.launch import Launcher, LocalLauncher
 from scotbed.peers import codec
 from scotbed.peers.config import PeerConfig
 from scotbed.peers.interest import Event, Subscription
 from scotbed.peers.messages import Desc
 from scotbed.v1 import scotbed_pb2 as pb
 from scotbed.v1 import scotbed_pb2_grpc as pbg
+
+#: the run file every peer process reads (name, id, subscription, address of every peer)
+RUN_FILE = "peers.json"
 
 
 class PeerCluster:
@@ -40,11 +43,13 @@ class PeerCluster:
         routing: str,
         seed: int = 0,
         ready_timeout_s: float = 60.0,
+        launcher: Launcher | None = None,
     ) -> None:
         self.workdir, self.peers, self.cfg, self.routing, self.seed = workdir, dict(peers), cfg, routing, seed
         self.ready_timeout_s = ready_timeout_s
         self.run_id = uuid.uuid4().hex
-        self.procs: dict[int, subprocess.Popen[bytes]] = {}
+        self.launcher: Launcher = launcher or LocalLauncher()
+        self.killed: set[int] = set()
         self.addresses: dict[int, str] = {}
         self.now = 0
         self.next_eid = 0
@@ -66,85 +71,56 @@ class PeerCluster:
         return self.workdir / contract.events_file(contract.peer_node(name))
 
     def start(self) -> None:
-        (self.workdir / "logs").mkdir(parents=True, exist_ok=True)
         (self.workdir / contract.EVENTS_DIR).mkdir(parents=True, exist_ok=True)
-        socks = reserve_ports(len(self.peers))
-        try:
-            self.addresses = {
-                n: f"{HOST}:{s.getsockname()[1]}" for n, s in zip(self.peers, socks, strict=True)
-            }
-            run = {
-                "run": self.run_id,
-                "routing": self.routing,
-                "seed": self.seed,
-                "config": codec.config_out(self.cfg),
-                "peers": [
-                    {
-                        "name": n,
-                        "id": i,
-                        "sub": codec.sub_out(s),
-                        "address": self.addresses[n],
-                        "log": str(self.event_log(n)),
-                    }
-                    for n, (i, s) in self.peers.items()
-                ],
-            }
-            run_file = self.workdir / "peers.json"
-            run_file.write_text(json.dumps(run, indent=1))
-            for n in self.peers:
-                with (
-                    (self.workdir / "logs" / f"{contract.peer_node(n)}.out").open("ab") as out,
-                    (self.workdir / "logs" / f"{contract.peer_node(n)}.err").open("ab") as err,
-                ):
-                    cmd = [
-                        sys.executable,
-                        "-m",
-                        "scotbed.peerproc",
-                        "--run-file",
-                        str(run_file),
-                        "--name",
-                        str(n),
-                    ]
-                    self.procs[n] = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
-            self._wait_ready()
-        finally:
-            for s in socks:
-                s.close()
+        places = self.launcher.places(self.workdir, list(self.peers))
+        run = {
+            "run": self.run_id,
+            "routing": self.routing,
+            "seed": self.seed,
+            "config": codec.config_out(self.cfg),
+            "peers": [
+                {
+                    "name": n,
+                    "id": i,
+                    "sub": codec.sub_out(s),
+                    "address": places[n].address,
+                    "bind": places[n].bind,
+                    "log": places[n].log,
+                }
+                for n, (i, s) in self.peers.items()
+            ],
+        }
+        run_file = self.workdir / RUN_FILE
+        run_file.write_text(json.dumps(run, indent=1))
+        self.addresses = self.launcher.start(self.workdir, run_file)
+        self._wait_ready()
+        self.launcher.release()
 
     def _wait_ready(self) -> None:
         """Every peer answers Control; a :class:`LaunchError` names the ones that exited or hung."""
         try:
             self._call_all("state", {}, wait_ready=True)
         except grpc.aio.AioRpcError as e:
-            logs = self.workdir / "logs"
-            bad = [
-                f"{n} (exit {p.poll()}): {(logs / f'{contract.peer_node(n)}.err').read_text()[-300:]}"
-                for n, p in self.procs.items()
-                if p.poll() is not None
-            ]
+            bad = [f"{n} ({why})" for n, why in self.launcher.exited().items()]
             why = "; ".join(bad) or f"none exited, one did not answer within {self.ready_timeout_s:.0f} s"
             raise LaunchError(f"peers did not come up ({e.code().name}): {why}") from None
 
     def stop(self) -> None:
-        """SIGTERM every peer, SIGKILL after 5 s; close the driver's channels."""
-        for p in self.procs.values():
-            if p.poll() is None:
-                p.terminate()
-        deadline = time.monotonic() + 5.0
-        for p in self.procs.values():
-            try:
-                p.wait(max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-        if not self._loop.is_closed():
-            self._loop.run_until_complete(self._close_channels())
-            self._loop.close()
+        """Stop every peer (the launcher's way); close the driver's channels."""
+        try:
+            self.launcher.stop()
+        finally:
+            if not self._loop.is_closed():
+                self._loop.run_until_complete(self._close_channels())
+                self._loop.close()
 
     def kill(self, name: int) -> None:
-        """A peer failure: SIGKILL; its neighbours learn of it from failed sends."""
-        self.procs[name].kill()
-        self.procs[name].wait()
+        """A peer failure: SIGKILL; its neighbours learn of it from failed sends. Its event log is
+        flushed first: the log is the testbed's measurement, not the peer's state, and a SIGKILL
+        would drop its buffered lines (the events it published, the deliveries it logged)."""
+        self.call(name, "flush")
+        self.launcher.kill(name)
+        self.killed.add(name)
 
     # --- Control calls ---
     def call(self, name: int, op: str, args: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -153,7 +129,7 @@ class PeerCluster:
     def _call_all(
         self, op: str, args: Mapping[str, Any], wait_ready: bool = False
     ) -> dict[int, dict[str, Any]]:
-        live = [n for n, p in self.procs.items() if p.poll() is None or wait_ready]
+        live = [n for n in self.peers if n not in self.killed]
 
         async def all_of() -> list[dict[str, Any]]:
             return await asyncio.gather(*(self._call(n, op, args, wait_ready) for n in live))

@@ -6,9 +6,10 @@ import argparse
 import sys
 from typing import Any
 
+from scotbed.orchestrator import spec_peers
 from scotbed.orchestrator.commands import add_spec_arguments, load
 from scotbed.orchestrator.plan import broker_configs, client_plan, workload_plan
-from scotbed.orchestrator.spec import build_scot, dump_spec
+from scotbed.orchestrator.spec import Spec, build_scot, dump_spec
 
 
 def add_parser(sub: Any) -> None:
@@ -22,6 +23,8 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     spec = load(args)
+    if spec.topology.kind == spec_peers.PEERS:
+        return _peers(spec, args.resolved)
     scot = build_scot(spec)
     # the placeholder addresses exercise every per-broker check the real backends hit
     placeholder = {b.id: f"{b.id}:1" for b in scot.brokers}
@@ -42,5 +45,19 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"ok: {spec.name}: {s['kind']} {s['acyclic']} × K{s['connectivity']} ({s['brokers']} brokers), "
         f"routing {spec.routing}, matching {spec.matching}, {workload}, backend {spec.backend}"
+    )
+    return 0
+
+
+def _peers(spec: Spec, resolved: bool) -> int:
+    """A peers spec has no overlay to build: its checks are the schema's and spec_peers'."""
+    if resolved:
+        sys.stdout.write(dump_spec(spec))
+        return 0
+    p, w = spec.topology.peers, spec.workload.peers or spec_peers.PeersWorkloadSpec()
+    assert p is not None
+    print(
+        f"ok: {spec.name}: {p.n} peers, routing {spec.routing}, {w.subscriptions} subscriptions, "
+        f"{w.events} events, backend {spec.backend}"
     )
     return 0
