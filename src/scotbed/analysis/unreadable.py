@@ -38,11 +38,19 @@ def receives(malformed: DataFrame) -> tuple[DataFrame, dict[str, Any]]:
     return pairs, {"count": count, "lines": lines}
 
 
-def excuse(correctness: dict[str, Any], pairs: DataFrame, recovered: DataFrame) -> None:
-    """Count missing pairs an unreadable receive line names as ``unreadable_receives``, not ``missing``."""
+def excuse(
+    correctness: dict[str, Any], pairs: DataFrame, recovered: DataFrame, found: dict[str, Any]
+) -> None:
+    """Count missing pairs an unreadable receive line names as ``unreadable_receives``, not ``missing``.
+
+    ``pairs`` holds at least the missing ones; ``found`` is :func:`receives`'s count (no Spark job
+    when no receive line was unreadable or nothing is missing).
+    """
     from pyspark.sql import functions as F
 
-    n = pairs.where(F.col("missing")).join(recovered, ["pub_id", "sub_id"], "left_semi").count()
+    n = 0
+    if found["count"] and correctness["missing"]:
+        n = pairs.where(F.col("missing")).join(recovered, ["pub_id", "sub_id"], "left_semi").count()
     correctness["unreadable_receives"] = n
     if n:
         correctness["missing"] -= n
