@@ -12,6 +12,7 @@ The synthesised run is correct by construction, so ``ok`` must be true.
 ``--workdir DIR --keep`` keeps the runs, and a later call with the same DIR reuses them.
 ``--profile`` adds, per analysis, one JSON line of each section's wall and CPU seconds and its Spark jobs
 (``load`` is the parse of the logs, before the first section).
+``--conf KEY=VALUE`` sets a Spark SQL conf in the session before anything runs (to try one).
 ``--repeat K`` analyses each run K times in the same session (one line each, ``analysis`` = 1..K):
 the first pays the JVM's warm-up (code generation, JIT) for every query; the later ones are what
 each further run of a campaign costs, since a campaign analyses all its runs in one session.
@@ -104,6 +105,7 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep the synthesised runs")
     ap.add_argument("--repeat", type=int, default=1, help="analyses of each run in the session")
     ap.add_argument("--profile", action="store_true", help="per section: wall, CPU and Spark jobs")
+    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark SQL conf")
     args = ap.parse_args()
     os.environ.setdefault("SCOTBED_SPARK_DRIVER_MEMORY", args.driver_memory)
     from scotbed.analysis.api import analyze
@@ -111,6 +113,8 @@ def main() -> int:
 
     root = Path(args.workdir or tempfile.mkdtemp(prefix="scotbed-bench-"))
     spark = get_session(args.master, app_name="scotbed-analysis-scale")
+    for kv in args.conf:
+        spark.conf.set(*kv.split("=", 1))
     clock = Clock(spark)
     profile: list[dict[str, Any]] = []
     if args.profile:
@@ -125,7 +129,8 @@ def main() -> int:
             _, raw_w2, raw_c2 = clock.time(lambda: raw_pass(spark, files))  # noqa: B023
             raw, raw_c = min(raw_w1, raw_w2), min(raw_c1, raw_c2)
             for k, (summary, t_an, c_an) in enumerate(timed, 1):
-                print(json.dumps(line(k, events, files, t_synth, (raw, raw_c), (t_an, c_an), summary, spark)))
+                got = line(k, events, files, t_synth, (raw, raw_c), (t_an, c_an), summary, spark)
+                print(json.dumps({**got, "conf": args.conf}))
             for k, p in enumerate(profile, 1):
                 print(json.dumps({"analysis": k, "events": events, "profile": p}))
             profile.clear()

@@ -89,13 +89,20 @@ class RunData:
         return stored
 
     @cached_property
+    def line_counts(self) -> tuple[int, int, int]:
+        """(valid events, lines, unreadable client receive lines) of the logs, in one action."""
+        ok, bad_receive = valid().cast("long"), (~valid() & unreadable.is_receive()).cast("long")
+        row = self.stored.agg(F.sum(ok), F.count("*"), F.sum(bad_receive)).first()
+        return (int(row[0] or 0), int(row[1]), int(row[2] or 0)) if row else (0, 0, 0)
+
+    @cached_property
     def events(self) -> DataFrame:
         return self.stored.where(valid())
 
     @cached_property
     def unreadable(self) -> tuple[DataFrame, dict[str, Any]]:
         """The client receive lines that do not parse: (their recovered pairs, {"count", "lines"})."""
-        pairs, found = unreadable.receives(self.stored.where(~valid()))
+        pairs, found = unreadable.receives(self.stored.where(~valid()), self.line_counts[2])
         return self.keep(pairs), found
 
     @cached_property

@@ -19,16 +19,14 @@ from scotbed.analysis import fidelity, links, pruning, validity
 from scotbed.analysis import metrics as M
 from scotbed.analysis import summary as S
 from scotbed.analysis.context import RunData
-from scotbed.analysis.events import valid
 from scotbed.analysis.matching_steps import MatchingSteps, steps_by_hops
 from scotbed.analysis.stats import time_to_stabilise
 from scotbed.analysis.traffic import traffic_per_broker
 
 
 def events_section(d: RunData) -> S.Events:
-    row = d.stored.agg(F.sum(valid().cast("long")), F.count("*")).first()
-    total = int((row[0] if row else 0) or 0)
-    return S.Events(total, int(row[1] if row else 0) - total, len(d.run.event_files()), d.unreadable[1])
+    total, lines, _ = d.line_counts
+    return S.Events(total, lines - total, len(d.run.event_files()), d.unreadable[1])
 
 
 def subscriptions_section(d: RunData) -> S.Subscriptions:
