@@ -24,9 +24,10 @@ from scotbed.analysis import oracle, unreadable
 from scotbed.analysis.events import read_publications, store_events, valid
 from scotbed.analysis.rundir import RunDir
 
-# Runs with less event text than this keep their parsed events in Spark's memory cache (spilling to disk
-# when it is full), not in Parquet: writing and re-reading the Parquet store costs more than the parse.
-IN_MEMORY_BYTES = 2 << 30
+# Runs with less event text than this keep their parsed events in Spark's memory cache, not in Parquet:
+# writing and re-reading the Parquet store costs more than the parse. Beyond it the parsed events
+# outgrow the storage memory of a default (2 GB) driver, and a cache spilled to disk costs more.
+IN_MEMORY_BYTES = 512 << 20
 
 
 @dataclass(frozen=True)
