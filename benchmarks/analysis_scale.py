@@ -10,6 +10,9 @@ pass runs before and after the analysis and the faster of the two is the baselin
 favours the baseline, never the analysis). On a shared machine the CPU ratio is the fairer one.
 The synthesised run is correct by construction, so ``ok`` must be true.
 ``--workdir DIR --keep`` keeps the runs, and a later call with the same DIR reuses them.
+``--profile`` adds, per analysis, one JSON line of each section's wall and CPU seconds and its Spark jobs
+(``load`` is the parse of the logs, before the first section).
+``--conf KEY=VALUE`` sets a Spark SQL conf in the session before anything runs (to try one).
 ``--repeat K`` analyses each run K times in the same session (one line each, ``analysis`` = 1..K):
 the first pays the JVM's warm-up (code generation, JIT) for every query; the later ones are what
 each further run of a campaign costs, since a campaign analyses all its runs in one session.
@@ -101,6 +104,8 @@ def main() -> int:
     ap.add_argument("--driver-memory", default="4g")
     ap.add_argument("--keep", action="store_true", help="keep the synthesised runs")
     ap.add_argument("--repeat", type=int, default=1, help="analyses of each run in the session")
+    ap.add_argument("--profile", action="store_true", help="per section: wall, CPU and Spark jobs")
+    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark SQL conf")
     args = ap.parse_args()
     os.environ.setdefault("SCOTBED_SPARK_DRIVER_MEMORY", args.driver_memory)
     from scotbed.analysis.api import analyze
@@ -108,7 +113,12 @@ def main() -> int:
 
     root = Path(args.workdir or tempfile.mkdtemp(prefix="scotbed-bench-"))
     spark = get_session(args.master, app_name="scotbed-analysis-scale")
+    for kv in args.conf:
+        spark.conf.set(*kv.split("=", 1))
     clock = Clock(spark)
+    profile: list[dict[str, Any]] = []
+    if args.profile:
+        profile_sections(spark, clock, profile)
     try:
         for n in args.events:
             run = root / f"bench-{int(n)}"
@@ -119,7 +129,11 @@ def main() -> int:
             _, raw_w2, raw_c2 = clock.time(lambda: raw_pass(spark, files))  # noqa: B023
             raw, raw_c = min(raw_w1, raw_w2), min(raw_c1, raw_c2)
             for k, (summary, t_an, c_an) in enumerate(timed, 1):
-                print(json.dumps(line(k, events, files, t_synth, (raw, raw_c), (t_an, c_an), summary, spark)))
+                got = line(k, events, files, t_synth, (raw, raw_c), (t_an, c_an), summary, spark)
+                print(json.dumps({**got, "conf": args.conf}))
+            for k, p in enumerate(profile, 1):
+                print(json.dumps({"analysis": k, "events": events, "profile": p}))
+            profile.clear()
             if not args.keep:
                 shutil.rmtree(run, ignore_errors=True)
     finally:
@@ -127,6 +141,41 @@ def main() -> int:
         if not args.keep and args.workdir is None:
             shutil.rmtree(root, ignore_errors=True)
     return 0
+
+
+def profile_sections(spark: Any, clock: Clock, out: list[dict[str, Any]]) -> None:
+    """Time every section of each analysis, and each shared input of :class:`RunData` where it is first
+    computed (``parse`` is the parse of the logs; an input's time is also inside its section's): wall s,
+    CPU s and its own Spark jobs (an input's jobs are not its section's). Each analysis appends one
+    dict, name -> [wall, cpu, jobs], to ``out``.
+    """
+    from functools import cached_property
+
+    from scotbed.analysis import api, context
+
+    sc = spark.sparkContext
+
+    def timed(name: str, f: Any) -> Any:
+        def run(d: Any) -> Any:
+            if name == api.PARSE_STAGE:
+                out.append({})
+            group, outer = f"profile-{len(out)}-{name}", sc.getLocalProperty("spark.jobGroup.id")
+            sc.setJobGroup(group, name)
+            got, wall, cpu = clock.time(lambda: f(d))
+            if outer:
+                sc.setJobGroup(outer, outer)
+            out[-1][name] = [round(wall, 3), round(cpu, 3), len(sc.statusTracker().getJobIdsForGroup(group))]
+            return got
+
+        return run
+
+    for attr, prop in list(vars(context.RunData).items()):
+        if isinstance(prop, cached_property):
+            name = api.PARSE_STAGE if attr == "stored" else f"({attr})"
+            wrapped = cached_property(timed(name, prop.func))
+            wrapped.__set_name__(context.RunData, attr)
+            setattr(context.RunData, attr, wrapped)
+    api.SECTIONS = tuple((n, timed(n, f)) for n, f in api.SECTIONS)  # type: ignore[assignment]
 
 
 def line(

@@ -24,7 +24,10 @@ from scotbed.analysis import oracle, unreadable
 from scotbed.analysis.events import read_publications, store_events, valid
 from scotbed.analysis.rundir import RunDir
 
-IN_MEMORY_BYTES = 64 << 20  # runs with less event text than this are cached in memory, not in Parquet
+# Runs with less event text than this keep their parsed events in Spark's memory cache, not in Parquet:
+# writing and re-reading the Parquet store costs more than the parse. Beyond it the parsed events
+# outgrow the storage memory of a default (2 GB) driver, and a cache spilled to disk costs more.
+IN_MEMORY_BYTES = 512 << 20
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,16 @@ class Oracle:
     result: dict[str, Any]
     expected: DataFrame
     pairs: DataFrame
+
+
+@dataclass(frozen=True)
+class PubStats:
+    """The publications: how many, the first and last intended ns, the send lag (sent - intended, ms)."""
+
+    count: int
+    first_ns: int | None
+    last_ns: int | None
+    send_lag_ms: dict[str, Any]
 
 
 @dataclass
@@ -77,13 +90,20 @@ class RunData:
         return stored
 
     @cached_property
+    def line_counts(self) -> tuple[int, int, int]:
+        """(valid events, lines, unreadable client receive lines) of the logs, in one action."""
+        ok, bad_receive = valid().cast("long"), (~valid() & unreadable.is_receive()).cast("long")
+        row = self.stored.agg(F.sum(ok), F.count("*"), F.sum(bad_receive)).first()
+        return (int(row[0] or 0), int(row[1]), int(row[2] or 0)) if row else (0, 0, 0)
+
+    @cached_property
     def events(self) -> DataFrame:
         return self.stored.where(valid())
 
     @cached_property
     def unreadable(self) -> tuple[DataFrame, dict[str, Any]]:
         """The client receive lines that do not parse: (their recovered pairs, {"count", "lines"})."""
-        pairs, found = unreadable.receives(self.stored.where(~valid()))
+        pairs, found = unreadable.receives(self.stored.where(~valid()), self.line_counts[2])
         return self.keep(pairs), found
 
     @cached_property
@@ -111,18 +131,35 @@ class RunData:
         return self.keep(M.publication_times(self.events, self.publications))
 
     @cached_property
+    def pub_stats(self) -> PubStats:
+        """What several sections read of the publication times, in one action."""
+        lag = ((F.col("sent_ns") - F.col("intended_ns")) / 1e6).alias("send_lag_ms")
+        row = (
+            self.pub_times.select("intended_ns", lag)
+            .agg(
+                F.count("*").alias("n"),
+                F.min("intended_ns").alias("first"),
+                F.max("intended_ns").alias("last"),
+                *M.dist_aggs("send_lag_ms"),
+            )
+            .first()
+        )
+        assert row is not None  # a global aggregate has one row
+        first, last = (None if row[k] is None else int(row[k]) for k in ("first", "last"))
+        return PubStats(int(row["n"]), first, last, M.dist_of(row, "send_lag_ms"))
+
+    @property
     def published(self) -> tuple[int, int | None]:
-        """(publications, first intended ns), one action over the publication times."""
-        row = self.pub_times.agg(F.count("*"), F.min("intended_ns")).first()
-        first = int(row[1]) if row and row[1] is not None else None
-        return (int(row[0]) if row else 0), first
+        """(publications, first intended ns)."""
+        return self.pub_stats.count, self.pub_stats.first_ns
 
     @cached_property
     def deliveries(self) -> DataFrame:
-        """One row per receive, written once to ``deliveries.parquet`` and read back from there."""
-        path = str(self.run.analysis_dir / "deliveries.parquet")
-        M.deliveries(self.events, self.pub_times).write.mode("overwrite").parquet(path)
-        return self.spark.read.parquet(path)
+        """One row per receive, kept in memory for the sections that read it and written to
+        ``deliveries.parquet`` (which fills the cache)."""
+        deliv = self.keep(M.deliveries(self.events, self.pub_times))
+        deliv.write.mode("overwrite").parquet(str(self.run.analysis_dir / "deliveries.parquet"))
+        return deliv
 
     @cached_property
     def delays(self) -> tuple[dict[str, Any], dict[str, list[tuple[float, float]]]]:
@@ -158,9 +195,8 @@ class RunData:
             settle_ns=int(self.settle_ms * 1e6),
         )
         expected = self.keep(oracle.expected_deliveries(self.spark, pubs, eps, self.engine))
-        result, pairs = oracle.check(expected, self.deliveries, self.settings.first_n)
-        unreadable.excuse(result, pairs, self.unreadable[0])
-        self._kept.append(pairs)
-        offenders = pairs.where(F.col("missing") | F.col("false_positive") | F.col("duplicate"))
+        result, pairs, offenders = oracle.check(expected, self.deliveries, self.settings.first_n)
+        self._kept += [pairs, offenders]
+        unreadable.excuse(result, offenders, *self.unreadable)
         offenders.write.mode("overwrite").parquet(str(self.run.path / contract.OFFENDERS))
         return Oracle(result, expected, pairs)

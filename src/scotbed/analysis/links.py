@@ -170,18 +170,21 @@ def summarise(
 # --- on the run's Spark events -----------------------------------------------------------------
 
 
-def analyse(events: DataFrame, pub_times: DataFrame, run: RunDir) -> tuple[Links, dict[str, pd.DataFrame]]:
+def analyse(
+    events: DataFrame, pub_times: DataFrame, run: RunDir, sent: Mapping[str, int]
+) -> tuple[Links, dict[str, pd.DataFrame]]:
     """Write the two link tables under ``analysis/``; return the summary block and, for a scripted
-    run, the report tables. ``pub_times`` has one row per published notification (``pub_id``)."""
+    run, the report tables. ``pub_times`` has one row per published notification (``pub_id``);
+    ``sent`` counts the messages of each ``*_out`` event to another broker (the per-broker facts')."""
     from pyspark.sql import functions as F
 
     out = run.analysis_dir
-    sent = events.where(F.col("ev").isin(*KINDS) & F.col("link").isNotNull() & (F.col("link") != ""))
-    notif = sent.where(F.col("ev") == contract.NOTIF_OUT).select(
+    msgs = events.where(F.col("ev").isin(*KINDS) & F.col("link").isNotNull() & (F.col("link") != ""))
+    notif = msgs.where(F.col("ev") == contract.NOTIF_OUT).select(
         "pub_id", F.col("node").alias("from"), F.col("link").alias("to"),
         F.coalesce(F.col("dynamic"), F.lit(False)).alias("dynamic"), "ts_ns",
     )  # fmt: skip
-    subs = sent.where(F.col("ev") != contract.NOTIF_OUT).select(
+    subs = msgs.where(F.col("ev") != contract.NOTIF_OUT).select(
         "sub_id", F.when(F.col("ev") == contract.SUB_OUT, "sub").otherwise("unsub").alias("kind"),
         F.col("node").alias("from"), F.col("link").alias("to"), "ts_ns",
     )  # fmt: skip
@@ -196,12 +199,12 @@ def analyse(events: DataFrame, pub_times: DataFrame, run: RunDir) -> tuple[Links
         .first()
     )
     mean_max = (float(per_pub[0] or 0.0), int(per_pub[1] or 0)) if per_pub else (0.0, 0)
-    kinds = Counter({r["kind"]: int(r["count"]) for r in subs.groupBy("kind").count().collect()})
+    kinds = Counter({KINDS[ev]: int(n) for ev, n in sent.items() if ev in KINDS})
     ops = Counter(str(d.get("op")) for d in run.subscription_ops())
     block = summarise(mean_max, kinds["sub"], kinds["unsub"], ops["subscribe"], ops["unsubscribe"])
 
     script_ops = read_ops(run.path / contract.SCRIPT_OPS)
     if not script_ops:
         return block, {}
-    rows = sent.select("ts_ns", "node", "ev", "link", "pub_id", "sub_id").collect()
+    rows = msgs.select("ts_ns", "node", "ev", "link", "pub_id", "sub_id").collect()
     return block, script_tables(messages(r.asDict() for r in rows), script_ops)

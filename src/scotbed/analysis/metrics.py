@@ -48,12 +48,13 @@ def of(events: DataFrame, *names: str) -> DataFrame:
 
 def distribution(df: DataFrame, col: str) -> dict[str, Any]:
     """count, mean, p50, p90, p99, max of one numeric column (nulls ignored)."""
-    row = df.agg(*_dist_aggs(col, SUMMARY_QUANTILES)).first()
+    row = df.agg(*dist_aggs(col, SUMMARY_QUANTILES)).first()
     assert row is not None
-    return _dist(row, col, SUMMARY_QUANTILES)
+    return dist_of(row, col, SUMMARY_QUANTILES)
 
 
-def _dist_aggs(col: str, quantiles: Sequence[float]) -> list[Column]:
+def dist_aggs(col: str, quantiles: Sequence[float] = SUMMARY_QUANTILES) -> list[Column]:
+    """The aggregates :func:`dist_of` reads: one distribution inside a larger ``agg`` (one action)."""
     return [
         F.count(col).alias(f"{col}_n"),
         F.mean(col).alias(f"{col}_mean"),
@@ -62,7 +63,7 @@ def _dist_aggs(col: str, quantiles: Sequence[float]) -> list[Column]:
     ]
 
 
-def _dist(row: Any, col: str, quantiles: Sequence[float]) -> dict[str, Any]:
+def dist_of(row: Any, col: str, quantiles: Sequence[float] = SUMMARY_QUANTILES) -> dict[str, Any]:
     qs = dict(zip(quantiles, row[f"{col}_q"] or [], strict=False))
     return dist_from_quantiles(
         row[f"{col}_n"], row[f"{col}_mean"], [qs.get(q) for q in SUMMARY_QUANTILES], row[f"{col}_max"]
@@ -138,6 +139,7 @@ def node_facts(events: DataFrame) -> pd.DataFrame:
             F.percentile_approx("us", 0.99, ACCURACY).alias("p99_us"),
             F.max("us").alias("max_us"),
             F.mean("n").alias("mean_matched"),
+            F.count("steps").alias("with_steps"),
             F.max(F.when(~is_in, F.col("len"))).alias("max_out_len"),
             F.max(F.when(is_in, F.col("len"))).alias("max_in_len"),
             F.max("size").alias("max_size"),
@@ -322,14 +324,14 @@ def delivery_delays(deliv: DataFrame) -> tuple[dict[str, Any], dict[str, list[tu
     Returns ({column: distribution}, {column: [(quantile, value), ...]}).
     """
     qs = tuple(sorted(set(SUMMARY_QUANTILES) | set(CDF_QUANTILES)))
-    aggs = [a for c in DELAY_COLUMNS for a in _dist_aggs(c, qs)]
+    aggs = [a for c in DELAY_COLUMNS for a in dist_aggs(c, qs)]
     aggs += [F.avg((F.col(c) < 1000).cast("double")).alias(f"{c}_u1") for c in DELAY_COLUMNS]
     row = deliv.agg(*aggs).first()
     assert row is not None
     dists: dict[str, Any] = {}
     curves: dict[str, list[tuple[float, float]]] = {}
     for c in DELAY_COLUMNS:
-        d = _dist(row, c, qs)
+        d = dist_of(row, c, qs)
         d["under_1s"] = float(row[f"{c}_u1"]) if row[f"{c}_u1"] is not None else 0.0
         dists[c] = d
         values = dict(zip(qs, row[f"{c}_q"] or [], strict=False))

@@ -177,11 +177,14 @@ def expected_deliveries(
     return pubs.mapInArrow(lambda it: _expected_batches(it, bc.value, engine), EXPECTED_DDL)
 
 
-def check(expected: DataFrame, deliv: DataFrame, first_n: int = 10) -> tuple[dict[str, Any], DataFrame]:
-    """Compare expected pairs with the client receives: (counts and first offending ids, pairs).
+def check(
+    expected: DataFrame, deliv: DataFrame, first_n: int = 10
+) -> tuple[dict[str, Any], DataFrame, DataFrame]:
+    """Compare expected pairs with the client receives: (counts and first offending ids, pairs, offenders).
 
-    ``pairs`` is every expected or received (pub_id, sub_id) with its flags, persisted: the
-    caller unpersists it.
+    ``pairs`` is every expected or received (pub_id, sub_id) with its flags, ``offenders`` the pairs
+    flagged missing, false positive or duplicate; both persisted: the caller unpersists them. The
+    first offenders of each kind are read from ``offenders``, and only for a kind that occurred.
 
     ``missing``: expected outside transition, never received. ``duplicates``: extra copies
     beyond the first of any received pair. ``false_positives``: received pairs that were not
@@ -233,15 +236,19 @@ def check(expected: DataFrame, deliv: DataFrame, first_n: int = 10) -> tuple[dic
         )
     }
 
-    def first(flag: str) -> list[dict[str, Any]]:
-        rows = j.where(F.col(flag)).orderBy("t_ns", "pub_id", "sub_id").limit(first_n).collect()
+    offenders = j.where(F.col("missing") | F.col("false_positive") | F.col("duplicate")).persist()
+
+    def first(flag: str, count: str) -> list[dict[str, Any]]:
+        if not counts[count]:
+            return []
+        rows = offenders.where(F.col(flag)).orderBy("t_ns", "pub_id", "sub_id").limit(first_n).collect()
         return [{"pub_id": r["pub_id"], "sub_id": r["sub_id"], "copies": int(r["copies"])} for r in rows]
 
     result = {
         "ok": counts["missing"] == 0 and counts["duplicates"] == 0 and counts["false_positives"] == 0,
         **counts,
-        "first_missing": first("missing"),
-        "first_duplicates": first("duplicate"),
-        "first_false_positives": first("false_positive"),
+        "first_missing": first("missing", "missing"),
+        "first_duplicates": first("duplicate", "duplicates"),
+        "first_false_positives": first("false_positive", "false_positives"),
     }
-    return result, j
+    return result, j, offenders

@@ -19,7 +19,6 @@ from scotbed.analysis import fidelity, links, pruning, validity
 from scotbed.analysis import metrics as M
 from scotbed.analysis import summary as S
 from scotbed.analysis.context import RunData
-from scotbed.analysis.events import valid
 from scotbed.analysis.matching_steps import MatchingSteps, steps_by_hops
 from scotbed.analysis.selforg_section import selforg_section
 from scotbed.analysis.stats import time_to_stabilise
@@ -27,9 +26,8 @@ from scotbed.analysis.traffic import traffic_per_broker
 
 
 def events_section(d: RunData) -> S.Events:
-    row = d.stored.agg(F.sum(valid().cast("long")), F.count("*")).first()
-    total = int((row[0] if row else 0) or 0)
-    return S.Events(total, int(row[1] if row else 0) - total, len(d.run.event_files()), d.unreadable[1])
+    total, lines, _ = d.line_counts
+    return S.Events(total, lines - total, len(d.run.event_files()), d.unreadable[1])
 
 
 def subscriptions_section(d: RunData) -> S.Subscriptions:
@@ -159,7 +157,8 @@ def traffic_section(d: RunData) -> S.Traffic:
 
 def links_section(d: RunData) -> S.Links:
     """Per-link accounting; a scripted run's per-line tables go to the report (``plot_data``)."""
-    section, script_tables = links.analyse(d.events, d.pub_times, d.run)
+    sent = d.node_facts.groupby("ev")["to_broker"].sum()
+    section, script_tables = links.analyse(d.events, d.pub_times, d.run, sent.to_dict())
     d.plot_data["script_tables"] = script_tables
     return section
 
@@ -194,33 +193,34 @@ def pruning_section(d: RunData) -> S.Pruning:
 
 def matching_steps_section(d: RunData) -> MatchingSteps:
     """PST steps per match by hop count, when the engine logs them (:mod:`.matching_steps`)."""
+    facts = d.node_facts
+    if not facts.loc[facts["ev"] == contract.MATCH, "with_steps"].sum():
+        return MatchingSteps()  # no match logged its steps: nothing to join
     return steps_by_hops(d.events)
 
 
 def validity_section(d: RunData) -> validity.Validity:
     """Host-bound or valid (:mod:`scotbed.analysis.validity`), from the ``loop`` events, the publication
     times (window, send lag) and the measured delays; the loop-lag series goes to the report."""
-    cols = ("node", "ts_ns", "lag_ms_max", "lag_ms_mean", "cpu", "wall_ms", "wait_ms")
-    samples, clients = (
-        [
+    cols = ("node", "ts_ns", "lag_ms_max", "lag_ms_mean", "cpu", "wall_ms", "wait_ms", "ev")
+    rows = M.of(d.events, contract.LOOP, contract.CLIENT_LOOP).select(*cols)
+    rows_by_ev: dict[str, list[validity.LoopSample]] = {contract.LOOP: [], contract.CLIENT_LOOP: []}
+    for r in rows.where(F.col("lag_ms_max").isNotNull()).collect():
+        rows_by_ev[r[7]].append(
             validity.LoopSample(
                 r[0], int(r[1]), float(r[2]), float(r[3] or 0), float(r[4] or 0), float(r[5] or 0), r[6]
             )
-            for r in M.of(d.events, ev).select(*cols).where(F.col("lag_ms_max").isNotNull()).collect()
-        ]
-        for ev in (contract.LOOP, contract.CLIENT_LOOP)
-    )
-    lag = (F.col("sent_ns") - F.col("intended_ns")) / 1e6
-    pubs = d.pub_times.agg(F.min("intended_ns"), F.max("intended_ns")).first()
-    last = d.deliveries.agg(F.max("recv_ns")).first()
+        )
+    samples, clients = rows_by_ev[contract.LOOP], rows_by_ev[contract.CLIENT_LOOP]
+    p = d.pub_stats
     window = None
-    if pubs and pubs[0] is not None:
-        end = int(last[0]) if last and last[0] is not None else int(pubs[1])
-        window = validity.Window(int(pubs[0]), int(pubs[1]), max(end, int(pubs[1])))
+    if p.first_ns is not None and p.last_ns is not None:
+        last = d.deliveries.agg(F.max("recv_ns")).first()
+        end = int(last[0]) if last and last[0] is not None else p.last_ns
+        window = validity.Window(p.first_ns, p.last_ns, max(end, p.last_ns))
     n_deliv = int(d.hops["count"].sum()) if len(d.hops) else 0
     hops = float((d.hops["hops"] * d.hops["count"]).sum() / n_deliv) if n_deliv else 0.0
-    send = M.distribution(d.pub_times.select(lag.alias("send_lag_ms")), "send_lag_ms")
-    delay = validity.Delay(d.delays[0]["delay_ms"].get("mean"), hops, send)
+    delay = validity.Delay(d.delays[0]["delay_ms"].get("mean"), hops, p.send_lag_ms)
     spec = d.run.spec
     scale = float((spec.get("workload") or {}).get("time_scale") or 1.0)
     v = validity.assess(

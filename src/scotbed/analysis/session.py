@@ -41,6 +41,11 @@ CONCURRENT_WRITERS = 32
 GATEWAY_ATTEMPTS = 3
 SPARK_JVM_CLASS = "org.apache.spark.deploy.SparkSubmit"  # the main class on Spark's JVM command line
 JVM_STOP_S = 5.0  # what a JVM gets to exit on SIGTERM at our exit before it is killed
+# Local mode runs on a few cores with the shuffle partitions already sized to the input
+# (:func:`scotbed.analysis.api.analyze`): adaptive execution has nothing to coalesce there, and it
+# runs each shuffle stage as a job of its own, which costs more than it saves on the analysis's
+# many small queries.
+LOCAL_CONF = {"spark.sql.adaptive.enabled": "false"}
 _shared: list[bool] = []
 _reaper: list[bool] = []
 
@@ -99,6 +104,8 @@ def get_session(
         builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions)).config(
             "spark.driver.memory", os.environ.get("SCOTBED_SPARK_DRIVER_MEMORY", "2g")
         )
+        for key, value in LOCAL_CONF.items():
+            builder = builder.config(key, value)
     if not _under_spark_submit() and not _reaper:  # before the start: a signal may cut it short
         _reaper.append(True)
         atexit.register(_reap_jvm)

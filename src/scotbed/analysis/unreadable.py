@@ -16,33 +16,48 @@ from scotbed import contract
 from scotbed.analysis.events import CORRUPT
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
 RECEIVE = rf'"ev"\s*:\s*"{contract.RECEIVE}"'
 SHOWN_CHARS = 200
 SHOWN_LINES = 20
 
 
-def receives(malformed: DataFrame) -> tuple[DataFrame, dict[str, Any]]:
-    """(recovered (pub_id, sub_id) pairs, {"count", "lines"}) of the unreadable receive lines."""
+def is_receive() -> Column:
+    """True for a malformed line that looks like a client receive (null for a line that parsed)."""
     from pyspark.sql import functions as F
 
-    bad = malformed.where(F.col(CORRUPT).rlike(RECEIVE)).select(
+    return F.col(CORRUPT).rlike(RECEIVE)
+
+
+def receives(malformed: DataFrame, count: int) -> tuple[DataFrame, dict[str, Any]]:
+    """(recovered (pub_id, sub_id) pairs, {"count", "lines"}) of the unreadable receive lines;
+    ``count`` is how many ``malformed`` holds (counted with the other lines, in one action)."""
+    from pyspark.sql import functions as F
+
+    bad = malformed.where(is_receive()).select(
         F.col(CORRUPT).alias("text"),
         F.regexp_extract(CORRUPT, r'"pub_id"\s*:\s*"([^"]+)"', 1).alias("pub_id"),
         F.regexp_extract(CORRUPT, r'"sub_id"\s*:\s*"([^"]+)"', 1).alias("sub_id"),
     )
-    count = bad.count()
     lines = [r["text"][:SHOWN_CHARS] for r in bad.limit(SHOWN_LINES).collect()] if count else []
     pairs = bad.where((F.col("pub_id") != "") & (F.col("sub_id") != "")).select("pub_id", "sub_id").distinct()
     return pairs, {"count": count, "lines": lines}
 
 
-def excuse(correctness: dict[str, Any], pairs: DataFrame, recovered: DataFrame) -> None:
-    """Count missing pairs an unreadable receive line names as ``unreadable_receives``, not ``missing``."""
+def excuse(
+    correctness: dict[str, Any], pairs: DataFrame, recovered: DataFrame, found: dict[str, Any]
+) -> None:
+    """Count missing pairs an unreadable receive line names as ``unreadable_receives``, not ``missing``.
+
+    ``pairs`` holds at least the missing ones; ``found`` is :func:`receives`'s count (no Spark job
+    when no receive line was unreadable or nothing is missing).
+    """
     from pyspark.sql import functions as F
 
-    n = pairs.where(F.col("missing")).join(recovered, ["pub_id", "sub_id"], "left_semi").count()
+    n = 0
+    if found["count"] and correctness["missing"]:
+        n = pairs.where(F.col("missing")).join(recovered, ["pub_id", "sub_id"], "left_semi").count()
     correctness["unreadable_receives"] = n
     if n:
         correctness["missing"] -= n
