@@ -55,15 +55,15 @@ class BurstScenario:
     children: int = 39
     gap: int = 1
     clustered: bool = True
-    history: int = 160
+    history: int = 480
     history_interval_ms: float = 100.0
     after: int = 100
     burst: int = 8
     burst_interval_ms: float = 250.0
     probes: int = 40
     probe_interval_ms: float = 250.0
-    monitors: int = 2
-    moves: int = 2
+    monitors: int = 0
+    moves: int = 0
     move_interval_ms: float = 3000.0
     seed: int = 7
 
