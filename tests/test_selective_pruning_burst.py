@@ -160,3 +160,21 @@ def test_match_all_monitors_move_under_fresh_sub_ids_one_edge_on() -> None:
     assert at == [0.0, 700.0, 1400.0, 2100.0, 2800.0, 3500.0]  # one move every move_interval_ms
     burst = next(i for i, x in enumerate(lines) if x["op"] == "unsubscribe" and x["sub_id"] == "r0")
     assert all(not str(x.get("sub_id", "")).startswith(MONITOR_PREFIX) for x in lines[burst:])
+
+
+def test_no_burst_publication_matches_a_root_still_to_be_unsubscribed() -> None:
+    """A publication in flight when its root leaves would be a missing delivery no routing caused."""
+    sc = BurstScenario()
+    lines = script(sc)
+    flt = _filters(lines)
+    start = next(i for i, x in enumerate(lines) if x["op"] == "unsubscribe")
+    gone: set[str] = set()
+    seen = Counter[str]()
+    for x in lines[start:]:
+        if x["op"] == "unsubscribe":
+            gone.add(str(x["sub_id"]))
+        elif x["op"] == "publish" and not str(x["pub_id"]).startswith(PROBE_PREFIX):
+            roots = {f"r{r}" for r in range(sc.roots) if flt[f"r{r}"].matches(x["attrs"])}  # type: ignore[arg-type]
+            assert len(roots) == 1 and (roots <= gone or int(min(roots)[1:]) >= sc.burst)
+            seen[min(roots)] += 1
+    assert sum(seen.values()) == sc.after and any(int(r[1:]) < sc.burst for r in seen)
