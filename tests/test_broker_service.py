@@ -8,7 +8,8 @@ covering-active releases the K children at v0 with the unsubscription, K + 1 mes
 decision, so one batch reaches v1 at once: v1's input queue peaks at K + 1. v1 serves them one per
 s; R's unsubscription, served last, releases the K children v1 held, so v2 gets K + 1 messages at
 once too, (K + 1)·s after the burst left v0. covering-packing packs the released children into the
-one unsubscription: every peak is 1 and v1 passes its one message on after s.
+one unsubscription: every peak is 1, but v1 serves each packed child (K + 1 service times, as the
+paper's packing: fewer messages, the same processing) before it passes its one message on.
 """
 
 from __future__ import annotations
@@ -24,14 +25,17 @@ import pytest
 from scotbed import contract, topology
 from scotbed.broker.eventlog import read_events
 from scotbed.broker.launcher import HOST, LocalCluster
-from scotbed.broker.service import Server
+from scotbed.broker.service import Server, units
 from scotbed.config import build_configs
+from scotbed.filters import Filter
+from scotbed.messages import Subscription, Unsubscription
 from scotbed.orchestrator.plan import broker_configs, service_times
 from scotbed.orchestrator.spec import SpecError, parse_spec
 from scotbed.workloads.script import parse
 
 SERVICE_US = 40_000.0
 K = 9
+FILTER = Filter.from_json([{"attr": "x", "op": "exists"}])
 FAST_LOG = {"sample_interval_ms": 100.0, "flush_interval_ms": 100.0}
 
 
@@ -53,6 +57,16 @@ def test_a_late_wake_up_shortens_the_next_wait_so_the_rate_stays_exact() -> None
     assert round(s.wait_s(0.035), 6) == -0.005  # 15 ms late: no wait, the server catches up
     s.ended(backlog=False)
     assert round(s.wait_s(0.035), 6) == 0.01  # nothing was waiting: the next one starts when it is taken
+
+
+def test_a_packed_message_costs_a_service_time_per_subscription_it_carries() -> None:
+    s = Server(10_000)
+    packed = Unsubscription(
+        "R", "b-v0-0", packed=tuple(Subscription(f"C{c}", FILTER, "b-v0-0") for c in range(3))
+    )
+    assert units(packed) == 4 and units(Unsubscription("R", "b-v0-0")) == 1
+    assert round(s.wait_s(0.0, units(packed)), 6) == 0.04
+    assert round(s.wait_s(0.0), 6) == 0.05  # the next one waits for all four
 
 
 def _spec(brokers: dict[str, object], time_scale: float = 1.0) -> dict[str, object]:
@@ -133,4 +147,4 @@ def test_a_known_burst_peaks_at_the_slow_brokers_input(routing: str, burst: int,
     burst_at = min(int(e["ts_ns"]) for e in sent if e["node"] == "b-v0-0" and e["ev"] == contract.UNSUB_OUT)
     passed_on = [int(e["ts_ns"]) for e in sent if e["node"] == "b-v1-0" and int(e["ts_ns"]) > burst_at]
     assert len(passed_on) == burst
-    assert min(passed_on) - burst_at >= burst * SERVICE_US * 1000  # after serving all of the burst
+    assert min(passed_on) - burst_at >= (K + 1) * SERVICE_US * 1000  # after serving all of the burst

@@ -57,3 +57,22 @@ def test_released_queues_and_probe_delay(spark: Any, tmp_path: Path) -> None:
     assert got == [["b-a-0", -0.1, 2, 5], ["b-b-0", 0.15, 9, 0]]
     probe = pruning.probe_delay(M.deliveries(ev, M.publication_times(ev, None)))
     assert (probe["count"], probe["mean"], probe["max"]) == (2, 45.0, 60.0)
+
+
+def test_the_longest_input_queue_is_the_peak_between_samples(spark: Any, tmp_path: Path) -> None:
+    """A burst of 40 that came and went between two samples: ``max_input_len`` is 40, not the 3 sampled."""
+    rows = [
+        E(0, "b-e-0", "queue", link="", len=1, ce=0.0, peak=1),
+        E(250, "b-e-0", "queue", link="", len=3, ce=0.0, peak=40),  # the burst, drained to 3 by the sample
+        E(500, "b-e-0", "queue", link="", len=0, ce=0.0, peak=3),
+        E(250, "b-e-0", "queue", link="b-d-0", len=6, ce=0.0),  # an output queue has no peak
+        E(250, "b-d-0", "queue", link="", len=5, ce=0.0),  # a log without peak: its sampled length
+    ]
+    f = tmp_path / "events.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ev, _ = read_events(spark, [str(f)])
+    facts = M.node_facts(ev)
+    assert M.queue_maxima(facts) == {"max_output_len": 6, "max_input_len": 40}
+    q = facts[facts["ev"] == "queue"]
+    per_node = {str(n): int(v) for n, v in zip(q["node"], q["max_in_len"], strict=True)}
+    assert per_node == {"b-e-0": 40, "b-d-0": 5}

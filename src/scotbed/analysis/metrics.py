@@ -41,6 +41,12 @@ def _to_broker() -> Column:
     return F.col("link").isNotNull() & (F.col("link") != "")
 
 
+def input_longest() -> Column:
+    """An input-queue sample's longest length: its ``peak`` since the previous sample (a burst can
+    come and go between two samples), or ``len`` in a log without it."""
+    return F.greatest(F.col("len"), F.coalesce(F.col("peak"), F.col("len")))
+
+
 def of(events: DataFrame, *names: str) -> DataFrame:
     """The events named ``names`` (on the Parquet store this reads only their partitions)."""
     return events.where(F.col("ev").isin(list(names)))
@@ -141,7 +147,7 @@ def node_facts(events: DataFrame) -> pd.DataFrame:
             F.mean("n").alias("mean_matched"),
             F.count("steps").alias("with_steps"),
             F.max(F.when(~is_in, F.col("len"))).alias("max_out_len"),
-            F.max(F.when(is_in, F.col("len"))).alias("max_in_len"),
+            F.max(F.when(is_in, input_longest())).alias("max_in_len"),
             F.max("size").alias("max_size"),
             F.max_by("size", "ts_ns").alias("final_size"),
             F.min("ts_ns").alias("t_min"),

@@ -28,7 +28,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from scotbed import contract, topology
-from scotbed.analysis.metrics import distribution, of
+from scotbed.analysis.metrics import distribution, input_longest, of
 from scotbed.workloads.pruning_burst import MONITOR_PREFIX, PROBE_PREFIX
 
 
@@ -57,9 +57,8 @@ def core_queue_series(events: DataFrame, core: Sequence[str], since_ns: int) -> 
     """node, ts_ns, t_s, input_len, max_output_len: each core broker's queue samples over time."""
     q = of(events, contract.QUEUE).where(F.col("node").isin(list(core)))
     is_input = (F.col("link") == "") | F.col("link").isNull()
-    longest = F.greatest(F.col("len"), F.coalesce(F.col("peak"), F.col("len")))
     per = q.groupBy("node", "ts_ns").agg(
-        F.max(F.when(is_input, longest)).alias("input_len"),
+        F.max(F.when(is_input, input_longest())).alias("input_len"),
         F.max(F.when(~is_input, F.col("len"))).alias("max_output_len"),
     )
     pdf = cast(pd.DataFrame, per.toPandas()).fillna(0)

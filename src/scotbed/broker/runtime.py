@@ -55,7 +55,7 @@ from scotbed.broker.looplag import LoopProbe
 from scotbed.broker.rejoin import REPLAYED
 from scotbed.broker.routing import make_algorithm
 from scotbed.broker.routing.base import Decision, Entry, LinkState, RoutingAlgorithm
-from scotbed.broker.service import Server
+from scotbed.broker.service import Server, units
 from scotbed.broker.topology_manager import TopologyManager
 from scotbed.broker.treeswap import End, TreeSwap
 from scotbed.config import BrokerConfig, NeighbourConfig
@@ -287,7 +287,7 @@ class Broker:
             self.busy = True
             try:
                 if self.server.active:  # one message per service time (scotbed.broker.service)
-                    await self.server.serve()
+                    await self.server.serve(units(item[1]))
                     self._handle(item)
                     self.server.ended(backlog=not q.empty())
                     continue

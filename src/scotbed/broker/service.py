@@ -10,6 +10,10 @@ event loop wakes late: a message that was already waiting when the previous serv
 its service then, not when the loop got round to it, so a late wake-up shortens the next wait
 instead of adding up.
 
+A message that packs subscriptions (covering-packing) costs one service time per subscription it
+carries, plus its own: packing sends fewer messages, but "each subscription or unsubscription still
+needs to be processed individually by the recipient brokers" (selective-filter-aggregation §V-A).
+
 Off by default (0): the loop runs as before. Link capacity (a slow *link*, at the output queue) is
 the other bottleneck a run can emulate; this one is the broker's own.
 """
@@ -19,6 +23,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+
+
+def units(msg: object) -> int:
+    """Service times one message costs: 1, plus one per subscription packed into it."""
+    return 1 + len(getattr(msg, "packed", ()))
 
 
 class Server:
@@ -34,17 +43,17 @@ class Server:
     def active(self) -> bool:
         return self.service_s > 0
 
-    def wait_s(self, now: float) -> float:
-        """How long a message taken off the queue at ``now`` waits for the end of its service."""
+    def wait_s(self, now: float, n: int = 1) -> float:
+        """How long a message of ``n`` units taken off the queue at ``now`` waits for its service to end."""
         start = self.free_at if self.backlog else max(now, self.free_at)
-        self.free_at = start + self.service_s
+        self.free_at = start + n * self.service_s
         return self.free_at - now
 
     def ended(self, backlog: bool) -> None:
         """The message's service ended (it was handled); ``backlog``: another one is waiting."""
         self.backlog = backlog
 
-    async def serve(self) -> None:
-        wait = self.wait_s(self.clock())
+    async def serve(self, n: int = 1) -> None:
+        wait = self.wait_s(self.clock(), n)
         if wait > 0:
             await asyncio.sleep(wait)

@@ -16,7 +16,8 @@ Phases, each line with ``"settle": false`` so the brokers see the real pacing:
 3. the burst: ``burst`` roots unsubscribed ``burst_interval_ms`` apart, while ``probes`` probe
    publications (``probe = k``, ``x = -1``: no root or child matches) go out ``probe_interval_ms``
    apart from the first publisher edge and ``after`` more regular publications keep their pace
-   (the traffic a kept tree may carry as false positives); then the final settle.
+   (the traffic a kept tree may carry as false positives; each in the range of a root already
+   unsubscribed or never unsubscribed, :func:`_after_x`); then the final settle.
 
 Mobile monitors (the paper's §V-F): ``monitors`` match-all subscriptions (``x exists``, subscribed
 in phase 1 on subscriber edges) move ``moves`` times each during phase 2, one move every
@@ -55,15 +56,15 @@ class BurstScenario:
     children: int = 39
     gap: int = 1
     clustered: bool = True
-    history: int = 160
+    history: int = 480
     history_interval_ms: float = 100.0
     after: int = 100
     burst: int = 8
     burst_interval_ms: float = 250.0
     probes: int = 40
     probe_interval_ms: float = 250.0
-    monitors: int = 2
-    moves: int = 2
+    monitors: int = 0
+    moves: int = 0
     move_interval_ms: float = 3000.0
     seed: int = 7
 
@@ -82,6 +83,16 @@ def _merge(*streams: tuple[list[list[dict[str, Any]]], float]) -> Iterator[dict[
             yield {"op": "sleep", "ms": round(t - now, 3)}
             now = t
         yield from step
+
+
+def _after_x(sc: BurstScenario, rng: random.Random, i: int) -> int:
+    """The value of the burst's ``i``-th regular publication: uniform over the roots already
+    unsubscribed when it goes out or never unsubscribed. A publication that a root still to be
+    unsubscribed matches could still be in flight, queued at a slow core broker, when the root
+    leaves, and would count as a missing delivery though no routing went wrong."""
+    t = i * sc.history_interval_ms
+    roots = [r for r in range(sc.roots) if r >= sc.burst or r * sc.burst_interval_ms <= t]
+    return rng.choice(roots) * sc.width + rng.randrange(sc.width)
 
 
 def monitor_id(k: int, move: int) -> str:
@@ -153,16 +164,11 @@ def script(sc: BurstScenario) -> list[dict[str, Any]]:
             }
         )
     lines.append({"op": "settle"})
-    span = sc.roots * sc.width
+    xs = [rng.randrange(sc.roots * sc.width) for _ in range(sc.history)]
+    xs += [_after_x(sc, rng, i) for i in range(sc.after)]
     regular = [
-        {
-            "op": "publish",
-            "pub_id": f"h{i}",
-            "broker": pubs[i % len(pubs)],
-            "attrs": {"x": rng.randrange(span)},
-            **quiet,
-        }
-        for i in range(sc.history + sc.after)
+        {"op": "publish", "pub_id": f"h{i}", "broker": pubs[i % len(pubs)], "attrs": {"x": x}, **quiet}
+        for i, x in enumerate(xs)
     ]
     lines.extend(
         _merge(
