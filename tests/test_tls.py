@@ -72,15 +72,15 @@ def test_hosts_name_the_listen_host_and_every_host_a_neighbour_dials() -> None:
     assert security.hosts(configs) == {"b-a-0": ["b-a-0"], "b-b-0": ["10.1.2.3", "b-b-0.brokers.ns.svc"]}
 
 
-def test_tls_is_refused_on_k8s_and_off_by_default() -> None:
+def test_tls_runs_on_every_backend_and_is_off_by_default() -> None:
     path2 = {"kind": "tree", "connectivity": 1, "acyclic": {"kind": "path", "n": 2}}
     base = {"name": "x", "routing": "rpf", "topology": path2}
     assert parse_spec(base).security.tls is False
     spec = parse_spec({**base, "security": {"tls": True}})
-    security.validate(spec, "local")
-    security.validate(spec, "compose")
-    with pytest.raises(SpecError, match=r"security\.tls: on local and compose only in this build, not k8s"):
-        security.validate(spec, "k8s")
+    for backend in ("local", "compose", "k8s"):
+        security.validate(spec, backend)
+    with pytest.raises(SpecError, match=r"security\.tls: .* only in this build, not x"):
+        security.validate(spec, "x")
     with pytest.raises(SpecError):
         parse_spec({**base, "security": {"tls": "yes"}})
     peers = parse_spec(
@@ -109,8 +109,8 @@ def test_compose_mounts_the_run_certificates_into_every_broker_and_names_them_th
         security.disable()
     assert tls.ENV_DIR not in os.environ
     for bid, svc in doc["services"].items():
-        assert svc["environment"][tls.ENV_DIR] == compose.TLS_MOUNT
-        assert svc["volumes"][-1] == f"{directory}:{compose.TLS_MOUNT}:ro"
+        assert svc["environment"][tls.ENV_DIR] == tls.CONTAINER_DIR
+        assert svc["volumes"][-1] == f"{directory}:{tls.CONTAINER_DIR}:ro"
         cert = x509.load_pem_x509_certificate((directory / f"{bid}.pem").read_bytes())
         assert {bid, "127.0.0.1"} <= _sans(cert)  # dialled by service name inside, by 127.0.0.1 from the host
     compose.hand_to_image_user(directory)  # the brokers run as the image's user; the keys are 0600

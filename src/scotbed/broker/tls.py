@@ -24,6 +24,7 @@ from typing import Any
 import grpc
 
 ENV_DIR = "SCOTBED_TLS_DIR"
+CONTAINER_DIR = "/run/scotbed-tls"  # where containers (compose, k8s) see the run's certificates
 CA = "ca"
 CLIENT = "client"
 

@@ -4,8 +4,9 @@ The certificates go to ``<run dir>/tls/`` (:mod:`scotbed.orchestrator.pki`);
 :data:`scotbed.broker.tls.ENV_DIR` names that directory for the orchestrator
 and, inherited, for every broker and Locust process it starts; compose mounts
 the directory into every broker container and names it there
-(:func:`scotbed.orchestrator.backends.compose.render_run`). k8s would need it
-as a Secret per pod: refused at validation, never silently plain.
+(:func:`scotbed.orchestrator.backends.compose.render_run`); k8s ships it as a
+Secret that every broker and workload pod mounts
+(:mod:`scotbed.orchestrator.render.k8s_tls`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from scotbed.broker import tls
 from scotbed.config import BrokerConfig
 from scotbed.orchestrator import pki, spec_peers
 
-BACKENDS = ("local", "compose")
+BACKENDS = ("local", "compose", "k8s")
 TLS_DIR = "tls"
 
 

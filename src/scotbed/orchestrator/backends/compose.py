@@ -47,7 +47,6 @@ from scotbed.orchestrator.state import RunState, load_all
 RUN_LABEL = "scotbed.io/run-id"
 BASE_IMAGE_OFFLINE = "scotbed-base:bookworm"
 REPO_ROOT = Path(__file__).resolve().parents[4]  # a source checkout: broker-image/, Makefile
-TLS_MOUNT = "/run/scotbed-tls"
 DEAD_POLL_S = 1.0  # dead() is called in tight loops; docker inspect is not free on a shared host
 
 Notify = Callable[[str], None]
@@ -74,8 +73,8 @@ def render_run(request: DeployRequest, user: str | None, port: int = render.DEFA
     certs = tls.directory()  # the run's certificates (security.tls): mounted, and named in the containers
     if certs is not None:
         for svc in doc["services"].values():
-            svc["volumes"].append(f"{certs.resolve()}:{TLS_MOUNT}:ro")
-            svc["environment"][tls.ENV_DIR] = TLS_MOUNT
+            svc["volumes"].append(f"{certs.resolve()}:{tls.CONTAINER_DIR}:ro")
+            svc["environment"][tls.ENV_DIR] = tls.CONTAINER_DIR
     return doc
 
 

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from scotbed import contract
+from scotbed.broker import tls
 from scotbed.orchestrator.backends.base import BackendError, DeployRequest
 from scotbed.orchestrator.backends.k8s_api import (
     Kube,
@@ -162,6 +163,7 @@ class K8sBackend:
             resources=self.resources,
             server_version=kube.server_version,
             placement=self.placement,
+            tls_dir=tls.directory(),
         )
         meta = objects[0]["metadata"]
         objects[0] = {**objects[0], "metadata": {**meta, "labels": {**meta["labels"], MANAGED_BY: MANAGER}}}

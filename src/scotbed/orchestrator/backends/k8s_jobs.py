@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from scotbed import contract
+from scotbed.broker import tls
 from scotbed.orchestrator.backends.base import BackendError
 from scotbed.orchestrator.backends.k8s import COLLECT_GRACE_S, _Collect
 from scotbed.orchestrator.backends.k8s_api import api_message, apply
@@ -23,7 +24,7 @@ from scotbed.orchestrator.backends.k8s_transfer import (
     collect_dir,
     marker_command,
 )
-from scotbed.orchestrator.render import write_yaml_documents
+from scotbed.orchestrator.render import k8s_tls, write_yaml_documents
 from scotbed.workloads.k8s import RESULTS_DIR
 
 if TYPE_CHECKING:
@@ -59,6 +60,8 @@ class WorkloadJobs:
             obj = {**o, "metadata": meta}
             if collect is not None:
                 obj = annotate_collect(obj, collect)
+            if tls.directory() is not None:  # security.tls: the Locust users dial the brokers over TLS
+                obj = k8s_tls.mount_in_job(obj)
             try:
                 objs.append(add_collector(obj, hold))
             except ValueError as e:

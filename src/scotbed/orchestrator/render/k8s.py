@@ -1,9 +1,10 @@
 """Kubernetes manifests for one run, as plain dicts (writing them is :mod:`scotbed.orchestrator.render`).
 
 Objects, in apply order: Namespace, ConfigMap (all broker configs in one
-``brokers.json``), headless Service, NetworkPolicy, one Pod per broker, then
-``extra_objects`` (the workload's Locust master/worker Jobs: give their pods
-:func:`run_labels` so the NetworkPolicy admits them).
+``brokers.json``), the TLS Secret (with ``security.tls``), headless Service,
+NetworkPolicy, one Pod per broker, then ``extra_objects`` (the workload's
+Locust master/worker Jobs: give their pods :func:`run_labels` so the
+NetworkPolicy admits them).
 
 Broker ``b-a-0`` is reachable at ``b-a-0.<service>.<namespace>.svc:<port>``
 (Pod ``hostname`` + ``subdomain`` on the headless Service, which publishes
@@ -20,12 +21,14 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from scotbed import contract
 from scotbed.config import BrokerConfig, dump_all
 from scotbed.orchestrator.images import BROKER_IMAGE
 from scotbed.orchestrator.plan import Addressing
+from scotbed.orchestrator.render import k8s_tls
 from scotbed.orchestrator.render.k8s_placement import ANYWHERE, Placement
 from scotbed.orchestrator.render.k8s_versions import ServerVersion, broker_probes
 
@@ -114,6 +117,7 @@ def _pod(
     preferred: bool,
     server: ServerVersion | None,
     placement: Placement,
+    tls: bool,
 ) -> dict[str, Any]:
     labels = {
         **run_labels(run_id),
@@ -142,7 +146,7 @@ def _pod(
             {"name": "PYTHONUNBUFFERED", "value": "1"},
             {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
         ],
-        **broker_probes(port, server),
+        **broker_probes(port, server, tls),
         "resources": {
             "requests": {"cpu": res.cpu_request, "memory": res.memory_request},
             "limits": {"cpu": res.cpu_limit, "memory": res.memory_limit},
@@ -181,6 +185,8 @@ def _pod(
     spec.update(placement.pod_spec())
     if neighbours:
         spec["affinity"] = {"podAntiAffinity": _anti_affinity(run_id, neighbours, preferred)}
+    if tls:
+        spec = k8s_tls.mount(spec)
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -210,12 +216,14 @@ def render_k8s(
     extra_objects: Sequence[dict[str, Any]] = (),
     server_version: ServerVersion | None = None,
     placement: Placement = ANYWHERE,
+    tls_dir: Path | None = None,
 ) -> list[dict[str, Any]]:
     """Every object of the run in apply order, for ``configs`` rendered with :func:`addressing` in
     the same namespace; ``extra_objects`` (e.g. Locust Jobs) come last and get the run's namespace
     when they have none. ``server_version``: the target server's, for the features that depend on it
     (:mod:`.k8s_versions`); None = a current server. ``placement``: the node pool the brokers go to
-    (:mod:`.k8s_placement`)."""
+    (:mod:`.k8s_placement`). ``tls_dir``: the run's certificates (``security.tls``), shipped as a
+    Secret every broker pod mounts (:mod:`.k8s_tls`)."""
     ns = namespace or namespace_for(run_id)
     base = run_labels(run_id)
     broker_selector = {LABEL_RUN: run_id, LABEL_COMPONENT: "broker"}
@@ -261,8 +269,21 @@ def render_k8s(
             },
         },
     ]
+    if tls_dir is not None:
+        objects.insert(2, k8s_tls.secret(tls_dir, ns, base))
     objects += [
-        _pod(c, run_id, ns, image, port, resources, preferred_anti_affinity, server_version, placement)
+        _pod(
+            c,
+            run_id,
+            ns,
+            image,
+            port,
+            resources,
+            preferred_anti_affinity,
+            server_version,
+            placement,
+            tls_dir is not None,
+        )
         for c in configs
     ]
     objects += [{**obj, "metadata": {"namespace": ns, **obj.get("metadata", {})}} for obj in extra_objects]

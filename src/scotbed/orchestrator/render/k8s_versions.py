@@ -32,19 +32,20 @@ def parse_server_version(major: str, minor: str) -> ServerVersion:
     return int(numbers[0].group()), int(numbers[1].group())  # type: ignore[union-attr]
 
 
-def broker_probes(port: int, server: ServerVersion | None) -> dict[str, dict[str, Any]]:
+def broker_probes(port: int, server: ServerVersion | None, tls: bool = False) -> dict[str, dict[str, Any]]:
     """The startup, readiness and liveness probes of a broker container on ``server``.
 
     The startup probe (a TCP connect, cheap) holds the other two back until the broker listens, so a
     broker that starts slowly on a busy node is not killed by its liveness probe. Before gRPC probes,
     readiness is ``cat`` of the broker's ready file (a Python health check per probe kept a 2-core
     node's CPUs busy: 18 pods, one Python start each every 5 s); liveness, which only has to notice a
-    broker that stopped accepting, is a TCP connect there.
+    broker that stopped accepting, is a TCP connect there. With ``tls`` too: a kubelet's gRPC probe
+    speaks plaintext only.
     """
     tcp = {"tcpSocket": {"port": port}}
     startup = {**tcp, "periodSeconds": 2, "timeoutSeconds": 5, "failureThreshold": 150}
     liveness = {"periodSeconds": 10, "timeoutSeconds": 5, "failureThreshold": 6}
-    if server is None or server >= GRPC_PROBE_SINCE:
+    if not tls and (server is None or server >= GRPC_PROBE_SINCE):
         grpc = {"grpc": {"port": port}}
         readiness = {**grpc, "periodSeconds": 2, "timeoutSeconds": 2, "failureThreshold": 3}
         return {"startupProbe": startup, "readinessProbe": readiness, "livenessProbe": {**grpc, **liveness}}

@@ -1,0 +1,132 @@
+"""TLS on k8s: the run's certificates as one Secret that every broker and workload pod mounts (manifests
+checked against the official schemas), and (marked k8s) a whole `scotbed run --backend k8s` with
+``security.tls`` against the real API server delivering exactly once."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+from scotbed_cli import scotbed
+from test_k8s_e2e import K8S_RUN, KUBE_CONTEXT, QUICKSTART, images, run_namespaces, run_pods
+from test_render_k8s import RUN_ID, pods
+
+from scotbed.broker import tls
+from scotbed.orchestrator import pki, security
+from scotbed.orchestrator.backends.k8s import connect
+from scotbed.orchestrator.plan import deployed_configs
+from scotbed.orchestrator.render import k8s, k8s_tls
+from scotbed.orchestrator.spec import build_scot, parse_spec
+
+__all__ = ["images"]  # the broker and Locust images fixture of test_k8s_e2e
+
+
+def _configs() -> list[Any]:
+    spec = parse_spec({"name": "quickstart", "topology": {"acyclic": "paper-fig2", "connectivity": 3}})
+    return deployed_configs(spec, build_scot(spec), k8s.addressing(k8s.namespace_for(RUN_ID)), RUN_ID)
+
+
+def _rendered(certs: Path) -> list[dict[str, Any]]:
+    configs = _configs()
+    pki.issue(certs, security.hosts(configs), RUN_ID)
+    return k8s.render_k8s(configs, RUN_ID, tls_dir=certs)
+
+
+def _mounts_the_certificates(pod_spec: dict[str, Any]) -> bool:
+    volume = {"name": k8s_tls.VOLUME, "secret": {"secretName": k8s_tls.SECRET, "defaultMode": 0o444}}
+    mount = {"name": k8s_tls.VOLUME, "mountPath": tls.CONTAINER_DIR, "readOnly": True}
+    env = {"name": tls.ENV_DIR, "value": tls.CONTAINER_DIR}
+    return volume in pod_spec["volumes"] and all(
+        mount in c["volumeMounts"] and env in c["env"] for c in pod_spec["containers"]
+    )
+
+
+def test_the_secret_holds_every_certificate_and_every_broker_pod_mounts_it(tmp_path: Path) -> None:
+    objects = _rendered(tmp_path / "tls")
+    assert [o["kind"] for o in objects[:3]] == ["Namespace", "ConfigMap", "Secret"]
+    secret = objects[2]
+    files = sorted(p.name for p in (tmp_path / "tls").iterdir())
+    assert sorted(secret["data"]) == files and "ca.pem" in files and "client.key" in files
+    for name, value in secret["data"].items():
+        assert base64.b64decode(value) == (tmp_path / "tls" / name).read_bytes()
+    brokers = pods(objects)
+    assert len(brokers) == 18
+    for pod in brokers.values():
+        assert _mounts_the_certificates(pod["spec"])
+        container = pod["spec"]["containers"][0]
+        assert "grpc" not in json.dumps(
+            {k: container[k] for k in ("readinessProbe", "livenessProbe")}
+        )  # the kubelet's gRPC probe speaks plaintext only: the ready file and a TCP connect instead
+        assert container["readinessProbe"]["exec"]["command"][0] == "cat"
+    for obj in objects:
+        kubernetes_validate.validate(obj, k8s.KUBERNETES_VERSION, strict=True)
+    plain = k8s.render_k8s(_configs(), RUN_ID)
+    assert "Secret" not in [o["kind"] for o in plain]
+    assert not any(k8s_tls.VOLUME in json.dumps(p) for p in pods(plain).values())
+
+
+def test_a_workload_job_mounts_the_certificates_and_other_objects_stay_as_they_are() -> None:
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "locust-master"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {"name": "locust", "image": "w"},
+                        {"name": "side", "image": "w", "env": []},
+                    ],
+                }
+            }
+        },
+    }
+    mounted = k8s_tls.mount_in_job(job)
+    assert _mounts_the_certificates(mounted["spec"]["template"]["spec"])
+    assert "volumes" not in job["spec"]["template"]["spec"]  # the Job given is not changed
+    kubernetes_validate.validate(mounted, k8s.KUBERNETES_VERSION, strict=True)
+    config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}
+    assert k8s_tls.mount_in_job(config_map) is config_map
+
+
+@pytest.mark.k8s
+@pytest.mark.slow
+@pytest.mark.spark
+@pytest.mark.timeout(1500)
+def test_a_k8s_run_with_tls_delivers_exactly_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, images: None
+) -> None:
+    if not KUBE_CONTEXT:
+        pytest.skip("SCOTBED_KUBE_CONTEXT is not set (make local-cluster, then export it)")
+    monkeypatch.setenv("SCOTBED_STATE_DIR", str(tmp_path / "state"))
+    sets = [
+        "topology.kind=tree",
+        "topology.connectivity=1",
+        "topology.acyclic={kind: path, n: 3}",
+        "routing=rpf",
+        "workload.subscribers=4",
+        "workload.publishers=2",
+        "workload.notifications_per_publisher=40",
+        "workload.rate_per_minute=1200",
+        "timeouts.ready_s=300",
+        "security.tls=true",
+    ]
+    flags = [a for s in sets for a in ("--set", s)]
+    out = ["--out", str(tmp_path / "runs"), "--quiet"]
+    ctx = ["--kube-context", str(KUBE_CONTEXT)]
+    proc = scotbed(tmp_path, "run", str(QUICKSTART), *K8S_RUN, *ctx, *flags, *out, timeout=1400)
+    (run,) = list((tmp_path / "runs").iterdir())
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    manifests = (run / "manifests" / "k8s.yaml").read_text()
+    assert f"secretName: {k8s_tls.SECRET}" in manifests
+    assert (run / "manifests" / "workload.yaml").read_text().count(f"secretName: {k8s_tls.SECRET}") >= 2
+    n = json.loads((run / "analysis" / "summary.json").read_text())["notifications"]
+    assert n["missing"] == 0 and n["duplicates"] == 0 and n["false_positives"] == 0
+    assert n["delivered"] == n["expected_deliveries"] > 0
+    kube = connect(KUBE_CONTEXT)
+    assert run_namespaces(kube, run.name) == [] and run_pods(kube, run.name) == []
