@@ -77,17 +77,14 @@ def test_tls_runs_on_every_backend_and_is_off_by_default() -> None:
     base = {"name": "x", "routing": "rpf", "topology": path2}
     assert parse_spec(base).security.tls is False
     spec = parse_spec({**base, "security": {"tls": True}})
-    for backend in ("local", "compose", "k8s"):
-        security.validate(spec, backend)
-    with pytest.raises(SpecError, match=r"security\.tls: .* only in this build, not x"):
-        security.validate(spec, "x")
+    security.validate(spec)
     with pytest.raises(SpecError):
         parse_spec({**base, "security": {"tls": "yes"}})
     peers = parse_spec(
         {"name": "v", "topology": {"kind": "peers", "n": 6}, "routing": "vinifera", "security": {"tls": True}}
     )
     with pytest.raises(SpecError, match="peer-process overlays"):
-        security.validate(peers, "local")
+        security.validate(peers)
 
 
 def test_compose_mounts_the_run_certificates_into_every_broker_and_names_them_there(

@@ -165,7 +165,7 @@ class Lifecycle:
         with self.progress.phase("validate") as ph:
             spec = load_spec(self.spec_path, self.sets)
             backend_name = self.options.backend or spec.backend
-            security.validate(spec, backend_name)
+            security.validate(spec)
             ph.update(f"{spec.name}: routing {spec.routing}, backend {backend_name}")
         run_id = deploy_plan.make_run_id(spec.name)
         run_dir = (self.options.out / run_id).resolve()
