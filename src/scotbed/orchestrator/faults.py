@@ -133,7 +133,6 @@ class Injector:
         self._thread = threading.Thread(target=self._run, name="faults", daemon=True)
 
     def start(self) -> None:
-        self._t0 = time.monotonic()
         self._thread.start()
 
     def stop(self) -> None:
@@ -145,9 +144,21 @@ class Injector:
         possibly new address); later faults of the timeline are not waited for."""
         return self._idle.wait(timeout_s)
 
+    def stopping(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s``; True once :meth:`stop` was called."""
+        return self._stop.wait(timeout_s)
+
+    def clock_origin(self) -> float | None:
+        """When the timeline's clock starts (``time.monotonic()``), called in the injector's thread;
+        None when stopped first. Here at once; a backend whose clients start elsewhere waits for them."""
+        return time.monotonic()
+
     def _run(self) -> None:
+        t0 = self.clock_origin()
+        if t0 is None:
+            return
         for f in self.faults:
-            if self._stop.wait(max(0.0, self._t0 + f.at_s - time.monotonic())):
+            if self.stopping(max(0.0, t0 + f.at_s - time.monotonic())):
                 return
             start = time.time_ns()
             self._idle.clear()

@@ -103,17 +103,16 @@ class FromFirstPublication(Injector):
     """The timeline on k8s, where the Locust master releases the publishers itself: its clock starts
     when a broker first counts a client publication (``client_pub``), polled every :data:`POLL_S`."""
 
-    def _run(self) -> None:
+    def clock_origin(self) -> float | None:
         addresses = dict(self.deployment_addresses)
-        while not self._stop.wait(POLL_S):
+        while not self.stopping(POLL_S):
             try:
                 replies = asyncio.run(fleet.status_all(addresses, timeout_s=POLL_S * 20))
             except Exception:  # a port-forward blip: ask again
                 continue
             if any(r.counters.get(CLIENT_PUB, 0) > 0 for r in replies.values()):
-                self._t0 = time.monotonic()
-                super()._run()
-                return
+                return time.monotonic()
+        return None
 
     @property
     def deployment_addresses(self) -> dict[str, str]:
