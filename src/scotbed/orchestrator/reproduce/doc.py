@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,6 +13,8 @@ from scotbed.orchestrator.reproduce.effects import SIZE_FACTOR, Judged
 from scotbed.orchestrator.reproduce.rows import Row
 
 PLOTS = "reproduction"  # folder of the per-row plots, next to the document
+BAR_IN = 1.6  # inches per effect in a row's plot
+LABEL_CHARS = 20  # a tick label's line width at font size 8 that fits under one bar of BAR_IN
 
 
 @dataclass(frozen=True)
@@ -47,10 +50,10 @@ def plot_row(m: Measured, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    labels = [f"{j.effect.label}\n{j.effect.variant} vs {j.effect.baseline}" for j in m.judged]
+    labels = [_tick_label(j) for j in m.judged]
     means = [0.0 if math.isnan(j.measured.mean) else j.measured.mean * 100 for j in m.judged]
     err = [0.0 if math.isnan(j.measured.mean) else j.measured.half_width * 100 for j in m.judged]
-    fig, ax = plt.subplots(figsize=(1.8 + 1.6 * len(labels), 3.6))
+    fig, ax = plt.subplots(figsize=(3.2 + BAR_IN * len(labels), 3.9))
     xs = range(len(labels))
     ax.bar(xs, means, yerr=err, capsize=4, color="#4c78a8", label="scotbed (95 % CI)")
     ax.scatter(
@@ -60,11 +63,18 @@ def plot_row(m: Measured, path: Path) -> None:
     ax.set_xticks(list(xs), labels, fontsize=8)
     ax.set_ylabel("relative change (%)")
     ax.set_title(f"{m.row.name}: {m.row.figure}", fontsize=10)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
     plt.close(fig)
+
+
+def _tick_label(j: Judged) -> str:
+    """The effect and its comparison, wrapped so that neighbouring bars' labels do not overlap."""
+    e = j.effect
+    lines = textwrap.wrap(e.label, LABEL_CHARS) + textwrap.wrap(f"{e.variant} vs {e.baseline}", LABEL_CHARS)
+    return "\n".join(lines)
 
 
 def _scale(row: Row, quick: bool) -> str:
