@@ -24,7 +24,7 @@ lint: setup
 	$(BIN)/mypy
 
 test: setup lint
-	$(BIN)/pytest -q -ra
+	$(BIN)/pytest -q -ra --durations=30
 
 # The fuzz tests (also in `make test`, 60 examples each) with a longer budget.
 FUZZ_EXAMPLES ?= 3000
