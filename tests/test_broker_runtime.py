@@ -72,6 +72,18 @@ def test_acks_are_cumulative() -> None:
     assert link.acked(2) == 0
 
 
+def test_a_restarted_neighbour_is_seen_once_whichever_direction_learns_it_first() -> None:
+    """The hello (receiver) and the hello's ack (sender) both name the neighbour's process; only the
+    first sighting of a new process after another is a restart, so its log is replayed once."""
+    link = LinkOut(NB, 0.0, 10, 0.05)
+    assert not link.peer_is("")  # an ack without an incarnation tells nothing
+    assert not link.peer_is("p1")  # the first process: nothing to replay
+    assert not link.peer_is("p1")  # the other direction's hello of the same process
+    assert link.peer_is("p2")  # restarted: replay
+    assert not link.peer_is("p2")  # learnt again from the other direction: not a second replay
+    assert link.peer_is("p3") and link.peer_process == "p3"
+
+
 def test_event_log_lines_parse_with_node_ts_and_fields(tmp_path: Path) -> None:
     for name in ("b.jsonl", "b.jsonl.gz"):
         path = tmp_path / name

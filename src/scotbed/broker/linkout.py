@@ -82,6 +82,7 @@ class LinkOut:
         self.connected = False
         self.sent_log = SentLog()  # routing envelopes queued here: replayed when the neighbour restarts
         self.latency = (neighbour.latency_ms, neighbour.jitter_ms)  # ms; Admin.SetLinkLatency changes it
+        self.peer_process = ""  # the neighbour's process incarnation, from either direction's hello
         self._replaying: set[int] = set()  # the last replay block's queue items (their ids)
         self._replaying_bytes: set[bytes] = set()  # and its routing envelopes, encoded
 
@@ -111,6 +112,15 @@ class LinkOut:
             done += len(self.unacked.pop(s).envelopes)
         self.unacked_envelopes -= done
         return done
+
+    def peer_is(self, process: str) -> bool:
+        """Note the neighbour's process, learnt from its hello (receiver) or its hello ack (sender);
+        True the first time a new process follows another: the neighbour restarted. Either direction
+        may learn it first; the outbound stream must, before it sends the new process anything."""
+        if not process:
+            return False
+        known, self.peer_process = self.peer_process, process
+        return bool(known) and known != process
 
     def replay(self) -> int:
         """The neighbour restarted: start its replay over (:mod:`scotbed.broker.rejoin`); returns its

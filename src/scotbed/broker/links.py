@@ -22,9 +22,12 @@ puts it on the input queue and then acknowledges the batch (so an
 acknowledged batch is in the broker and a graceful stop processes it). It
 drops — but acknowledges — a batch it has already accepted: duplicates are
 recognised by (from_broker, incarnation, seq), which is what makes resending
-after a reconnection safe. A hello with a new incarnation of a peer it knew
-(a restarted process) makes the broker replay that link's sent log to it
-(:mod:`scotbed.broker.rejoin`); a ``replay`` control envelope marks the routing
+after a reconnection safe. A new process behind a neighbour (a restart) makes
+the broker replay that link's sent log to it (:mod:`scotbed.broker.rejoin`). The
+broker learns of it from whichever comes first: the new process's hello here,
+or the incarnation in the ack of its own hello (the sender then replays before
+it sends anything else: otherwise leftovers of an earlier replay, queued for
+the dead process, would reach the new one as new routing); a ``replay`` control envelope marks the routing
 envelopes that follow as a replay. A malformed envelope is counted (``rejected``) and
 logged as a ``drop`` event; a malformed stream (no hello, wrong sender) is
 aborted with ``INVALID_ARGUMENT`` naming what was wrong.
@@ -128,6 +131,8 @@ class LinkSender:
             first = await call.read()
             if first is grpc.aio.EOF:
                 raise ConnectionError("the neighbour closed the stream before acknowledging the hello")
+            if link.peer_is(process_incarnation(first.incarnation)):
+                broker.neighbour_restarted(link.id)  # the replay goes first, before any queued routing
             link.connected = True
             self.last_error = ""
             reader = asyncio.create_task(self._read_acks(call))
@@ -264,15 +269,11 @@ class LinkReceiver:
         incarnation = hello.envelopes[0].control.args.get("incarnation", "")
         state = self._state.setdefault(peer, _RxState())
         if state.incarnation != incarnation:
-            # not the first hello, and from another process (not a link reopened by a relink)
-            restarted = bool(state.incarnation) and (
-                process_incarnation(state.incarnation) != process_incarnation(incarnation)
-            )
             state.incarnation, state.last_seq, state.replay_left = incarnation, 0, 0
-            if restarted:
-                broker.neighbour_restarted(peer)
         link = broker.links[peer]
-        yield pb.BatchAck(seq=0)
+        if link.peer_is(process_incarnation(incarnation)):  # not a link reopened by a relink
+            broker.neighbour_restarted(peer)
+        yield pb.BatchAck(seq=0, incarnation=broker.incarnation)
         async for batch in it:
             if batch.from_broker != peer:
                 broker.counters["rejected"] += 1

@@ -3,8 +3,8 @@
 Every broker keeps, per directed link, the *sent log*: the subscriptions and
 unsubscriptions it queued for that neighbour, in order, with a subscription
 and its later unsubscription (same sub_id and host, neither packing others)
-cancelled out. When a neighbour's hello carries a new incarnation (the
-process was restarted, not merely redialled), the broker puts the log back
+cancelled out. When a neighbour's hello, or the ack of the broker's own hello,
+carries a new incarnation (the process was restarted, not merely redialled), the broker puts the log back
 at the head of that link's output queue, behind one ``Control{kind:
 "replay", count: n}`` envelope. The receiver processes the next ``n`` routing
 envelopes from that neighbour as a *replay*: the plug-in sees them exactly

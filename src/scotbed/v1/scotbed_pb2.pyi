@@ -251,10 +251,12 @@ class Batch(_message.Message):
     def __init__(self, from_broker: _Optional[str] = ..., seq: _Optional[int] = ..., envelopes: _Optional[_Iterable[_Union[Envelope, _Mapping]]] = ..., run_id: _Optional[str] = ...) -> None: ...
 
 class BatchAck(_message.Message):
-    __slots__ = ("seq",)
+    __slots__ = ("seq", "incarnation")
     SEQ_FIELD_NUMBER: _ClassVar[int]
+    INCARNATION_FIELD_NUMBER: _ClassVar[int]
     seq: int
-    def __init__(self, seq: _Optional[int] = ...) -> None: ...
+    incarnation: str
+    def __init__(self, seq: _Optional[int] = ..., incarnation: _Optional[str] = ...) -> None: ...
 
 class StatusRequest(_message.Message):
     __slots__ = ()
