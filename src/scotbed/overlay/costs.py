@@ -62,17 +62,20 @@ class Costs:
                 raise CostsError(f"{where}.links[{n}]: {exc}") from None
             if key in links:
                 raise CostsError(f"{where}.links[{n}]: link {u}-{v} listed twice")
-            links[key] = _cost(c, f"{where}.links[{n}]")
-        brokers = {str(k): _cost(v, f"{where}.brokers.{k}") for k, v in (raw.get("brokers") or {}).items()}
+            links[key] = checked_cost(c, f"{where}.links[{n}]")
+        brokers = {
+            str(k): checked_cost(v, f"{where}.brokers.{k}") for k, v in (raw.get("brokers") or {}).items()
+        }
         return cls(
-            default_link=_cost(raw.get("default_link", DEFAULT_LINK), f"{where}.default_link"),
-            default_broker=_cost(raw.get("default_broker", DEFAULT_BROKER), f"{where}.default_broker"),
+            default_link=checked_cost(raw.get("default_link", DEFAULT_LINK), f"{where}.default_link"),
+            default_broker=checked_cost(raw.get("default_broker", DEFAULT_BROKER), f"{where}.default_broker"),
             links=links,
             brokers=brokers,
         )
 
 
-def _cost(value: Any, where: str) -> float:
+def checked_cost(value: Any, where: str) -> float:
+    """A cost from the spec: a finite number >= 0 (``where`` names the key in the error)."""
     if (
         isinstance(value, bool)
         or not isinstance(value, (int, float))
