@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -23,12 +24,13 @@ from test_selforg_manager import ADD, FAST_LOG, PATH, REMOVE, B, _managed_run
 
 from scotbed import topology
 from scotbed.analysis.selforg import cost_over_time, realised_cost, switches, windows_from_counts
+from scotbed.broker.client import BrokerClient, SubscriptionStream
 from scotbed.broker.eventlog import read_events
 from scotbed.broker.launcher import LocalCluster
 from scotbed.contract import COST_REDRAW, NOTIF_OUT, TOPO
 from scotbed.orchestrator.plan import broker_configs
 from scotbed.orchestrator.spec import SpecError, build_scot, parse_spec
-from scotbed.overlay.costs import Costs, CostsError, edge
+from scotbed.overlay.costs import Costs, CostsError, edge, link_delay_ms
 from scotbed.overlay.heuristics import heuristic
 from scotbed.overlay.records import EVALUATE, SWAP
 from scotbed.overlay.redraws import InForce, Redraw, Schedule, parse, tables
@@ -42,7 +44,11 @@ SELF_ORG = {"heuristic": "ci", "eta": 4, "period_ms": 200.0, "bloom_bits": 8192}
 
 
 def _spec(costs: dict[str, Any], self_organising: dict[str, Any] | None = SELF_ORG) -> Any:
-    topo = {"kind": "tree", "acyclic": {"kind": "path", "n": 4}, "costs": costs}
+    return _spec_n(4, costs, self_organising)
+
+
+def _spec_n(n: int, costs: dict[str, Any], self_organising: dict[str, Any] | None) -> Any:
+    topo = {"kind": "tree", "acyclic": {"kind": "path", "n": n}, "costs": costs}
     return parse_spec(
         {"name": "x", "routing": "rpf", "topology": topo | {"self_organising": self_organising}}
     )
@@ -243,3 +249,73 @@ def test_a_redraw_on_real_brokers_reaches_every_manager_and_the_swap_follows(tmp
     assert windows_from_counts(counts, in_force, vertex_of, t0, 10**9) == cost_over_time(
         events, in_force, vertex_of, 10**9
     )
+
+
+# --- cost-derived link latency ------------------------------------------------------------------------
+
+P3 = [f"b-v{i}-0" for i in range(3)]
+LATENCY_COSTS = {
+    "default_link": 40.0,  # above any path's cost: no broker requests, the path stays
+    "links": [["v0", "v1", 10.0], ["v1", "v2", 20.0]],
+    "redraws": [{"at_s": 2.0, "what": "set", "links": [["v1", "v2", 4.0]]}],
+}
+MS_PER_COST = 5.0
+
+
+def test_link_delay_is_the_cost_times_the_knob() -> None:
+    assert link_delay_ms(20.0, MS_PER_COST) == 100.0 and link_delay_ms(20.0, 0.0) == 0.0
+
+
+async def _one_trip(clients: dict[str, BrokerClient], stream: SubscriptionStream, k: int) -> float:
+    """Seconds from publishing at v0 to delivery at v2."""
+    start = time.monotonic()
+    await clients[P3[0]].publish([(f"p:{k}", {"price": 1})], "p")
+    await stream.next(timeout=10.0)
+    return time.monotonic() - start
+
+
+async def _latency_run(addrs: dict[str, str]) -> tuple[dict[str, dict[str, float]], ...]:
+    clients = {b: BrokerClient(a) for b, a in addrs.items()}
+    try:
+        stream = await clients[P3[2]].subscribe("s", "price >= 0", "test")
+        # not wait_quiescent: on delayed links the manager's broadcasts are nearly always unacked
+        deadline = time.monotonic() + 15
+        while not (await clients[P3[0]].table()).entries and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+
+        async def delays() -> dict[str, dict[str, float]]:
+            replies = await asyncio.gather(*(clients[b].status() for b in P3))
+            return {
+                b: {lk.neighbour: lk.latency_ms for lk in r.links} for b, r in zip(P3, replies, strict=True)
+            }
+
+        before, trip0 = await delays(), await _one_trip(clients, stream, 0)
+        deadline = time.monotonic() + 15
+        while (after := await delays())[P3[2]][P3[1]] != 20.0 and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        trip1 = await _one_trip(clients, stream, 1)
+        await stream.close()
+        return before, after, {"trip": {"before": trip0, "after": trip1}}
+    finally:
+        await asyncio.gather(*(c.close() for c in clients.values()))
+
+
+def test_cost_derived_latency_delays_each_link_and_follows_a_redraw(tmp_path: Path) -> None:
+    spec = _spec_n(3, LATENCY_COSTS, {**SELF_ORG, "latency_ms_per_cost": MS_PER_COST})
+    scot = build_scot(spec)
+    block = broker_configs(spec, scot, {b.id: "x:1" for b in scot.brokers})[0].topology_manager
+    with LocalCluster.from_topology(
+        topology.tree(topology.path(3)),
+        tmp_path,
+        launcher={"stop_grace_s": 5.0},
+        routing="rpf",
+        matching="counting",
+        log=FAST_LOG,
+        topology_manager=block,
+    ) as cluster:
+        before, after, trips = asyncio.run(_latency_run(cluster.addresses()))
+    # one-way delays, both directions: 10 × 5 and 20 × 5 ms, then c_12 = 4 makes v1–v2 20 ms
+    assert before == {P3[0]: {P3[1]: 50.0}, P3[1]: {P3[0]: 50.0, P3[2]: 100.0}, P3[2]: {P3[1]: 100.0}}
+    assert after == {P3[0]: {P3[1]: 50.0}, P3[1]: {P3[0]: 50.0, P3[2]: 20.0}, P3[2]: {P3[1]: 20.0}}
+    assert trips["trip"]["before"] >= 0.150  # the path v0–v1–v2: 50 + 100 ms at least
+    assert 0.070 <= trips["trip"]["after"] < 0.150  # 50 + 20 ms at least, less than before

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from scotbed.config import NeighbourConfig
 from scotbed.contract import COST_REDRAW, TOPO, TOPO_OUT
-from scotbed.overlay.costs import Costs
+from scotbed.overlay.costs import Costs, link_delay_ms
 from scotbed.overlay.node import KINDS, Node, Out, Settings
 from scotbed.overlay.records import Knobs
 from scotbed.overlay.redraws import REDRAW, schedule_of
@@ -62,6 +62,7 @@ class TopologyManager:
         self._task: asyncio.Task[None] | None = None
         self.sent = 0  # control messages sent (each also a ``topo_out`` event)
         self.schedule = schedule_of(broker.cfg.topology_manager)
+        self.ms_per_cost = float(broker.cfg.topology_manager.get("latency_ms_per_cost", 0.0))
         self.started = 0.0
 
     def start(self, address: str) -> None:
@@ -117,6 +118,7 @@ class TopologyManager:
             now = time.monotonic()
             self._adopt()
             node.release(now, self.broker.swap.finished)
+            self._delays()
             if node.me == node.sequencer:
                 self._switch(self.schedule.due(now - self.started), None)
             if now >= due:
@@ -136,6 +138,15 @@ class TopologyManager:
             self._send(node.adopted())
             if self.schedule.index:  # a broker the flood missed during the swap learns it here
                 self._send([Out(n, REDRAW, {"index": self.schedule.index}) for n in sorted(a.up)])
+
+    def _delays(self) -> None:
+        """Cost-derived latency: every open link's delay from the costs in force (new links too)."""
+        if not self.ms_per_cost:
+            return
+        for n, link in self.broker.links.items():
+            ms = link_delay_ms(self.schedule.costs.link(self.broker.id, n), self.ms_per_cost)
+            if link.latency != (ms, 0.0):
+                link.latency = (ms, 0.0)
 
     def _switch(self, index: int, came: str | None) -> None:
         """Cost table ``index`` (newer than mine) is in force: log it and flood it over the tree."""

@@ -69,6 +69,9 @@ class SelfOrganisingSpec(_Strict):
     cache_size: int = Field(default=interest.CACHE_SIZE, ge=1, description="notification ids per cache")
     bloom_bits: int = Field(default=interest.BLOOM_BITS, ge=8, description="Bloom filter size in bits")
     bloom_hashes: int = Field(default=interest.BLOOM_HASHES, ge=1, description="hash functions per id")
+    latency_ms_per_cost: float = Field(
+        default=0.0, ge=0, le=1000, description="each link's one-way delay: c_uv times this, ms (0: off)"
+    )
 
     @field_validator("heuristic")
     @classmethod

@@ -86,6 +86,13 @@ def checked_cost(value: Any, where: str) -> float:
     return float(value)
 
 
+def link_delay_ms(cost: float, ms_per_cost: float) -> float:
+    """Cost-derived link latency (``topology.self_organising.latency_ms_per_cost``): a link's
+    one-way delay is its c_uv times the knob, so a dear link is a slow one (the paper's costs stand
+    for distance in a physical topology); 0 turns the emulation off."""
+    return cost * ms_per_cost
+
+
 def delivery_tree(
     adjacency: Mapping[str, Iterable[str]], members: Iterable[str]
 ) -> tuple[set[str], set[Edge]]:
