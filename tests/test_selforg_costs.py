@@ -35,7 +35,8 @@ from scotbed.overlay.heuristics import heuristic
 from scotbed.overlay.records import EVALUATE, SWAP
 from scotbed.overlay.redraws import InForce, Redraw, Schedule, parse, tables
 from scotbed.overlay.settle import settle
-from scotbed.overlay.simload import C_MAX, draw_brokers, draw_links
+from scotbed.overlay.sim import Setup, Simulation
+from scotbed.overlay.simload import C_MAX, Workload, draw_brokers, draw_links
 
 BASE = {"default_link": 40.0, "links": [["v0", "v1", 5.0], ["v1", "v2", 20.0], ["v2", "v3", 5.0]]}
 REDRAW_AT_S = 2.5
@@ -319,3 +320,16 @@ def test_cost_derived_latency_delays_each_link_and_follows_a_redraw(tmp_path: Pa
     assert after == {P3[0]: {P3[1]: 50.0}, P3[1]: {P3[0]: 50.0, P3[2]: 20.0}, P3[2]: {P3[1]: 20.0}}
     assert trips["trip"]["before"] >= 0.150  # the path v0–v1–v2: 50 + 100 ms at least
     assert 0.070 <= trips["trip"]["after"] < 0.150  # 50 + 20 ms at least, less than before
+
+
+def test_the_simulator_redraws_with_the_same_tables_code() -> None:
+    load = Workload(brokers=5, types=2, subscribers=2, alpha=0.25)
+    setup = Setup(
+        load=load, heuristic="ci", duration=1000.0, redraws=((300.0, "links"), (600.0, "brokers")), seed=4
+    )
+    sim = Simulation(setup)
+    first = sim.costs
+    sim.run()
+    names, (c_max, p_max) = load.names(), load.maxima()
+    assert dict(sim.costs.links) == draw_links(names, c_max, random.Random(7001)) != dict(first.links)
+    assert dict(sim.costs.brokers) == draw_brokers(names, p_max, random.Random(7002)) != dict(first.brokers)
