@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from test_selforg_manager import ADD, FAST_LOG, PATH, REMOVE, B, _managed_run
 
 from scotbed import topology
@@ -29,7 +30,7 @@ from scotbed.broker.eventlog import read_events
 from scotbed.broker.launcher import LocalCluster
 from scotbed.contract import COST_REDRAW, NOTIF_OUT, TOPO
 from scotbed.orchestrator.plan import broker_configs
-from scotbed.orchestrator.spec import SpecError, build_scot, parse_spec
+from scotbed.orchestrator.spec import SpecError, build_scot, dump_spec, parse_spec
 from scotbed.overlay.costs import Costs, CostsError, edge, link_delay_ms
 from scotbed.overlay.heuristics import heuristic
 from scotbed.overlay.records import EVALUATE, SWAP
@@ -333,3 +334,10 @@ def test_the_simulator_redraws_with_the_same_tables_code() -> None:
     names, (c_max, p_max) = load.names(), load.maxima()
     assert dict(sim.costs.links) == draw_links(names, c_max, random.Random(7001)) != dict(first.links)
     assert dict(sim.costs.brokers) == draw_brokers(names, p_max, random.Random(7002)) != dict(first.brokers)
+
+
+def test_a_timeline_round_trips_through_the_resolved_spec() -> None:
+    spec = _spec({**BASE, "redraws": [{"at_s": 1, "what": "links", "max": 3.0}, *COSTS["redraws"]]})
+    again = parse_spec(yaml.safe_load(dump_spec(spec)))
+    assert again.topology.costs == spec.topology.costs
+    assert again.topology.costs.timeline() == spec.topology.costs.timeline()
