@@ -132,14 +132,14 @@ async def _churn(client: BrokerClient, host: str, until: float) -> set[str]:
 
 
 async def _managed_run(
-    cluster: LocalCluster,
+    cluster: LocalCluster, seconds: float = 3.0
 ) -> tuple[dict[str, pb.StatusReply], dict[str, pb.TableReply], set[str]]:
     addrs = cluster.addresses()
     clients = {b: BrokerClient(a) for b, a in addrs.items()}
     try:
         streams = {b: await clients[b].subscribe(f"{b}/all", "price >= 0", "test") for b in SUBSCRIBERS}
         await wait_quiescent(addrs, timeout_s=30)
-        until = time.monotonic() + 3.0
+        until = time.monotonic() + seconds
         churn = [asyncio.create_task(_churn(clients[b], b, until)) for b in B]
         published = await _publish_for(clients[B[0]], B[0], until)
         live = set().union(*await asyncio.gather(*churn)) | {f"{b}/all" for b in SUBSCRIBERS}

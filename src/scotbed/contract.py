@@ -84,6 +84,9 @@ LINK_DOWN = "link_down"
 #: ``topo_out`` one control message it sent (``kind``, ``link``, ``size`` in bytes): the heuristic's overhead
 TOPO = "topo"
 TOPO_OUT = "topo_out"
+#: the topology manager switched to cost table ``n`` of the run's redraw timeline (DESIGN §10,
+#: ``topology.costs.redraws``); the analysis prices this broker's later events with that table
+COST_REDRAW = "cost_redraw"
 #: a link hello from a broker that is not (yet) a neighbour, refused (``link``, ``reason``): the
 #: dialer redials; a hello carries no message, so nothing is lost (the dial race of a link opened at
 #: run time, whose far end adopts the new tree a moment later). Not a ``drop``.

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from scotbed.analysis.plots import _save, plt
 
 
-def cost_over_time(series: pd.DataFrame, out: Path, label: str) -> Path:
+def cost_figure(series: pd.DataFrame, label: str) -> Any:
+    """The figure alone (its line is the ``selforg_cost`` table's), so a test can read it back."""
     fig, ax = plt.subplots(figsize=(7, 3.5))
     ax.plot(series["t_s"], series["cost_per_notification"], marker=".", label=label)
     ax.set_xlabel("time since the first notification (s)")
@@ -17,4 +19,8 @@ def cost_over_time(series: pd.DataFrame, out: Path, label: str) -> Path:
     ax.set_ylim(bottom=0)
     ax.legend()
     ax.grid(alpha=0.3)
-    return _save(fig, out)
+    return fig
+
+
+def cost_over_time(series: pd.DataFrame, out: Path, label: str) -> Path:
+    return _save(cost_figure(series, label), out)

@@ -6,8 +6,9 @@ notification logged ``notif_in`` once (``link`` "" at the publisher's broker), a
 it logged ``notif_out`` at its sending end. So the realised cost of a window is Σ p over its
 ``notif_in`` plus Σ c over its ``notif_out``; on a tree that is Eq. 2 over the window's
 notifications, whatever the overlay was at the time. Costs are over vertex names (DESIGN §10):
-``vertex_of`` maps a broker id to its vertex. Pure logic over event dicts; the run-directory
-reader and the report plot call it.
+``vertex_of`` maps a broker id to its vertex. With cost redraws each event is priced with the
+table in force at its broker then (:class:`~scotbed.overlay.redraws.InForce`; a ``notif_out`` with
+its sender's). Pure logic over event dicts; the run-directory reader and the report plot call it.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from scotbed.contract import LINK_UP, NOTIF_IN, NOTIF_OUT
+from scotbed.contract import COST_REDRAW, LINK_UP, NOTIF_IN, NOTIF_OUT
 from scotbed.overlay.costs import Costs
+from scotbed.overlay.redraws import InForce
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,8 +35,18 @@ class Window:
         return self.cost / self.published if self.published else 0.0
 
 
-def event_cost(ev: Mapping[str, Any], costs: Costs, vertex_of: Mapping[str, str]) -> float:
+def switches(events: Iterable[Mapping[str, Any]]) -> dict[str, list[tuple[int, int]]]:
+    """Per broker, when it switched to which cost table (its ``cost_redraw`` events, in time order)."""
+    out: dict[str, list[tuple[int, int]]] = {}
+    for ev in sorted((e for e in events if e["ev"] == COST_REDRAW), key=lambda e: int(e["ts_ns"])):
+        out.setdefault(ev["node"], []).append((int(ev["ts_ns"]), int(ev["n"])))
+    return out
+
+
+def event_cost(ev: Mapping[str, Any], costs: Costs | InForce, vertex_of: Mapping[str, str]) -> float:
     """What one event adds to Eq. 2: p_v for a ``notif_in``, c_e for a ``notif_out``, else 0."""
+    if isinstance(costs, InForce):
+        costs = costs.at(ev["node"], int(ev["ts_ns"]))
     if ev["ev"] == NOTIF_IN:
         return costs.broker(vertex_of[ev["node"]])
     if ev["ev"] == NOTIF_OUT:
@@ -42,13 +54,15 @@ def event_cost(ev: Mapping[str, Any], costs: Costs, vertex_of: Mapping[str, str]
     return 0.0
 
 
-def realised_cost(events: Iterable[Mapping[str, Any]], costs: Costs, vertex_of: Mapping[str, str]) -> float:
+def realised_cost(
+    events: Iterable[Mapping[str, Any]], costs: Costs | InForce, vertex_of: Mapping[str, str]
+) -> float:
     """Eq. 2 as the run paid it over ``events``."""
     return sum(event_cost(ev, costs, vertex_of) for ev in events)
 
 
 def cost_over_time(
-    events: Iterable[Mapping[str, Any]], costs: Costs, vertex_of: Mapping[str, str], window_ns: int
+    events: Iterable[Mapping[str, Any]], costs: Costs | InForce, vertex_of: Mapping[str, str], window_ns: int
 ) -> list[Window]:
     """Eq. 2 paid per window of ``window_ns`` from the first event on; empty windows included."""
     if window_ns <= 0:
@@ -74,20 +88,23 @@ def reconfigurations(events: Iterable[Mapping[str, Any]]) -> int:
 
 
 def windows_from_counts(
-    counts: Iterable[tuple[int, str, str, str, int]],
-    costs: Costs,
+    counts: Iterable[tuple[int, str, str, str, int] | tuple[int, str, str, str, int, int]],
+    costs: Costs | InForce,
     vertex_of: Mapping[str, str],
     t0: int,
     window_ns: int,
 ) -> list[Window]:
-    """:func:`cost_over_time` from per-window counts ``(window, ev, node, link, n)`` (what Spark groups)."""
+    """:func:`cost_over_time` from per-window counts ``(window, ev, node, link, n[, table])`` (what
+    Spark groups; ``table``: the cost table in force, 0 if absent)."""
     rows = list(counts)
     if not rows:
         return []
+    tables = InForce.of(costs).tables
     n = max(r[0] for r in rows) + 1
     cost, published = [0.0] * n, [0] * n
-    for k, ev, node, link, count in rows:
-        cost[k] += count * event_cost({"ev": ev, "node": node, "link": link}, costs, vertex_of)
+    for k, ev, node, link, count, *table in rows:
+        priced = tables[table[0] if table else 0]
+        cost[k] += count * event_cost({"ev": ev, "node": node, "link": link}, priced, vertex_of)
         if ev == NOTIF_IN and not link:
             published[k] += count
     return [Window(t0 + k * window_ns, cost[k], published[k]) for k in range(n)]
@@ -105,13 +122,17 @@ class Overhead:
 
 
 def overhead(
-    rows: Iterable[tuple[str, str, str, int, int]], costs: Costs, vertex_of: Mapping[str, str]
+    rows: Iterable[tuple[str, str, str, int, int] | tuple[str, str, str, int, int, int]],
+    costs: Costs | InForce,
+    vertex_of: Mapping[str, str],
 ) -> Overhead:
-    """From ``topo_out`` counts ``(node, link, kind, messages, bytes)``."""
+    """From ``topo_out`` counts ``(node, link, kind, messages, bytes[, table])`` (the sender's table)."""
+    tables = InForce.of(costs).tables
     by_kind: dict[str, int] = {}
     size, cost = 0, 0.0
-    for node, link, kind, n, b in rows:
+    for node, link, kind, n, b, *table in rows:
+        c = tables[table[0] if table else 0]
         by_kind[kind] = by_kind.get(kind, 0) + n
         size += b
-        cost += n * (costs.link(vertex_of[node], vertex_of[link]) + costs.broker(vertex_of[link]))
+        cost += n * (c.link(vertex_of[node], vertex_of[link]) + c.broker(vertex_of[link]))
     return Overhead(sum(by_kind.values()), size, cost, dict(sorted(by_kind.items())))

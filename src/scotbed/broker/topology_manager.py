@@ -22,10 +22,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from scotbed.config import NeighbourConfig
-from scotbed.contract import TOPO, TOPO_OUT
-from scotbed.overlay.costs import Costs
+from scotbed.contract import COST_REDRAW, TOPO, TOPO_OUT
+from scotbed.overlay.costs import Costs, link_delay_ms
 from scotbed.overlay.node import KINDS, Node, Out, Settings
 from scotbed.overlay.records import Knobs
+from scotbed.overlay.redraws import REDRAW, schedule_of
 from scotbed.overlay.tree import Tree
 from scotbed.topology import ACOL
 from scotbed.v1 import scotbed_pb2 as pb
@@ -60,12 +61,16 @@ class TopologyManager:
         self.node: Node | None = None
         self._task: asyncio.Task[None] | None = None
         self.sent = 0  # control messages sent (each also a ``topo_out`` event)
+        self.schedule = schedule_of(broker.cfg.topology_manager)
+        self.ms_per_cost = float(broker.cfg.topology_manager.get("latency_ms_per_cost", 0.0))
+        self.started = 0.0
 
     def start(self, address: str) -> None:
         """Begin once this broker's own address is known (it goes into its broadcasts)."""
         cfg = self.broker.cfg
         peer = {"address": address, "type": cfg.type, "cluster": cfg.cluster, "region": cfg.region}
         self.node = Node(cfg.id, self.tree, self.costs, self.settings, peer, random.Random(cfg.id))
+        self.started = time.monotonic()
         self._task = asyncio.get_running_loop().create_task(self._run(), name="topology")
 
     async def stop(self) -> None:
@@ -80,7 +85,7 @@ class TopologyManager:
 
     @staticmethod
     def owns(control: pb.Control) -> bool:
-        return control.kind.startswith(PREFIX) and control.kind[len(PREFIX) :] in KINDS
+        return control.kind.startswith(PREFIX) and control.kind[len(PREFIX) :] in (*KINDS, REDRAW)
 
     def receive(self, peer: str, control: pb.Control) -> None:
         node = self.node
@@ -90,6 +95,9 @@ class TopologyManager:
         kind, now = control.kind[len(PREFIX) :], time.monotonic()
         try:
             f = json.loads(control.args["m"])
+            if kind == REDRAW:
+                self._switch(int(f["index"]), peer)
+                return
             outs = node.receive(now, kind, peer, f, control.data)
         except Exception as e:  # a bad message must not stop the link stream; logged, never silent
             self.broker.counters["errors"] += 1
@@ -110,6 +118,9 @@ class TopologyManager:
             now = time.monotonic()
             self._adopt()
             node.release(now, self.broker.swap.finished)
+            self._delays()
+            if node.me == node.sequencer:
+                self._switch(self.schedule.due(now - self.started), None)
             if now >= due:
                 self._send(node.broadcast())
                 due = now + node.next_period()
@@ -125,6 +136,27 @@ class TopologyManager:
             ]
             swap.relink(up, a.down, a.next_hop, a.version)
             self._send(node.adopted())
+            if self.schedule.index:  # a broker the flood missed during the swap learns it here
+                self._send([Out(n, REDRAW, {"index": self.schedule.index}) for n in sorted(a.up)])
+
+    def _delays(self) -> None:
+        """Cost-derived latency: every open link's delay from the costs in force (new links too)."""
+        if not self.ms_per_cost:
+            return
+        for n, link in self.broker.links.items():
+            ms = link_delay_ms(self.schedule.costs.link(self.broker.id, n), self.ms_per_cost)
+            if link.latency != (ms, 0.0):
+                link.latency = (ms, 0.0)
+
+    def _switch(self, index: int, came: str | None) -> None:
+        """Cost table ``index`` (newer than mine) is in force: log it and flood it over the tree."""
+        node = self.node
+        assert node is not None
+        if not self.schedule.learn(index):
+            return
+        node.costs = self.schedule.costs
+        self.broker.events.emit(COST_REDRAW, n=index)
+        self._send([Out(n, REDRAW, {"index": index}) for n in sorted(node.neighbours() - {came})])
 
     # --- output ---------------------------------------------------------------------------------------
 

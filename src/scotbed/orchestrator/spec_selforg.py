@@ -7,12 +7,13 @@ errors); :func:`problems` checks them against the rest of the spec.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from scotbed.broker import routing as routing_registry
 from scotbed.overlay import interest
+from scotbed.overlay import redraws as timelines
 from scotbed.overlay.costs import DEFAULT_BROKER, DEFAULT_LINK, Costs, CostsError
 from scotbed.overlay.heuristics import HEURISTICS
 
@@ -22,6 +23,17 @@ if TYPE_CHECKING:
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True, allow_inf_nan=False)
+
+
+class RedrawSpec(_Strict):
+    """One cost redraw on the timeline (:mod:`scotbed.overlay.redraws`)."""
+
+    at_s: float = Field(ge=0, description="seconds after the sequencer's topology manager started")
+    what: Literal["links", "brokers", "set"] = Field(description="draw all c_e, all p_v, or set some")
+    max: float | None = Field(default=None, ge=0, description="links|brokers: draw uniformly in [0, max]")
+    seed: int | None = Field(default=None, description="links|brokers: the draw's seed (default: its number)")
+    links: list[list[str | int | float]] | None = Field(default=None, description="set: [u, v, c_uv]")
+    brokers: dict[str, float] | None = Field(default=None, description="set: vertex name -> p_v")
 
 
 class CostsSpec(_Strict):
@@ -34,9 +46,13 @@ class CostsSpec(_Strict):
         default_factory=list, description="[u, v, c_uv] by vertex name"
     )
     brokers: dict[str, float] = Field(default_factory=dict, description="vertex name -> p_v")
+    redraws: list[RedrawSpec] = Field(default_factory=list, description="the cost timeline, in at_s order")
 
     def costs(self) -> Costs:
-        return Costs.from_mapping(self.model_dump(), where="topology.costs")
+        return self.timeline()[0]
+
+    def timeline(self) -> tuple[Costs, list[timelines.Redraw]]:
+        return timelines.parse(self.model_dump(), where="topology.costs")
 
 
 class SelfOrganisingSpec(_Strict):
@@ -53,6 +69,9 @@ class SelfOrganisingSpec(_Strict):
     cache_size: int = Field(default=interest.CACHE_SIZE, ge=1, description="notification ids per cache")
     bloom_bits: int = Field(default=interest.BLOOM_BITS, ge=8, description="Bloom filter size in bits")
     bloom_hashes: int = Field(default=interest.BLOOM_HASHES, ge=1, description="hash functions per id")
+    latency_ms_per_cost: float = Field(
+        default=0.0, ge=0, le=1000, description="each link's one-way delay: c_uv times this, ms (0: off)"
+    )
 
     @field_validator("heuristic")
     @classmethod
@@ -70,15 +89,18 @@ def problems(spec: Spec) -> list[str]:
         return out
     if t.costs is not None:
         try:
-            costs = t.costs.costs()
+            costs, timeline = t.costs.timeline()
         except CostsError as e:
             out.append(str(e))
         else:
-            named = {v for e in costs.links for v in e} | set(costs.brokers)
+            named = {v for c in [costs, *(r.set for r in timeline if r.set)] for e in c.links for v in e}
+            named |= {v for c in [costs, *(r.set for r in timeline if r.set)] for v in c.brokers}
             vertices = _vertices(spec)
             unknown = sorted(named - vertices) if vertices is not None else []
             if unknown:
                 out.append(f"topology.costs: {', '.join(unknown)} not vertices of topology.acyclic")
+            if timeline and t.self_organising is None:
+                out.append("topology.costs.redraws: need topology.self_organising (its managers apply them)")
     if t.self_organising is not None:
         if t.m != 1:
             out.append("topology.self_organising: needs an acyclic overlay (kind tree, or connectivity 1)")
@@ -101,14 +123,13 @@ def manager_block(spec: Spec, scot: Any) -> dict[str, Any]:
     if t.self_organising is None:
         return {}
     bid = {b.vertex: b.id for b in scot.brokers}
-    raw = t.costs.model_dump() if t.costs is not None else {}
-    costs = {
-        **raw,
-        "links": [[bid[str(u)], bid[str(v)], c] for u, v, c in raw.get("links", [])],
-        "brokers": {bid[k]: p for k, p in raw.get("brokers", {}).items()},
-    }
+    base, timeline = t.costs.timeline() if t.costs is not None else (Costs(), [])
+    costs = [timelines.renamed(c, bid) for c in timelines.tables(base, timeline, sorted(bid))]
     tree = sorted({tuple(sorted((b.id, n.id))) for b in scot.brokers for n in scot.neighbours(b.id)})
-    return {**t.self_organising.model_dump(), "costs": costs, "tree": [list(e) for e in tree]}
+    block = {**t.self_organising.model_dump(), "costs": costs[0], "tree": [list(e) for e in tree]}
+    if timeline:
+        block["redraws"] = [{"at_s": r.at_s, "costs": c} for r, c in zip(timeline, costs[1:], strict=True)]
+    return block
 
 
 def _vertices(spec: Spec) -> frozenset[str] | None:

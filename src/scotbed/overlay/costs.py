@@ -62,17 +62,20 @@ class Costs:
                 raise CostsError(f"{where}.links[{n}]: {exc}") from None
             if key in links:
                 raise CostsError(f"{where}.links[{n}]: link {u}-{v} listed twice")
-            links[key] = _cost(c, f"{where}.links[{n}]")
-        brokers = {str(k): _cost(v, f"{where}.brokers.{k}") for k, v in (raw.get("brokers") or {}).items()}
+            links[key] = checked_cost(c, f"{where}.links[{n}]")
+        brokers = {
+            str(k): checked_cost(v, f"{where}.brokers.{k}") for k, v in (raw.get("brokers") or {}).items()
+        }
         return cls(
-            default_link=_cost(raw.get("default_link", DEFAULT_LINK), f"{where}.default_link"),
-            default_broker=_cost(raw.get("default_broker", DEFAULT_BROKER), f"{where}.default_broker"),
+            default_link=checked_cost(raw.get("default_link", DEFAULT_LINK), f"{where}.default_link"),
+            default_broker=checked_cost(raw.get("default_broker", DEFAULT_BROKER), f"{where}.default_broker"),
             links=links,
             brokers=brokers,
         )
 
 
-def _cost(value: Any, where: str) -> float:
+def checked_cost(value: Any, where: str) -> float:
+    """A cost from the spec: a finite number >= 0 (``where`` names the key in the error)."""
     if (
         isinstance(value, bool)
         or not isinstance(value, (int, float))
@@ -81,6 +84,13 @@ def _cost(value: Any, where: str) -> float:
     ):
         raise CostsError(f"{where}: want a finite number >= 0, got {value!r}")
     return float(value)
+
+
+def link_delay_ms(cost: float, ms_per_cost: float) -> float:
+    """Cost-derived link latency (``topology.self_organising.latency_ms_per_cost``): a link's
+    one-way delay is its c_uv times the knob, so a dear link is a slow one (the paper's costs stand
+    for distance in a physical topology); 0 turns the emulation off."""
+    return cost * ms_per_cost
 
 
 def delivery_tree(

@@ -22,6 +22,7 @@ from scotbed.overlay.costs import Costs, Edge, delivery_tree, edge
 from scotbed.overlay.heuristics import View, heuristic
 from scotbed.overlay.interest import BLOOM_BITS, BLOOM_HASHES, CACHE_SIZE, BloomFilter, NotificationCache
 from scotbed.overlay.records import AGREE, NO_KNOBS, SWAP, Decision, Knobs
+from scotbed.overlay.redraws import Redraw, tables
 from scotbed.overlay.simclock import Clock, Links
 from scotbed.overlay.simload import Workload, draw_brokers, draw_links, weighted_pick
 from scotbed.overlay.swapwave import Parking, Send, Versions
@@ -94,7 +95,6 @@ class Simulation:
         self.setup, self.rng = setup, random.Random(setup.seed)
         # separate streams, so every heuristic sees the same tree, costs, workload and redraws
         self.load_rng, self.phase_rng = random.Random(setup.seed + 1), random.Random(setup.seed + 2)
-        self.redraw_rng = random.Random(setup.seed + 3)
         names = setup.load.names() if tree is None else sorted(tree.brokers)
         self.names = names
         self.costs = costs or Costs(
@@ -384,23 +384,25 @@ class Simulation:
             self.out.locks.append((self.clock.now, b, swap, "free"))
 
     # -- cost redraws and the run ---------------------------------------------------------------
-    def _redraw(self, what: str) -> None:
+    def _timeline(self) -> list[Costs]:
+        """The redrawn tables, by the code that computes a real run's (``overlay.redraws``); each
+        redraw's seed from the run's, so every heuristic sees the same redraws."""
         c_max, p_max = self.setup.load.maxima()
-        if what == "links":
-            self.costs = Costs(
-                links=draw_links(self.names, c_max, self.redraw_rng), brokers=self.costs.brokers
-            )
-        elif what == "brokers":
-            self.costs = Costs(
-                links=self.costs.links, brokers=draw_brokers(self.names, p_max, self.redraw_rng)
-            )
-        else:
-            raise ValueError(f"redraw what? {what!r} (links or brokers)")
+        redraws = []
+        for k, (when, what) in enumerate(self.setup.redraws, start=1):
+            if what not in ("links", "brokers"):
+                raise ValueError(f"redraw what? {what!r} (links or brokers)")
+            top = c_max if what == "links" else p_max
+            redraws.append(Redraw(when / 1000.0, what, top, (self.setup.seed + 3) * 1000 + k))
+        return tables(self.costs, redraws, self.names)[1:]
+
+    def _redraw(self, costs: Costs) -> None:
+        self.costs = costs
 
     def run(self) -> Outcome:
         self._start_workload()
-        for when, what in self.setup.redraws:
-            self.clock.at(when, self._redraw, what)
+        for (when, _), costs in zip(self.setup.redraws, self._timeline(), strict=True):
+            self.clock.at(when, self._redraw, costs)
         if self.heuristic is not None:
             for b in self.names:
                 self.clock.at(self.phase_rng.uniform(0, self.setup.period), self._broadcast, b)
