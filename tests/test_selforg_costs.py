@@ -319,8 +319,10 @@ def test_cost_derived_latency_delays_each_link_and_follows_a_redraw(tmp_path: Pa
     # one-way delays, both directions: 10 × 5 and 20 × 5 ms, then c_12 = 4 makes v1–v2 20 ms
     assert before == {P3[0]: {P3[1]: 50.0}, P3[1]: {P3[0]: 50.0, P3[2]: 100.0}, P3[2]: {P3[1]: 100.0}}
     assert after == {P3[0]: {P3[1]: 50.0}, P3[1]: {P3[0]: 50.0, P3[2]: 20.0}, P3[2]: {P3[1]: 20.0}}
+    # the trips take at least the emulated delays (an upper bound would time the host's load, not the
+    # emulation: the delays in force are the exact figures above)
     assert trips["trip"]["before"] >= 0.150  # the path v0–v1–v2: 50 + 100 ms at least
-    assert 0.070 <= trips["trip"]["after"] < 0.150  # 50 + 20 ms at least, less than before
+    assert trips["trip"]["after"] >= 0.070  # 50 + 20 ms at least
 
 
 def test_the_simulator_redraws_with_the_same_tables_code() -> None:
