@@ -34,6 +34,9 @@ class CostsSpec(_Strict):
         default_factory=list, description="[u, v, c_uv] by vertex name"
     )
     brokers: dict[str, float] = Field(default_factory=dict, description="vertex name -> p_v")
+    alpha: float | None = Field(
+        default=None, ge=0, le=1, description="processing weight α: c_e·(1−α)/0.5, p_v·α/0.5 (§5.3)"
+    )
 
     def costs(self) -> Costs:
         return Costs.from_mapping(self.model_dump(), where="topology.costs")
