@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scotbed.orchestrator.reproduce.effects import SIZE_FACTOR, Judged
-from scotbed.orchestrator.reproduce.rows import Row
+from scotbed.orchestrator.reproduce.rows import Effect, Row
 
 PLOTS = "reproduction"  # folder of the per-row plots, next to the document
 
@@ -29,6 +29,10 @@ class Measured:
 
 def _pct(x: float) -> str:
     return "n/a" if math.isnan(x) else f"{x * 100:+.0f} %"
+
+
+def _paper(e: Effect) -> str:
+    return f"at most {_pct(e.at_most)} (stated, no figure)" if e.at_most is not None else _pct(e.paper)
 
 
 def _measured(j: Judged) -> str:
@@ -84,14 +88,14 @@ def _row_section(m: Measured, doc_dir: Path) -> list[str]:
     for j in m.judged:
         e = j.effect
         lines.append(
-            f"| {e.label}, {e.variant} vs {e.baseline} | {_pct(e.paper)} | {_measured(j)} | {j.verdict} |"
+            f"| {e.label}, {e.variant} vs {e.baseline} | {_paper(e)} | {_measured(j)} | {j.verdict} |"
         )
     incorrect = f"; not correct (oracle): {', '.join(m.incorrect)}" if m.incorrect else "; every run correct"
     lines += [
         "",
         f"![{row.name}]({PLOTS}/{plot.name})",
         "",
-        f"- Command: `{m.command}` (runs `{row.spec}` with routing in {', '.join(row.compare)}, "
+        f"- Command: `{m.command}` (runs `{row.spec}` with {row.vary} in {', '.join(row.compare)}, "
         f"{m.repetitions} repetition(s), seeds from the spec's seed)",
         f"- Scale{' (quick)' if m.quick else ''}: `{_scale(row, m.quick)}`",
         f"- Runs: {m.runs} finished, {m.run_seconds:.0f} s of runs, {m.wall_seconds:.0f} s wall-clock "
