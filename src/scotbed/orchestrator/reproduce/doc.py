@@ -117,6 +117,8 @@ def write_doc(path: Path, rows: list[Row], measured: dict[str, Measured], comman
         "repetitions with a 95 % t interval. Verdict: *agrees* when the direction matches and the size",
         f"is within a factor {SIZE_FACTOR:g} of the paper's, *direction only* when only the direction",
         "matches, *disagrees* when the direction is opposite, *inconclusive* when the interval spans 0.",
+        "Where the paper states only a bound in words (no figure in its text), *agrees* within the bound,",
+        "*disagrees* beyond it, *inconclusive* when the interval spans it.",
         "The experiments are scaled down to one 2-core host and are not tuned to agree.",
         f"Written on a host with {os.cpu_count()} cores and a load average of "
         f"{', '.join(f'{x:.0f}' for x in os.getloadavg())} (1, 5, 15 min) when the table was written.",
