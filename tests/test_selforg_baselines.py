@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from yaml import safe_load as yaml_load
 
 from scotbed import topology
 from scotbed.analysis.selforg import realised_cost
@@ -204,3 +205,38 @@ def test_baseline_makes_one_admitted_swap_on_six_real_brokers(name: str, tmp_pat
         "the tail is routed on the new tree"
     )
     assert paid == sorted(paid, reverse=True), "the old tree's notifications all come first"
+
+
+def test_alpha_reaches_the_spec_the_managers_and_the_analysis_alike() -> None:
+    from scotbed.orchestrator.plan import broker_configs
+    from scotbed.orchestrator.spec import SpecError, build_scot, dump_spec, parse_spec
+    from scotbed.overlay.heuristics import View
+
+    topo: dict[str, Any] = {
+        "kind": "tree",
+        "acyclic": {"kind": "path", "n": 3},
+        "costs": {"alpha": 0.8, "links": [["v0", "v2", 25.0]], "brokers": {"v1": 4.0}},
+        "self_organising": {"heuristic": "ci"},
+    }
+    spec = parse_spec({"name": "x", "routing": "rpf", "topology": topo})
+    assert spec.topology.costs is not None
+    in_spec = spec.topology.costs.costs()
+    assert (in_spec.link("v0", "v2"), in_spec.broker("v1"), in_spec.link("v0", "v1")) == pytest.approx(
+        (10.0, 6.4, 4.0)
+    )
+    scot = build_scot(spec)
+    [block, *_] = [
+        c.topology_manager for c in broker_configs(spec, scot, {x.id: "x:1" for x in scot.brokers})
+    ]
+    at_broker = Costs.from_mapping(block["costs"], "topology_manager.costs")
+    assert (at_broker.link("b-v0-0", "b-v2-0"), at_broker.broker("b-v1-0")) == pytest.approx((10.0, 6.4))
+    dumped = yaml_load(dump_spec(spec))["topology"]["costs"]  # what the analysis reads from the run
+    assert Costs.from_mapping(dumped) == in_spec
+    # α moves CI's decision: C_02 = (6 − 2)/6 · (c_01 + p_1) + c_12 = 19.3 < c_02 = 25 as listed
+    # (α 0.5), but 2/3 · (4 + 6.4) + 4 = 10.9 > c_02 = 10 at α 0.8
+    ci, view, path = heuristic("ci"), View(10, {"v1": 2, "v2": 6}, {}), ["v0", "v1", "v2"]
+    listed = Costs.from_mapping({**topo["costs"], "alpha": None})
+    assert ci.evaluate(path, view, listed, Knobs()).inputs["C_ij"] == pytest.approx(58 / 3)
+    assert [ci.evaluate(path, view, x, Knobs()).outcome for x in (listed, in_spec)] == ["skip", "request"]
+    with pytest.raises(SpecError, match="alpha"):
+        parse_spec({"name": "x", "routing": "rpf", "topology": {**topo, "costs": {"alpha": 1.5}}})
