@@ -57,9 +57,13 @@ def plot_row(m: Measured, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(1.8 + 1.6 * len(labels), 3.6))
     xs = range(len(labels))
     ax.bar(xs, means, yerr=err, capsize=4, color="#4c78a8", label="scotbed (95 % CI)")
-    ax.scatter(
-        xs, [j.effect.paper * 100 for j in m.judged], marker="D", color="#e45756", zorder=3, label="paper"
-    )
+    paper = [(x, j.effect.paper * 100) for x, j in zip(xs, m.judged, strict=True) if j.effect.at_most is None]
+    bound = [
+        (x, j.effect.at_most * 100) for x, j in zip(xs, m.judged, strict=True) if j.effect.at_most is not None
+    ]
+    for points, marker, label in ((paper, "D", "paper"), (bound, "v", "paper's bound (at most)")):
+        if points:
+            ax.scatter(*zip(*points, strict=True), marker=marker, color="#e45756", zorder=3, label=label)
     ax.axhline(0, color="black", linewidth=0.8)
     ax.set_xticks(list(xs), labels, fontsize=8)
     ax.set_ylabel("relative change (%)")
