@@ -13,8 +13,8 @@ d nothing, so Eq. 1 on the path is 6 + 28 = 34 per notification.
 
 Which admitted pair asks first on real brokers depends on when broadcasts arrive, so the test takes
 the admitted swaps from the pure code (every request of the exact view, agreed on the tree) and
-asks the brokers for exactly one of them, then no other swap, and every notification paid as Eq. 1
-on the tree version it was routed on. The estimates behind ℓMIT's rule must be those of the case:
+asks the brokers for one of them first (ℓMST: and no other swap), and every notification paid as
+Eq. 1 on the tree version it was routed on. The estimates behind ℓMIT's rule must be those of the case:
 - a link's estimate is as old as the last broadcast over it, so while caches grow a fresh I_ij
   outgrows the path's link estimates and ℓMIT swaps back and forth among the equal-interest links
   (13 swaps in 3 s under steady publishing, the default cache); so the traffic comes in steps:
@@ -22,7 +22,11 @@ on the tree version it was routed on. The estimates behind ℓMIT's rule must be
   than hysteresis 0.5 lets grow); ℓMST (no interest) keeps hysteresis 0.2;
 - an estimate still 0 from before the burst on a–b would tie with b–c, c–d and d–e at removal and
   win on its name; the priming gives a and b their common interest before anyone requests (it
-  changes no request and no removal: checked on the exact caches with it).
+  changes no request and no removal: checked on the exact caches with it);
+- a broadcast sent while the burst is still being delivered carries a partial estimate that lives
+  for up to two periods; a request in that window may swap once more among a, b, e and f (about one
+  run in five): the rule on those estimates, at equal cost (18). So for ℓMIT the test asks for an
+  admitted first swap and allows later ones only among a, b, e, f at the same Eq. 1; ℓMST exactly one.
 """
 
 from __future__ import annotations
@@ -183,27 +187,36 @@ def _managed(name: str, tmp_path: Path) -> tuple[Delivered, list[dict[str, Any]]
 
 
 @pytest.mark.parametrize("name", ["lmst", "lmit"])
-def test_baseline_makes_one_admitted_swap_on_six_real_brokers(name: str, tmp_path: Path) -> None:
+def test_baseline_makes_an_admitted_swap_on_six_real_brokers(name: str, tmp_path: Path) -> None:
     (want, got, to_all), events = _managed(name, tmp_path)
     assert got == want, "the oracle: every notification once, in order"
-    swaps = [json.loads(ev["inputs"]) for ev in events if ev["ev"] == TOPO and ev["phase"] == SWAP]
-    assert len(swaps) == 1, swaps
-    add, cut = edge(*swaps[0]["add"]), edge(*swaps[0]["remove"])
-    assert (add, cut) in admitted(name)
-    after = PATH.swapped(add, cut)
+    swaps = sorted(
+        (json.loads(ev["inputs"]) for ev in events if ev["ev"] == TOPO and ev["phase"] == SWAP),
+        key=lambda x: x["version"],
+    )
+    pairs = [(edge(*x["add"]), edge(*x["remove"])) for x in swaps]
+    assert pairs and pairs[0] in admitted(name), pairs
+    if name == "lmst":
+        assert len(pairs) == 1, pairs
+    else:  # see the docstring: only equal-interest links among a, b, e, f, at equal cost
+        assert all(set(add) | set(cut) <= {a, b, e, f} for add, cut in pairs[1:]), pairs
+    trees = [PATH]
+    for add, cut in pairs:
+        trees.append(trees[-1].swapped(add, cut))
     ups = sorted((ev["node"], ev["link"]) for ev in events if ev["ev"] == LINK_UP)
     downs = sorted((ev["node"], ev["link"], ev["lost"]) for ev in events if ev["ev"] == LINK_DOWN)
-    assert (ups, downs) == (sorted([add, add[::-1]]), sorted([(*cut, 0), (cut[1], cut[0], 0)]))
+    assert ups == sorted(x for add, _ in pairs for x in (add, add[::-1]))
+    assert downs == sorted(x for _, cut in pairs for x in ((*cut, 0), (cut[1], cut[0], 0)))
     vertex_of = {x: x for x in B}
     per_pub: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for ev in events:
         if ev["ev"] in ("notif_in", "notif_out"):
             per_pub[ev["pub_id"]].append(ev)
     paid = [realised_cost(per_pub[p], Costs.from_mapping(COSTS), vertex_of) for p in to_all]
-    assert set(paid) <= {_eq1(PATH), _eq1(after)}, "each notification pays Eq. 1 on its tree version"
-    assert paid[-TAIL:] == [_eq1(after)] * TAIL and _eq1(after) < _eq1(PATH), (
-        "the tail is routed on the new tree"
-    )
+    assert set(paid) <= {_eq1(t) for t in trees}, "each notification pays Eq. 1 on its tree version"
+    final = _eq1(trees[1])
+    assert {_eq1(t) for t in trees[1:]} == {final} and final < _eq1(PATH)
+    assert paid[-TAIL:] == [final] * TAIL, "the tail is routed on the new tree"
     assert paid == sorted(paid, reverse=True), "the old tree's notifications all come first"
 
 
