@@ -83,6 +83,10 @@ def test_quick_end_to_end_writes_the_table_and_resumes(tmp_path: Path) -> None:
     assert text.count("| SBP IMs, snr vs bid | -89 % |") == 1
     vinifera = "| vinifera vs rendezvous-baseline | Vinifera (Rahimian et al.), §V |"
     assert f"{vinifera} built; not run by this command |" in text
+    selforg = (
+        "| topology.self_organising (CI, lMST, lMIT) | self-organising broker topologies, §5.1 and §5.3 |"
+    )
+    assert f"{selforg} built; not run by this command |" in text
     assert (doc.parent / "reproduction" / "octopis-scalability-quick.png").stat().st_size > 0
     for c in index.values():  # every run delivered exactly once
         summary = json.loads((Path(c["run_dir"]) / "analysis" / "summary.json").read_text())
@@ -91,3 +95,40 @@ def test_quick_end_to_end_writes_the_table_and_resumes(tmp_path: Path) -> None:
     again = scotbed(tmp_path, *args, timeout=120)
     assert again.returncode == 0, again.stderr[-3000:]
     assert json.loads((out / "octopis-scalability-quick" / "index.json").read_text())["cells"] == index
+
+
+def test_a_bound_the_paper_states_in_words_is_judged_as_a_bound() -> None:
+    cheaper = Effect("cost", "selforg.cost_per_notification", "ci", "static", at_most=0.0)
+    assert [
+        judge(cheaper, c).verdict for c in ([-0.4], [0.0], [0.03], [-0.4, -0.41, -0.42], [-0.1, 0.2])
+    ] == [
+        "agrees",
+        "agrees",
+        "disagrees",
+        "agrees",
+        "inconclusive",
+    ]
+    assert judge(cheaper, []).verdict == "no data"
+
+
+def test_the_self_organising_row_compares_heuristics_by_their_spec_blocks() -> None:
+    from scotbed.orchestrator.reproduce.runner import campaign_of
+
+    [row] = select(load_rows(), ["ci-self-organising"])
+    campaign = campaign_of(row, quick=False)
+    values = campaign.matrix["topology.self_organising"]
+    assert values[0] is None and [row.name_of(str(v)) for v in values] == ["static", "lmst", "lmit", "ci"]
+    assert {e.at_most for e in row.effects} == {0.0} and all(math.isnan(e.paper) for e in row.effects)
+    [octopis] = select(load_rows(), ["octopis-scalability"])
+    assert campaign_of(octopis, quick=False).matrix == {"routing": ["bid", "snr", "dnr"]}
+    assert octopis.name_of("snr") == "snr"
+
+
+def test_an_effect_gives_the_paper_figure_or_a_bound() -> None:
+    from scotbed.orchestrator.reproduce.rows import _row
+
+    base = {"name": "r", "system": "s", "paper": "p", "status": "built", "compare": ["a", "b"]}
+    for effect in ({"paper": -0.5, "at_most": 0.0}, {}):
+        bad = {"label": "x", "metric": "m", "variant": "a", "baseline": "b", **effect}
+        with pytest.raises(RowsError, match="figure or at_most"):
+            _row({**base, "effects": [bad]})

@@ -47,6 +47,9 @@ class CostsSpec(_Strict):
     )
     brokers: dict[str, float] = Field(default_factory=dict, description="vertex name -> p_v")
     redraws: list[RedrawSpec] = Field(default_factory=list, description="the cost timeline, in at_s order")
+    alpha: float | None = Field(
+        default=None, ge=0, le=1, description="processing weight α: c_e·(1−α)/0.5, p_v·α/0.5 (§5.3)"
+    )
 
     def costs(self) -> Costs:
         return self.timeline()[0]

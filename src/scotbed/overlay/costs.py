@@ -14,6 +14,7 @@ from scotbed.errors import UserError
 
 DEFAULT_LINK = 10.0
 DEFAULT_BROKER = 1.0
+NEUTRAL_ALPHA = 0.5  # the processing weight at which listed costs are taken as they stand (§5.3)
 
 Edge = tuple[str, str]
 
@@ -46,9 +47,10 @@ class Costs:
 
     @classmethod
     def from_mapping(cls, raw: Mapping[str, Any] | None, where: str = "topology.costs") -> Costs:
-        """Parse the spec block; every number must be finite and non-negative."""
+        """Parse the spec block; every number must be finite and non-negative. ``alpha`` (optional)
+        weights processing against communication: see :func:`weighted`."""
         raw = dict(raw or {})
-        unknown = sorted(set(raw) - {"default_link", "default_broker", "links", "brokers"})
+        unknown = sorted(set(raw) - {"default_link", "default_broker", "links", "brokers", "alpha"})
         if unknown:
             raise CostsError(f"{where}: unknown key(s) {unknown}")
         links: dict[Edge, float] = {}
@@ -66,12 +68,31 @@ class Costs:
         brokers = {
             str(k): checked_cost(v, f"{where}.brokers.{k}") for k, v in (raw.get("brokers") or {}).items()
         }
-        return cls(
+        listed = cls(
             default_link=checked_cost(raw.get("default_link", DEFAULT_LINK), f"{where}.default_link"),
             default_broker=checked_cost(raw.get("default_broker", DEFAULT_BROKER), f"{where}.default_broker"),
             links=links,
             brokers=brokers,
         )
+        alpha = raw.get("alpha")
+        if alpha is None:
+            return listed
+        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 <= alpha <= 1:
+            raise CostsError(f"{where}.alpha: want a number in [0, 1], got {alpha!r}")
+        return weighted(listed, float(alpha))
+
+
+def weighted(costs: Costs, alpha: float) -> Costs:
+    """The paper's processing weight α (§5.3: c_max = (1 − α)·Γ, p_max = α·Γ): every c_e scaled by
+    (1 − α)/0.5 and every p_v by α/0.5, so costs listed for c_max = p_max (the paper's default,
+    α = 0.5) become those of α, and one spec serves the whole α campaign."""
+    c, p = (1 - alpha) / NEUTRAL_ALPHA, alpha / NEUTRAL_ALPHA
+    return Costs(
+        default_link=costs.default_link * c,
+        default_broker=costs.default_broker * p,
+        links={e: x * c for e, x in costs.links.items()},
+        brokers={v: x * p for v, x in costs.brokers.items()},
+    )
 
 
 def checked_cost(value: Any, where: str) -> float:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scotbed.orchestrator.reproduce.effects import SIZE_FACTOR, Judged
-from scotbed.orchestrator.reproduce.rows import Row
+from scotbed.orchestrator.reproduce.rows import Effect, Row
 
 PLOTS = "reproduction"  # folder of the per-row plots, next to the document
 BAR_IN = 1.6  # inches per effect in a row's plot
@@ -32,6 +32,10 @@ class Measured:
 
 def _pct(x: float) -> str:
     return "n/a" if math.isnan(x) else f"{x * 100:+.0f} %"
+
+
+def _paper(e: Effect) -> str:
+    return f"at most {_pct(e.at_most)} (stated, no figure)" if e.at_most is not None else _pct(e.paper)
 
 
 def _measured(j: Judged) -> str:
@@ -56,9 +60,13 @@ def plot_row(m: Measured, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(3.2 + BAR_IN * len(labels), 3.9))
     xs = range(len(labels))
     ax.bar(xs, means, yerr=err, capsize=4, color="#4c78a8", label="scotbed (95 % CI)")
-    ax.scatter(
-        xs, [j.effect.paper * 100 for j in m.judged], marker="D", color="#e45756", zorder=3, label="paper"
-    )
+    paper = [(x, j.effect.paper * 100) for x, j in zip(xs, m.judged, strict=True) if j.effect.at_most is None]
+    bound = [
+        (x, j.effect.at_most * 100) for x, j in zip(xs, m.judged, strict=True) if j.effect.at_most is not None
+    ]
+    for points, marker, label in ((paper, "D", "paper"), (bound, "v", "paper's bound (at most)")):
+        if points:
+            ax.scatter(*zip(*points, strict=True), marker=marker, color="#e45756", zorder=3, label=label)
     ax.axhline(0, color="black", linewidth=0.8)
     ax.set_xticks(list(xs), labels, fontsize=8)
     ax.set_ylabel("relative change (%)")
@@ -94,14 +102,14 @@ def _row_section(m: Measured, doc_dir: Path) -> list[str]:
     for j in m.judged:
         e = j.effect
         lines.append(
-            f"| {e.label}, {e.variant} vs {e.baseline} | {_pct(e.paper)} | {_measured(j)} | {j.verdict} |"
+            f"| {e.label}, {e.variant} vs {e.baseline} | {_paper(e)} | {_measured(j)} | {j.verdict} |"
         )
     incorrect = f"; not correct (oracle): {', '.join(m.incorrect)}" if m.incorrect else "; every run correct"
     lines += [
         "",
         f"![{row.name}]({PLOTS}/{plot.name})",
         "",
-        f"- Command: `{m.command}` (runs `{row.spec}` with routing in {', '.join(row.compare)}, "
+        f"- Command: `{m.command}` (runs `{row.spec}` with {row.vary} in {', '.join(row.compare)}, "
         f"{m.repetitions} repetition(s), seeds from the spec's seed)",
         f"- Scale{' (quick)' if m.quick else ''}: `{_scale(row, m.quick)}`",
         f"- Runs: {m.runs} finished, {m.run_seconds:.0f} s of runs, {m.wall_seconds:.0f} s wall-clock "
@@ -123,6 +131,8 @@ def write_doc(path: Path, rows: list[Row], measured: dict[str, Measured], comman
         "repetitions with a 95 % t interval. Verdict: *agrees* when the direction matches and the size",
         f"is within a factor {SIZE_FACTOR:g} of the paper's, *direction only* when only the direction",
         "matches, *disagrees* when the direction is opposite, *inconclusive* when the interval spans 0.",
+        "Where the paper states only a bound in words (no figure in its text), *agrees* within the bound,",
+        "*disagrees* beyond it, *inconclusive* when the interval spans it.",
         "The experiments are scaled down to one 2-core host and are not tuned to agree.",
         f"Written on a host with {os.cpu_count()} cores and a load average of "
         f"{', '.join(f'{x:.0f}' for x in os.getloadavg())} (1, 5, 15 min) when the table was written.",

@@ -46,10 +46,15 @@ class Judged:
 
 def judge(effect: Effect, changes: list[float]) -> Judged:
     """``agrees`` (direction and size within :data:`SIZE_FACTOR`), ``direction only``, ``disagrees``
-    (opposite direction), ``inconclusive`` (the interval spans zero), ``no data``."""
+    (opposite direction), ``inconclusive`` (the interval spans zero), ``no data``; against a stated
+    bound ``at_most``: ``agrees`` within it, ``disagrees`` beyond, ``inconclusive`` across it."""
     ci = mean_ci(changes)
     if ci.n == 0 or math.isnan(ci.mean):
         return Judged(effect, ci, "no data")
+    if effect.at_most is not None:  # a bound the paper states in words: within it, or not
+        if ci.n > 1 and ci.low <= effect.at_most < ci.high:
+            return Judged(effect, ci, "inconclusive")
+        return Judged(effect, ci, "agrees" if ci.mean <= effect.at_most else "disagrees")
     if ci.n > 1 and ci.low <= 0 <= ci.high:
         return Judged(effect, ci, "inconclusive")
     if (ci.mean < 0) != (effect.paper < 0):

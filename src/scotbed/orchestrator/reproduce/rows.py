@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +20,17 @@ class RowsError(UserError):
 
 @dataclass(frozen=True)
 class Effect:
-    """The paper's stated relative change of ``metric`` (a summary.json path), ``variant`` vs ``baseline``."""
+    """The paper's stated relative change of ``metric`` (a summary.json path), ``variant`` vs ``baseline``.
+
+    A paper that states only a bound in words ("equally or better") and prints no figure in its text
+    gives ``at_most`` instead of ``paper``: the change it claims is at most that."""
 
     label: str
     metric: str
     variant: str
     baseline: str
-    paper: float
+    paper: float = math.nan
+    at_most: float | None = None
 
 
 @dataclass(frozen=True)
@@ -44,6 +49,16 @@ class Row:
     effects: tuple[Effect, ...] = ()
     notes: str = ""
     saturate: dict[str, Any] | None = None  # a campaign's saturate block: effects on saturate.sustainable
+    vary: str = "routing"  # the spec key whose values ``compare`` names
+    variants: dict[str, Any] = field(default_factory=dict)  # name in compare -> value of ``vary``
+
+    def value(self, name: str) -> Any:
+        """The value of ``vary`` that ``compare``'s ``name`` stands for (the name itself by default)."""
+        return self.variants.get(name, name)
+
+    def name_of(self, value: str) -> str:
+        """The ``compare`` name of a campaign cell's ``vary`` value, given as text (``str``)."""
+        return next((n for n in self.compare if str(self.value(n)) == value), value)
 
     @property
     def runnable(self) -> bool:
@@ -61,6 +76,10 @@ def _row(doc: dict[str, Any]) -> Row:
     tuples: dict[str, Any] = {k: tuple(doc.pop(k)) for k in ("compare", "scale", "quick") if k in doc}
     row = Row(**doc, **tuples, effects=effects)
     for e in row.effects:
+        if math.isnan(e.paper) == (e.at_most is None):
+            raise RowsError(
+                f"row {row.name}: effect {e.label}: give the paper's figure or at_most, one of them"
+            )
         if {e.variant, e.baseline} - set(row.compare):
             raise RowsError(f"row {row.name}: effect {e.label}: {e.variant}/{e.baseline} not in compare")
     return row

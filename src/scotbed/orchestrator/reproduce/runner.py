@@ -21,13 +21,13 @@ REPO = Path(__file__).resolve().parents[4]
 
 
 def campaign_of(row: Row, quick: bool, repetitions: int | None = None) -> Campaign:
-    """The row as a campaign: its spec × its routings × repetitions (the row's unless overridden),
-    at the row's scale."""
+    """The row as a campaign: its spec × its compared values of ``vary`` (routing unless the row says)
+    × repetitions (the row's unless overridden), at the row's scale."""
     assert row.spec is not None
     return Campaign(
         name=f"{row.name}-quick" if quick else row.name,
         base=(REPO / row.spec).resolve(),
-        matrix={"routing": list(row.compare)},
+        matrix={row.vary: [row.value(n) for n in row.compare]},
         repetitions=repetitions or row.reps(quick),
         sets=list(row.sets(quick)),
         saturate=Sweep.from_doc(row.saturate) if row.saturate else None,
@@ -54,8 +54,8 @@ Found = dict[tuple[str, int], tuple[dict[str, Any], float, str]]
 
 
 def _summaries(campaign: Campaign, index: CampaignIndex) -> Found:
-    """(routing, repetition) -> (summary, seconds, cell key) of the cells finished at this scale; a
-    saturate cell's summary is ``{"saturate": its interval}``."""
+    """(compared value as text, repetition) -> (summary, seconds, cell key) of the cells finished at
+    this scale; a saturate cell's summary is ``{"saturate": its interval}``."""
     from scotbed.orchestrator.saturate_campaign import finished, sweep_fingerprint
 
     out = {}
@@ -69,7 +69,8 @@ def _summaries(campaign: Campaign, index: CampaignIndex) -> Found:
             summary = json.loads((Path(rec["run_dir"]) / contract.SUMMARY).read_text())
         else:
             continue
-        out[(str(rec["values"]["routing"]), cell.repetition)] = (summary, float(rec["seconds"]), cell.key)
+        vary = next(iter(campaign.matrix))
+        out[(str(rec["values"][vary]), cell.repetition)] = (summary, float(rec["seconds"]), cell.key)
     return out
 
 
@@ -96,7 +97,9 @@ def measure(row: Row, quick: bool, out: Path, args: Any, progress: Any) -> Measu
         cdir = saturated(campaign, out, args, on_cell, progress)
     else:
         cdir, _ = run_campaign(campaign, out, run_one, on_cell)
-    found = _summaries(campaign, CampaignIndex(cdir / INDEX))
+    found = {
+        (row.name_of(v), r): x for (v, r), x in _summaries(campaign, CampaignIndex(cdir / INDEX)).items()
+    }
     summaries = {k: s for k, (s, _, _) in found.items()}
     seconds = sum(t for _, t, _ in found.values())
     incorrect = [  # a saturate cell's probes are judged by the criterion, not the oracle
