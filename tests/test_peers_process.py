@@ -94,9 +94,7 @@ def test_gossip_built_overlay_delivers_every_event_once(tmp_path: Path, routing:
     recs, names = peer_analysis.records(events)
     assert names == set(peers) and len(recs) == 15
     assert sum(len(r.interested) for r in recs) >= 15
-    summary = peer_analysis.summary(recs, names)
-    assert (summary["hit_ratio"], summary["missed"], summary["extra_deliveries"]) == (1.0, 0, 0)
-    assert all(r.deliveries.keys() == r.interested for r in recs)
+    assert all(r.deliveries.keys() == r.interested and r.extra_deliveries == 0 for r in recs)
 
 
 @pytest.mark.slow
@@ -124,6 +122,5 @@ def test_a_killed_peer_is_routed_around_after_the_ring_heals(tmp_path: Path) -> 
             cluster.publish(rng.choice([k for _, k in live]), draw.event())
         events = _events(cluster)
     recs, _ = peer_analysis.records(events, failed={3: 15})
-    summary = peer_analysis.summary(recs, set(peers) - {3})
-    assert (summary["events"], summary["hit_ratio"], summary["extra_deliveries"]) == (10, 1.0, 0)
-    assert sum(len(r.interested) for r in recs) >= 10
+    assert len(recs) == 10 and sum(len(r.interested) for r in recs) >= 10
+    assert all(r.deliveries.keys() == r.interested and r.extra_deliveries == 0 for r in recs)

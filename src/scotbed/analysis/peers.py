@@ -1,7 +1,8 @@
-"""The peers' metrics (Vinifera, DESIGN §10) from their event logs: one
-:class:`~scotbed.peers.metrics.EventRecord` per published event, then the paper's figures with the
-definitions of :mod:`scotbed.peers.metrics` (one home), so processes and the simulator are measured
-alike. The oracle (``interested``) is every peer whose logged subscription matches the event.
+"""The peers' run (Vinifera, DESIGN §10) read back on the driver: one
+:class:`~scotbed.peers.metrics.EventRecord` per published event from the event logs, the record the
+simulator keeps, so a test compares processes and simulator event by event; the verdict and the small
+report on the figures, which Spark computes (:mod:`scotbed.analysis.peers_section`, their one home).
+The oracle (``interested``) is every peer whose logged subscription matches the event.
 """
 
 from __future__ import annotations
@@ -13,20 +14,7 @@ from typing import Any
 from scotbed import contract
 from scotbed.peers import codec
 from scotbed.peers.interest import Subscription
-from scotbed.peers.metrics import (
-    EventRecord,
-    hit_ratio,
-    hit_ratio_by_round,
-    idle_share,
-    load_cdf,
-    loads,
-    overhead,
-    path_length,
-    tree_depth,
-)
-
-#: the load values at which the summary reports the CDF (share of peers at or below)
-CDF_POINTS = (0.0, 0.1, 0.2, 0.3, 0.6, 1.0)
+from scotbed.peers.metrics import EventRecord
 
 
 def records(
@@ -60,30 +48,14 @@ def records(
         name = contract.peer_name(e["node"])
         if e["ev"] == contract.EV_IN:
             rec.received[name] = rec.received.get(name, 0) + 1
+        elif e["ev"] == contract.EV_DROP:
+            rec.dropped += 1
         elif e["ev"] == contract.DELIVER:
             if name in rec.deliveries:
                 rec.extra_deliveries += 1
             else:
                 rec.deliveries[name], rec.tree_hops[name] = e["hops"], e["tree_hops"]
     return [out[k] for k in sorted(out)], names
-
-
-def summary(recs: list[EventRecord], names: Iterable[int]) -> dict[str, Any]:
-    """The paper's figures: overhead, path length (and its tree part), hit ratio, load CDF, idle share."""
-    per_peer = list(loads(recs, names).values())
-    return {
-        "events": len(recs),
-        "hit_ratio": hit_ratio(recs),
-        "hit_ratio_by_round": hit_ratio_by_round(recs),
-        "missed": sum(len(r.interested - r.deliveries.keys()) for r in recs),
-        "extra_deliveries": sum(r.extra_deliveries for r in recs),
-        "overhead": overhead(recs),
-        "path_length": path_length(recs),
-        "tree_depth": tree_depth(recs),
-        "idle_share": idle_share(per_peer),
-        "max_load": max(per_peer, default=0.0),
-        "load_cdf": dict(zip(CDF_POINTS, load_cdf(per_peer, CDF_POINTS), strict=True)),
-    }
 
 
 def verdict(s: Mapping[str, Any], churn: bool) -> tuple[bool, str]:

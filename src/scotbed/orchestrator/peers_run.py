@@ -1,7 +1,7 @@
 """A run of ``topology: {kind: peers}``: peer processes on this host (local) or in containers
 (compose), the gossip warm-up, then the publish phase in rounds (events from live peers, optional
-churn), the event logs read back by :mod:`scotbed.analysis.peers` into ``analysis/summary.json``
-and a small report.
+churn), the event logs analysed by Spark (:mod:`scotbed.analysis.peers_section`) into
+``analysis/summary.json`` and a small report (:mod:`scotbed.analysis.peers`).
 
 The workload is the simulator's (:mod:`scotbed.peers.workload`): one subscription per peer, uniform
 or Zipf-skewed; the driver paces the rounds (:class:`scotbed.peerproc.cluster.PeerCluster`).
@@ -16,7 +16,7 @@ from typing import Any
 
 from scotbed import contract
 from scotbed.analysis import peers as peer_analysis
-from scotbed.broker.eventlog import read_events
+from scotbed.analysis import peers_section
 from scotbed.errors import UserError
 from scotbed.orchestrator.backends.compose_peers import ComposePeerLauncher
 from scotbed.orchestrator.progress import Progress
@@ -64,6 +64,7 @@ def run_peers(
             seed=spec.seed,
             ready_timeout_s=spec.timeouts.ready_s,
             launcher=launcher,
+            capacity=w.capacity,
         )
     with cluster:
         cluster.bootstrap({k: rng.sample(range(k), min(CONTACTS, k)) for k in range(1, n)})
@@ -85,9 +86,9 @@ def run_peers(
     with (run_dir / contract.FAULTS).open("w") as fh:
         for k, r in sorted(failed.items()):
             fh.write(json.dumps({"round": r, "kind": "kill", "peer": contract.peer_node(k)}) + "\n")
-    logged = [e for k in peers for e in read_events(cluster.event_log(k))]
-    recs, names = peer_analysis.records(logged, failed)
-    figures = peer_analysis.summary(recs, names)
+    with progress.phase("analyse") as ph:
+        ph.update("Spark")
+        figures = peers_section.analyse(run_dir)
     ok, verdict = peer_analysis.verdict(figures, churn=bool(failed))
     summary = {
         "peers": figures,

@@ -33,7 +33,8 @@ RUN_FILE = "peers.json"
 
 
 class PeerCluster:
-    """Peers ``name -> (ring id, subscription)`` as processes; a context manager that stops them all."""
+    """Peers ``name -> (ring id, subscription)`` as processes; a context manager that stops them all.
+    ``capacity``: event messages a peer takes per round (the simulator's X), None for no bound."""
 
     def __init__(
         self,
@@ -44,7 +45,9 @@ class PeerCluster:
         seed: int = 0,
         ready_timeout_s: float = 60.0,
         launcher: Launcher | None = None,
+        capacity: int | None = None,
     ) -> None:
+        self.capacity = capacity
         self.workdir, self.peers, self.cfg, self.routing, self.seed = workdir, dict(peers), cfg, routing, seed
         self.ready_timeout_s = ready_timeout_s
         self.run_id = uuid.uuid4().hex
@@ -78,6 +81,7 @@ class PeerCluster:
             "routing": self.routing,
             "seed": self.seed,
             "config": codec.config_out(self.cfg),
+            "capacity": self.capacity,
             "peers": [
                 {
                     "name": n,
