@@ -19,6 +19,7 @@ import yaml
 
 from scotbed import contract
 from scotbed.analysis.context import RunData
+from scotbed.analysis.peers import report_html
 from scotbed.analysis.peers_section import analyse, peers_section
 from scotbed.analysis.rundir import RunDir
 from scotbed.analysis.sections import SECTIONS
@@ -36,7 +37,8 @@ def test_fixed_run_gives_the_python_analysis_figures_exactly(spark: Any, tmp_pat
     run = tmp_path / "run"
     shutil.copytree(FIXTURES / "peers_run", run)
     (run / contract.ANALYSIS_DIR).mkdir()
-    got = json.loads(json.dumps(analyse(run)))
+    block, plots = analyse(run)
+    got = json.loads(json.dumps(block))
     want = json.loads((FIXTURES / "peers_run_expected.json").read_text())
     assert sorted(got) == sorted(want)
     for key in want:
@@ -46,6 +48,9 @@ def test_fixed_run_gives_the_python_analysis_figures_exactly(spark: Any, tmp_pat
     assert list(load["peer"]) == list(range(8)) and load["load"].max() == want["max_load"]
     by_round = pd.read_parquet(run / contract.ANALYSIS_DIR / "peer_hit_ratio.parquet")
     assert list(by_round["round"]) == list(range(13, 19))
+    assert sorted(p.name for p in plots.values()) == ["peer_hit_ratio.png", "peer_load_cdf.png"]
+    page = report_html("fixture", "vinifera", block, plots)
+    assert page.count('src="data:image/png;base64,') == 2 and "<td>24</td>" in page
 
 
 def _ev(node: int, ev: str, **f: object) -> dict:
@@ -84,7 +89,7 @@ def test_hand_written_logs_give_their_known_figures(spark: Any, tmp_path: Path) 
         _ev(1, contract.DELIVER, pub_id=1, hops=3, tree_hops=0, ts=2),
     ]
     run = _run_dir(tmp_path, contract.PEERS_KIND, logs, [{"round": 4, "kind": "kill", "peer": "peer-0"}])
-    s = analyse(run)
+    s, _ = analyse(run)
     assert s == {
         "events": 2,
         "hit_ratio": 1.0,

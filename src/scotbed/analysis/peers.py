@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from scotbed import contract
+from scotbed.analysis.report import image_data_uri
 from scotbed.peers import codec
 from scotbed.peers.interest import Subscription
 from scotbed.peers.metrics import EventRecord
@@ -74,12 +76,15 @@ def correctness(s: Mapping[str, Any], churn: bool) -> dict[str, Any]:
     return {"ok": verdict(s, churn)[0], "missing": s["missed"], "duplicates": s["extra_deliveries"]}
 
 
-def report_html(name: str, routing: str, s: Mapping[str, Any]) -> str:
-    """A self-contained page with the peers' figures (the summary's ``peers`` section)."""
+def report_html(
+    name: str, routing: str, s: Mapping[str, Any], plots: Mapping[str, Path] | None = None
+) -> str:
+    """A self-contained page with the peers' figures (the summary's ``peers`` section) and plots."""
     rows = [
         ("events", s["events"]),
         ("hit ratio", f"{s['hit_ratio']:.3f}"),
         ("missed / duplicate deliveries", f"{s['missed']} / {s['extra_deliveries']}"),
+        ("event messages dropped (capacity per round)", s["dropped"]),
         ("overhead (share of event messages at uninterested peers)", f"{s['overhead']:.3f}"),
         ("path length, hops (delivery-tree part)", f"{s['path_length']:.2f} ({s['tree_depth']:.2f})"),
         ("idle peers", f"{s['idle_share']:.1%}"),
@@ -88,4 +93,11 @@ def report_html(name: str, routing: str, s: Mapping[str, Any]) -> str:
     ]
     body = "".join(f"<tr><td>{html.escape(str(k))}</td><td>{html.escape(str(v))}</td></tr>" for k, v in rows)
     title = html.escape(f"{name}: {routing}")
-    return f"<!doctype html><meta charset=utf-8><title>{title}</title><h1>{title}</h1><table>{body}</table>\n"
+    images = "".join(
+        f'<h2>{html.escape(k)}</h2><img alt="{html.escape(k)}" src="{image_data_uri(p)}">'
+        for k, p in (plots or {}).items()
+    )
+    return (
+        f"<!doctype html><meta charset=utf-8><title>{title}</title><h1>{title}</h1><table>{body}</table>"
+        f"{images}\n"
+    )

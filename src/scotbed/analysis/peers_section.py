@@ -22,6 +22,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from scotbed import contract
+from scotbed.analysis import plots_peers
 from scotbed.analysis.context import RunData
 from scotbed.analysis.rundir import RunDir
 
@@ -179,9 +180,16 @@ def _row(df: DataFrame) -> list[Any]:
     return [0 if v is None else v for v in row]
 
 
-def analyse(run_dir: str | Path, spark_master: str | None = None) -> dict[str, Any]:
-    """The ``peers`` block of one peers run (what a peers run writes into its summary), in the
-    active or shared SparkSession, else in one this call starts and stops."""
+#: the report's plots of a peers run: title -> (file under analysis/plots/, table, plot function)
+PLOTS = {
+    "Load distribution (CDF over peers)": ("peer_load_cdf.png", "peer_load", plots_peers.load_cdf),
+    "Hit ratio per round": ("peer_hit_ratio.png", "peer_hit_ratio", plots_peers.hit_ratio),
+}
+
+
+def analyse(run_dir: str | Path, spark_master: str | None = None) -> tuple[dict[str, Any], dict[str, Path]]:
+    """The ``peers`` block of one peers run (what a peers run writes into its summary) and its plots
+    by title, in the active or shared SparkSession, else in one this call starts and stops."""
     from scotbed.analysis.session import get_session, is_shared
 
     run = RunDir.open(run_dir)
@@ -198,4 +206,5 @@ def analyse(run_dir: str | Path, spark_master: str | None = None) -> dict[str, A
             session.stop()
     if block is None:
         raise ValueError(f"{run.path}: not a peers run")
-    return block
+    made = {title: plot(data.tables[t], run.plots_dir / f) for title, (f, t, plot) in PLOTS.items()}
+    return block, made

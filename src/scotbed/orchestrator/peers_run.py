@@ -88,7 +88,7 @@ def run_peers(
             fh.write(json.dumps({"round": r, "kind": "kill", "peer": contract.peer_node(k)}) + "\n")
     with progress.phase("analyse") as ph:
         ph.update("Spark")
-        figures = peers_section.analyse(run_dir)
+        figures, plots = peers_section.analyse(run_dir)
     ok, verdict = peer_analysis.verdict(figures, churn=bool(failed))
     summary = {
         "peers": figures,
@@ -98,5 +98,5 @@ def run_peers(
         "verdict": verdict,
     }
     (run_dir / contract.SUMMARY).write_text(json.dumps(summary, indent=1))
-    (run_dir / contract.REPORT).write_text(peer_analysis.report_html(spec.name, spec.routing, figures))
+    (run_dir / contract.REPORT).write_text(peer_analysis.report_html(spec.name, spec.routing, figures, plots))
     return summary, ok, verdict
