@@ -78,7 +78,7 @@ def run_peers(
                     live = sorted(set(peers) - set(failed))
                     for k in rng.sample(live, min(w.churn.leaves, len(live) - 2)):
                         cluster.kill(k)
-                        failed[k] = cluster.now
+                        failed[k] = cluster.now + 1  # the first round it misses
                 live = sorted(set(peers) - set(failed))
                 cluster.round([(rng.choice(live), events.event()) for _ in range(w.events_per_round)])
             ph.update(f"{w.rounds * w.events_per_round} events in {w.rounds} rounds, {len(failed)} failures")
