@@ -53,6 +53,8 @@ class PeerNode(pbg.PeerServicer):
         #: per peer: messages it acknowledged from us, and messages we handled from it (quiescence)
         self.sent_to: Counter[int] = Counter()
         self.handled_from: Counter[int] = Counter()
+        #: per peer: sends that timed out (DEADLINE_EXCEEDED), which it may or may not have handled
+        self.unsure_to: Counter[int] = Counter()
         self._queues: dict[int, asyncio.Queue[Msg]] = {}
         self._workers: dict[int, asyncio.Task[None]] = {}
         self._busy = 0
@@ -131,6 +133,8 @@ class PeerNode(pbg.PeerServicer):
                 return
             except grpc.aio.AioRpcError as e:
                 log.info("peer %s: send to %s failed: %s", self.peer.name, msg.dst, e.code())
+                if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                    self.unsure_to[msg.dst] += 1
         self.bounced += 1
         self.dispatch(self.peer.unreachable(msg.dst, msg))
 
@@ -209,6 +213,7 @@ class PeerNode(pbg.PeerServicer):
             "refused": self.refused,
             "sent_to": {str(k): v for k, v in self.sent_to.items()},
             "handled_from": {str(k): v for k, v in self.handled_from.items()},
+            "unsure_to": {str(k): v for k, v in self.unsure_to.items()},
             "queued": self._busy + sum(q.qsize() for q in self._queues.values()),
         }
 
