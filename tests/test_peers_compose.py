@@ -76,6 +76,7 @@ def run_on_compose(engine: DockerEngine, tmp_path: Path, **workload: object) -> 
 
 
 @pytest.mark.docker
+@pytest.mark.spark
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_scotbed_run_of_peers_on_compose(
@@ -99,6 +100,7 @@ def test_scotbed_run_of_peers_on_compose(
 
 
 @pytest.mark.docker
+@pytest.mark.spark
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_a_peer_failure_on_compose_kills_its_container(

@@ -17,7 +17,7 @@ from scotbed import contract
 from scotbed.analysis import peers as peer_analysis
 from scotbed.broker.eventlog import read_events
 from scotbed.broker.routing import DEFAULT_PEER_ROUTING, PEER_ALGORITHMS
-from scotbed.peerproc.cluster import PeerCluster
+from scotbed.peerproc.cluster import PeerCluster, accounted, link_counts
 from scotbed.peers.config import PeerConfig
 from scotbed.peers.workload import SKEWED, Draw, Shape, distinct_ids
 
@@ -27,6 +27,20 @@ def _events(cluster: PeerCluster) -> list[dict]:
     return [
         e for n in cluster.peers if cluster.event_log(n).exists() for e in read_events(cluster.event_log(n))
     ]
+
+
+def test_quiescence_counts_a_timed_out_send_either_way() -> None:
+    """Peer 0 sent 3 messages to 1, one of them timed out (DEADLINE_EXCEEDED on a loaded host): 1 may
+    have handled 2 or 3 of them, not 1 and not 4."""
+
+    def state(sent: dict, unsure: dict, handled: dict) -> dict:
+        return {"sent_to": sent, "unsure_to": unsure, "handled_from": handled}
+
+    for handled, ok in ((1, False), (2, True), (3, True), (4, False)):
+        states = {0: state({"1": 2}, {"1": 1}, {}), 1: state({}, {}, {"0": handled})}
+        counts = link_counts(states)
+        assert counts == ((0, 0, 0), (2, 1, handled), (0, 0, 0), (0, 0, 0))
+        assert all(map(accounted, counts)) is ok
 
 
 def test_processes_and_simulator_agree_on_fig2(tmp_path: Path) -> None:
@@ -94,9 +108,7 @@ def test_gossip_built_overlay_delivers_every_event_once(tmp_path: Path, routing:
     recs, names = peer_analysis.records(events)
     assert names == set(peers) and len(recs) == 15
     assert sum(len(r.interested) for r in recs) >= 15
-    summary = peer_analysis.summary(recs, names)
-    assert (summary["hit_ratio"], summary["missed"], summary["extra_deliveries"]) == (1.0, 0, 0)
-    assert all(r.deliveries.keys() == r.interested for r in recs)
+    assert all(r.deliveries.keys() == r.interested and r.extra_deliveries == 0 for r in recs)
 
 
 @pytest.mark.slow
@@ -124,6 +136,5 @@ def test_a_killed_peer_is_routed_around_after_the_ring_heals(tmp_path: Path) -> 
             cluster.publish(rng.choice([k for _, k in live]), draw.event())
         events = _events(cluster)
     recs, _ = peer_analysis.records(events, failed={3: 15})
-    summary = peer_analysis.summary(recs, set(peers) - {3})
-    assert (summary["events"], summary["hit_ratio"], summary["extra_deliveries"]) == (10, 1.0, 0)
-    assert sum(len(r.interested) for r in recs) >= 10
+    assert len(recs) == 10 and sum(len(r.interested) for r in recs) >= 10
+    assert all(r.deliveries.keys() == r.interested and r.extra_deliveries == 0 for r in recs)

@@ -108,15 +108,20 @@ CLIENT_EVENTS = (SUBSCRIBE, UNSUBSCRIBE, PUBLISH, RECEIVE)
 
 #: peers (Vinifera, DESIGN §10): a peer logs ``subscribe`` (``ranges``), ``publish`` (``pub_id``,
 #: ``values``, ``round``), ``deliver`` (``pub_id``, ``hops``, ``tree_hops``) and these, with ``src``/``dst``
-#: peer names; ``ev_*`` carry ``pub_id``, ``attr``, ``phase``, ``hops``; ``view`` the links after a change
+#: peer names; ``ev_*`` carry ``pub_id``, ``attr``, ``phase``, ``hops`` (``ev_in`` also ``round``);
+#: ``view`` the links after a change
 LOOKUP_IN = "lookup_in"
 LOOKUP_OUT = "lookup_out"
 EV_IN = "ev_in"
 EV_OUT = "ev_out"
 VIEW = "view"
-PEER_EVENTS = (SUBSCRIBE, PUBLISH, DELIVER, LOOKUP_IN, LOOKUP_OUT, EV_IN, EV_OUT, VIEW)
+#: an event message a peer dropped: its per-round capacity was taken (paper §V-D); fields of ``ev_in``
+EV_DROP = "ev_drop"
+PEER_EVENTS = (SUBSCRIBE, PUBLISH, DELIVER, LOOKUP_IN, LOOKUP_OUT, EV_IN, EV_OUT, VIEW, EV_DROP)
 
 
+#: the topology kind of a peers run (spec ``topology.kind``), which the analysis tells apart
+PEERS_KIND = "peers"
 #: the node-name prefix of a peer in the event log (the rest is its name)
 PEER_PREFIX = "peer-"
 

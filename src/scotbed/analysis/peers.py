@@ -1,32 +1,22 @@
-"""The peers' metrics (Vinifera, DESIGN §10) from their event logs: one
-:class:`~scotbed.peers.metrics.EventRecord` per published event, then the paper's figures with the
-definitions of :mod:`scotbed.peers.metrics` (one home), so processes and the simulator are measured
-alike. The oracle (``interested``) is every peer whose logged subscription matches the event.
+"""The peers' run (Vinifera, DESIGN §10) read back on the driver: one
+:class:`~scotbed.peers.metrics.EventRecord` per published event from the event logs, the record the
+simulator keeps, so a test compares processes and simulator event by event; the verdict and the small
+report on the figures, which Spark computes (:mod:`scotbed.analysis.peers_section`, their one home).
+The oracle (``interested``) is every peer whose logged subscription matches the event.
 """
 
 from __future__ import annotations
 
 import html
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from scotbed import contract
+from scotbed.analysis.report import image_data_uri
 from scotbed.peers import codec
 from scotbed.peers.interest import Subscription
-from scotbed.peers.metrics import (
-    EventRecord,
-    hit_ratio,
-    hit_ratio_by_round,
-    idle_share,
-    load_cdf,
-    loads,
-    overhead,
-    path_length,
-    tree_depth,
-)
-
-#: the load values at which the summary reports the CDF (share of peers at or below)
-CDF_POINTS = (0.0, 0.1, 0.2, 0.3, 0.6, 1.0)
+from scotbed.peers.metrics import EventRecord
 
 
 def records(
@@ -60,30 +50,14 @@ def records(
         name = contract.peer_name(e["node"])
         if e["ev"] == contract.EV_IN:
             rec.received[name] = rec.received.get(name, 0) + 1
+        elif e["ev"] == contract.EV_DROP:
+            rec.dropped += 1
         elif e["ev"] == contract.DELIVER:
             if name in rec.deliveries:
                 rec.extra_deliveries += 1
             else:
                 rec.deliveries[name], rec.tree_hops[name] = e["hops"], e["tree_hops"]
     return [out[k] for k in sorted(out)], names
-
-
-def summary(recs: list[EventRecord], names: Iterable[int]) -> dict[str, Any]:
-    """The paper's figures: overhead, path length (and its tree part), hit ratio, load CDF, idle share."""
-    per_peer = list(loads(recs, names).values())
-    return {
-        "events": len(recs),
-        "hit_ratio": hit_ratio(recs),
-        "hit_ratio_by_round": hit_ratio_by_round(recs),
-        "missed": sum(len(r.interested - r.deliveries.keys()) for r in recs),
-        "extra_deliveries": sum(r.extra_deliveries for r in recs),
-        "overhead": overhead(recs),
-        "path_length": path_length(recs),
-        "tree_depth": tree_depth(recs),
-        "idle_share": idle_share(per_peer),
-        "max_load": max(per_peer, default=0.0),
-        "load_cdf": dict(zip(CDF_POINTS, load_cdf(per_peer, CDF_POINTS), strict=True)),
-    }
 
 
 def verdict(s: Mapping[str, Any], churn: bool) -> tuple[bool, str]:
@@ -102,12 +76,15 @@ def correctness(s: Mapping[str, Any], churn: bool) -> dict[str, Any]:
     return {"ok": verdict(s, churn)[0], "missing": s["missed"], "duplicates": s["extra_deliveries"]}
 
 
-def report_html(name: str, routing: str, s: Mapping[str, Any]) -> str:
-    """A self-contained page with the peers' figures (the summary's ``peers`` section)."""
+def report_html(
+    name: str, routing: str, s: Mapping[str, Any], plots: Mapping[str, Path] | None = None
+) -> str:
+    """A self-contained page with the peers' figures (the summary's ``peers`` section) and plots."""
     rows = [
         ("events", s["events"]),
         ("hit ratio", f"{s['hit_ratio']:.3f}"),
         ("missed / duplicate deliveries", f"{s['missed']} / {s['extra_deliveries']}"),
+        ("event messages dropped (capacity per round)", s["dropped"]),
         ("overhead (share of event messages at uninterested peers)", f"{s['overhead']:.3f}"),
         ("path length, hops (delivery-tree part)", f"{s['path_length']:.2f} ({s['tree_depth']:.2f})"),
         ("idle peers", f"{s['idle_share']:.1%}"),
@@ -116,4 +93,11 @@ def report_html(name: str, routing: str, s: Mapping[str, Any]) -> str:
     ]
     body = "".join(f"<tr><td>{html.escape(str(k))}</td><td>{html.escape(str(v))}</td></tr>" for k, v in rows)
     title = html.escape(f"{name}: {routing}")
-    return f"<!doctype html><meta charset=utf-8><title>{title}</title><h1>{title}</h1><table>{body}</table>\n"
+    images = "".join(
+        f'<h2>{html.escape(k)}</h2><img alt="{html.escape(k)}" src="{image_data_uri(p)}">'
+        for k, p in (plots or {}).items()
+    )
+    return (
+        f"<!doctype html><meta charset=utf-8><title>{title}</title><h1>{title}</h1><table>{body}</table>"
+        f"{images}\n"
+    )

@@ -20,6 +20,7 @@ from scotbed.analysis import metrics as M
 from scotbed.analysis import summary as S
 from scotbed.analysis.context import RunData
 from scotbed.analysis.matching_steps import MatchingSteps, steps_by_hops
+from scotbed.analysis.peers_section import peers_section
 from scotbed.analysis.selforg_section import selforg_section
 from scotbed.analysis.stats import time_to_stabilise
 from scotbed.analysis.traffic import traffic_per_broker
@@ -253,4 +254,5 @@ SECTIONS: tuple[tuple[str, Callable[[RunData], S.Section]], ...] = (
     ("correctness", correctness_section),
     ("validity", validity_section),
     ("selforg", selforg_section),
+    ("peers", peers_section),
 )

@@ -1,7 +1,7 @@
 """A run of ``topology: {kind: peers}``: peer processes on this host (local) or in containers
 (compose), the gossip warm-up, then the publish phase in rounds (events from live peers, optional
-churn), the event logs read back by :mod:`scotbed.analysis.peers` into ``analysis/summary.json``
-and a small report.
+churn), the event logs analysed by Spark (:mod:`scotbed.analysis.peers_section`) into
+``analysis/summary.json`` and a small report (:mod:`scotbed.analysis.peers`).
 
 The workload is the simulator's (:mod:`scotbed.peers.workload`): one subscription per peer, uniform
 or Zipf-skewed; the driver paces the rounds (:class:`scotbed.peerproc.cluster.PeerCluster`).
@@ -16,7 +16,7 @@ from typing import Any
 
 from scotbed import contract
 from scotbed.analysis import peers as peer_analysis
-from scotbed.broker.eventlog import read_events
+from scotbed.analysis import peers_section
 from scotbed.errors import UserError
 from scotbed.orchestrator.backends.compose_peers import ComposePeerLauncher
 from scotbed.orchestrator.progress import Progress
@@ -64,6 +64,7 @@ def run_peers(
             seed=spec.seed,
             ready_timeout_s=spec.timeouts.ready_s,
             launcher=launcher,
+            capacity=w.capacity,
         )
     with cluster:
         cluster.bootstrap({k: rng.sample(range(k), min(CONTACTS, k)) for k in range(1, n)})
@@ -77,7 +78,7 @@ def run_peers(
                     live = sorted(set(peers) - set(failed))
                     for k in rng.sample(live, min(w.churn.leaves, len(live) - 2)):
                         cluster.kill(k)
-                        failed[k] = cluster.now
+                        failed[k] = cluster.now + 1  # the first round it misses
                 live = sorted(set(peers) - set(failed))
                 cluster.round([(rng.choice(live), events.event()) for _ in range(w.events_per_round)])
             ph.update(f"{w.rounds * w.events_per_round} events in {w.rounds} rounds, {len(failed)} failures")
@@ -85,9 +86,9 @@ def run_peers(
     with (run_dir / contract.FAULTS).open("w") as fh:
         for k, r in sorted(failed.items()):
             fh.write(json.dumps({"round": r, "kind": "kill", "peer": contract.peer_node(k)}) + "\n")
-    logged = [e for k in peers for e in read_events(cluster.event_log(k))]
-    recs, names = peer_analysis.records(logged, failed)
-    figures = peer_analysis.summary(recs, names)
+    with progress.phase("analyse") as ph:
+        ph.update("Spark")
+        figures, plots = peers_section.analyse(run_dir)
     ok, verdict = peer_analysis.verdict(figures, churn=bool(failed))
     summary = {
         "peers": figures,
@@ -97,5 +98,5 @@ def run_peers(
         "verdict": verdict,
     }
     (run_dir / contract.SUMMARY).write_text(json.dumps(summary, indent=1))
-    (run_dir / contract.REPORT).write_text(peer_analysis.report_html(spec.name, spec.routing, figures))
+    (run_dir / contract.REPORT).write_text(peer_analysis.report_html(spec.name, spec.routing, figures, plots))
     return summary, ok, verdict

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from scotbed import contract
 from scotbed.broker import routing as routing_registry
 from scotbed.peers.config import PeerConfig
 from scotbed.peers.workload import SKEWED, UNIFORM, Shape
@@ -20,7 +21,7 @@ from scotbed.peers.workload import SKEWED, UNIFORM, Shape
 if TYPE_CHECKING:
     from scotbed.orchestrator.spec import Spec
 
-PEERS = "peers"
+PEERS = contract.PEERS_KIND
 #: processes on one host: more is a simulation's job (benchmarks/vinifera.py)
 MAX_PEERS = 100
 #: backends that launch peer processes (orchestrator/peers_run.py)
@@ -65,6 +66,9 @@ class PeersWorkloadSpec(_Strict):
     rounds: int = Field(default=5, ge=1)
     events_per_round: int = Field(default=4, ge=1)
     churn: ChurnSpec | None = None
+    capacity: int | None = Field(
+        default=None, ge=1, description="event messages a peer takes per round, the rest dropped (§V-D)"
+    )
 
 
 def lift(value: Any) -> Any:

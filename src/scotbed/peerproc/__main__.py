@@ -1,7 +1,8 @@
 """``python -m scotbed.peerproc --run-file FILE --name N``: run one peer until SIGTERM/SIGINT.
 
 The run file (written by :class:`scotbed.peerproc.cluster.PeerCluster`) holds the run id, the peer
-algorithm, the :class:`~scotbed.peers.config.PeerConfig`, and per peer its name, ring id,
+algorithm, the :class:`~scotbed.peers.config.PeerConfig`, the per-round event capacity (absent:
+none), and per peer its name, ring id,
 subscription, address (``bind`` when it listens elsewhere, e.g. 0.0.0.0 in a container) and event
 log. Prints ``READY <name> <host:port>`` once serving.
 """
@@ -36,7 +37,7 @@ async def serve(run: dict[str, Any], name: int) -> None:
     if sub is not None:
         events.emit(contract.SUBSCRIBE, ranges=codec.sub_out(sub))
     addresses = {int(p["name"]): p["address"] for p in run["peers"]}
-    node = PeerNode(peer, run["run"], addresses, events)
+    node = PeerNode(peer, run["run"], addresses, events, run.get("capacity"))
     server = grpc.aio.server()
     pbg.add_PeerServicer_to_server(node, server)
     port = server.add_insecure_port(me.get("bind", me["address"]))

@@ -4,8 +4,11 @@
 FIFO (as the simulator's queue is) and opens its channel on the first message, to peers of this run
 only (the address map). A failed send (UNAVAILABLE, deadline) is the simulator's bounce:
 ``unreachable(dst, msg)``. Rounds come from the driver (``tick`` control calls, the simulator's
-rounds) or, with ``period_ms``, from the process's own timer. Counters let the driver tell when the
-whole run is quiescent: every message sent was handled and no queue holds anything.
+rounds) or, with ``period_ms``, from the process's own timer. With a ``capacity`` X a peer takes at
+most X event messages per round and drops the rest, logged as ``ev_drop`` (the simulator's
+capacity, paper §V-D); a dropped message is still acknowledged and counted as handled. Counters let
+the driver tell when the whole run is quiescent: every message sent was handled and no queue holds
+anything.
 """
 
 from __future__ import annotations
@@ -33,13 +36,25 @@ SEND_TIMEOUT_S = 2.0
 class PeerNode(pbg.PeerServicer):
     """One peer, its channels (opened on demand) and its event log."""
 
-    def __init__(self, peer: Peer, run: str, addresses: dict[int, str], events: EventLog) -> None:
+    def __init__(
+        self,
+        peer: Peer,
+        run: str,
+        addresses: dict[int, str],
+        events: EventLog,
+        capacity: int | None = None,
+    ) -> None:
         self.peer, self.run, self.addresses, self.events = peer, run, addresses, events
+        self.capacity = capacity
         self.now = 0
+        #: event messages taken this round (the capacity's count)
+        self.taken = 0
         self.sent = self.handled = self.bounced = self.refused = 0
         #: per peer: messages it acknowledged from us, and messages we handled from it (quiescence)
         self.sent_to: Counter[int] = Counter()
         self.handled_from: Counter[int] = Counter()
+        #: per peer: sends that timed out (DEADLINE_EXCEEDED), which it may or may not have handled
+        self.unsure_to: Counter[int] = Counter()
         self._queues: dict[int, asyncio.Queue[Msg]] = {}
         self._workers: dict[int, asyncio.Task[None]] = {}
         self._busy = 0
@@ -54,9 +69,19 @@ class PeerNode(pbg.PeerServicer):
         msg = codec.decode(request.kind, json.loads(request.body))
         self.handled += 1
         self.handled_from[msg.src] += 1
+        if isinstance(msg, EventMsg):
+            self.taken += 1
+            if self.capacity is not None and self.taken > self.capacity:
+                self._log_event(contract.EV_DROP, msg)
+                return pb.PeerAck()
         self._log_in(msg)
         self.dispatch(self.peer.receive(msg, self.now))
         return pb.PeerAck()
+
+    def tick(self, now: int) -> None:
+        """A new round: the capacity is taken afresh, then the state machine ticks."""
+        self.now, self.taken = now, 0
+        self.dispatch(self.peer.tick(now))
 
     def dispatch(self, out: list[Msg]) -> None:
         """Queue what the state machine returned, log deliveries and view changes."""
@@ -108,14 +133,19 @@ class PeerNode(pbg.PeerServicer):
                 return
             except grpc.aio.AioRpcError as e:
                 log.info("peer %s: send to %s failed: %s", self.peer.name, msg.dst, e.code())
+                if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                    self.unsure_to[msg.dst] += 1
         self.bounced += 1
         self.dispatch(self.peer.unreachable(msg.dst, msg))
 
+    def _log_event(self, ev: str, msg: EventMsg) -> None:
+        self.events.emit(
+            ev, pub_id=msg.eid, src=msg.src, attr=msg.attr, phase=msg.phase, hops=msg.hops, round=self.now
+        )
+
     def _log_in(self, msg: Msg) -> None:
         if isinstance(msg, EventMsg):
-            self.events.emit(
-                contract.EV_IN, pub_id=msg.eid, src=msg.src, attr=msg.attr, phase=msg.phase, hops=msg.hops
-            )
+            self._log_event(contract.EV_IN, msg)
         elif isinstance(msg, Lookup):
             self.events.emit(contract.LOOKUP_IN, src=msg.src, owner=msg.owner, attr=msg.attr, iv=list(msg.iv))
 
@@ -141,8 +171,7 @@ class PeerNode(pbg.PeerServicer):
     def control(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
         p = self.peer
         if op == "tick":
-            self.now = int(args["now"])
-            self.dispatch(p.tick(self.now))
+            self.tick(int(args["now"]))
         elif op == "subscribe":
             self.dispatch(p.subscribe(self.now))
         elif op == "publish":
@@ -184,6 +213,7 @@ class PeerNode(pbg.PeerServicer):
             "refused": self.refused,
             "sent_to": {str(k): v for k, v in self.sent_to.items()},
             "handled_from": {str(k): v for k, v in self.handled_from.items()},
+            "unsure_to": {str(k): v for k, v in self.unsure_to.items()},
             "queued": self._busy + sum(q.qsize() for q in self._queues.values()),
         }
 
@@ -191,8 +221,7 @@ class PeerNode(pbg.PeerServicer):
         """Own rounds, for runs without a driver pacing them."""
         while True:
             await asyncio.sleep(period_ms / 1000)
-            self.now += 1
-            self.dispatch(self.peer.tick(self.now))
+            self.tick(self.now + 1)
 
     async def close(self) -> None:
         for t in self._workers.values():
