@@ -8,15 +8,18 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import kubernetes_validate
 import pytest
 import yaml
 from scotbed_cli import scotbed
+from test_faults_k8s import DeletingApi
+from test_k8s_backend import Clock, FakeStreams, ready_status
 from test_k8s_e2e import KUBE_CONTEXT, assert_nothing_left, images, k8s_run, run_pods
 
 from scotbed import contract
-from scotbed.orchestrator.backends.k8s import K8sBackend, connect, run_namespace
+from scotbed.orchestrator.backends.k8s import K8sBackend, Kube, connect, run_namespace
 from scotbed.orchestrator.backends.k8s_peers import K8sPeerLauncher
 from scotbed.orchestrator.render import k8s, k8s_peers
 from scotbed.orchestrator.run import RunOptions
@@ -79,6 +82,62 @@ def test_the_launcher_places_peers_at_their_dns_names_with_logs_in_the_events_di
     ns = run_namespace(RUN_ID, None)
     assert places[3].address == f"peer-3.peers.{ns}.svc:{k8s.DEFAULT_PORT}"
     assert (places[3].bind, places[3].log) == (f"0.0.0.0:{k8s.DEFAULT_PORT}", "/var/log/scotbed/peer-3.jsonl")
+
+
+class EmptyDirGoesWithItsPod(FakeStreams):
+    """A pod being deleted has no files left to copy."""
+
+    def exec_to(
+        self, namespace: str, pod: str, container: str, command: list[str], out: Any, timeout_s: float
+    ):
+        assert isinstance(self.api, DeletingApi)
+        if pod in self.api.terminating:
+            return 1, f"pod {pod} is terminating"
+        return super().exec_to(namespace, pod, container, command, out, timeout_s)
+
+
+def test_the_launcher_copies_a_killed_peers_log_before_deleting_its_pod_and_all_logs_at_stop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Against the in-memory API of test_k8s_backend: objects applied in order with the namespace in the
+    run state, a port-forward per peer, a kill = copy the log out then delete with grace 0, stop =
+    copy the other logs then delete the namespace (once)."""
+    monkeypatch.setenv("SCOTBED_STATE_DIR", str(tmp_path / "state"))
+    api = DeletingApi()
+    streams = EmptyDirGoesWithItsPod(api)
+    clock = Clock(api)
+    backend = K8sBackend(kube=Kube(api, api, api, streams, context="c"), clock=clock, sleep=clock.sleep)
+    state = RunState(RUN_ID, "k8s", str(tmp_path))
+    launcher = K8sPeerLauncher(backend, RUN_ID, "img:1", state, 60)
+    ns = launcher.namespace
+    clock.ticks.append(lambda _now: api.set_all(ns, ready_status))
+    launcher.places(tmp_path, [0, 1, 2])
+    (tmp_path / "peers.json").write_text('{"peers": []}')
+    addresses = launcher.start(tmp_path, tmp_path / "peers.json")
+    try:
+        assert [kind for kind, _, _ in api.created] == [
+            "Namespace",
+            "ConfigMap",
+            "Service",
+            "NetworkPolicy",
+        ] + ["Pod"] * 3
+        assert (state.k8s_namespace, state.k8s_context) == (ns, "c")
+        assert sorted(addresses) == [0, 1, 2] and all(a.startswith("127.0.0.1:") for a in addresses.values())
+        for n in range(3):
+            streams.files[(f"peer-{n}", "peer")] = {k8s_peers.peer_log(n): f"log {n}\n".encode()}
+        launcher.kill(1)
+        assert api.pod_deletes == [("peer-1", 0)]
+        assert [pod for pod, _, _ in streams.execs] == ["peer-1"]  # copied before the delete
+        assert (tmp_path / contract.EVENTS_DIR / "peer-1.jsonl").read_text() == "log 1\n"
+    finally:
+        launcher.stop()
+        launcher.stop()
+    assert [pod for pod, _, _ in streams.execs] == ["peer-1", "peer-0", "peer-2"] and api.deletes == [ns]
+    assert sorted(f.name for f in (tmp_path / contract.EVENTS_DIR).iterdir()) == [
+        "peer-0.jsonl",
+        "peer-1.jsonl",
+        "peer-2.jsonl",
+    ]
 
 
 @pytest.mark.k8s
