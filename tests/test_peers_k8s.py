@@ -89,7 +89,7 @@ class EmptyDirGoesWithItsPod(FakeStreams):
 
     def exec_to(
         self, namespace: str, pod: str, container: str, command: list[str], out: Any, timeout_s: float
-    ):
+    ) -> tuple[int | None, str]:
         assert isinstance(self.api, DeletingApi)
         if pod in self.api.terminating:
             return 1, f"pod {pod} is terminating"
