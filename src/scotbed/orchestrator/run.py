@@ -23,6 +23,7 @@ queued, none lost otherwise; 130/143 interrupted.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import signal
 import sys
@@ -182,7 +183,7 @@ class Lifecycle:
             from scotbed.orchestrator.peers_run import launcher_for, run_peers
 
             image = self.options.image or BROKER_IMAGE
-            k8s = lambda: make_backend(backend_name, self.options, self.progress)  # noqa: E731
+            k8s = functools.partial(make_backend, backend_name, self.options, self.progress)
             launcher = launcher_for(backend_name, run_id, image, self.state, k8s, spec.timeouts.ready_s)
             return RunResult(run_id, run_dir, *run_peers(spec, run_dir, self.progress, launcher))
 
