@@ -116,11 +116,12 @@ def images(engine: DockerEngine) -> None:
 
 
 def phase_seconds(log_json: str) -> dict[str, float]:
-    """Each finished phase's duration from `scotbed run --log-json` output."""
-    out = {}
+    """Each finished phase's duration from `scotbed run --log-json` output; a line may go on with
+    another thread's stderr text after its JSON object (a port-forward thread's traceback was seen)."""
+    out, decoder = {}, json.JSONDecoder()
     for line in log_json.splitlines():
         if line.startswith("{"):
-            doc = json.loads(line)
+            doc, _ = decoder.raw_decode(line)
             if doc.get("event") == "phase_done":
                 out[doc["phase"]] = doc["seconds"]
     return out
