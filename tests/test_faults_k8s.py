@@ -12,15 +12,14 @@ from typing import Any
 
 import pytest
 from kubernetes import client as k
-from scotbed_cli import scotbed
 from test_k8s_backend import SPEC, Clock, FakeApi, FakeStreams, _not_found, ready_status
-from test_k8s_e2e import K8S_RUN, KUBE_CONTEXT, QUICKSTART, images, run_namespaces, run_pods
+from test_k8s_e2e import assert_nothing_left, images, k8s_run
 
 from scotbed import contract, topology
 from scotbed.broker.client import BrokerClient
 from scotbed.broker.launcher import LocalCluster
 from scotbed.orchestrator.backends.base import DeployRequest
-from scotbed.orchestrator.backends.k8s import K8sBackend, Kube, connect, run_namespace
+from scotbed.orchestrator.backends.k8s import K8sBackend, Kube, run_namespace
 from scotbed.orchestrator.backends.k8s_faults import FromFirstPublication, K8sFaults
 from scotbed.orchestrator.faults import FaultSpec
 from scotbed.orchestrator.plan import deployed_configs
@@ -162,11 +161,8 @@ def test_the_k8s_timeline_starts_at_the_first_client_publication(tmp_path: Path)
 @pytest.mark.spark
 @pytest.mark.timeout(1500)
 def test_a_broker_pod_deleted_and_restarted_mid_publish_loses_nothing_outside_the_window(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, images: None
+    tmp_path: Path, images: None
 ) -> None:
-    if not KUBE_CONTEXT:
-        pytest.skip("SCOTBED_KUBE_CONTEXT is not set (make local-cluster, then export it)")
-    monkeypatch.setenv("SCOTBED_STATE_DIR", str(tmp_path / "state"))
     sets = [
         "topology.kind=tree",
         "topology.connectivity=1",
@@ -180,16 +176,10 @@ def test_a_broker_pod_deleted_and_restarted_mid_publish_loses_nothing_outside_th
         "timeouts.ready_s=300",
         "faults=[{at_s: 2, action: kill, broker: b-v1-0}, {at_s: 4, action: restart, broker: b-v1-0}]",
     ]
-    flags = [a for s in sets for a in ("--set", s)]
-    out = ["--out", str(tmp_path / "runs"), "--quiet"]
-    ctx = ["--kube-context", str(KUBE_CONTEXT)]
-    proc = scotbed(tmp_path, "run", str(QUICKSTART), *K8S_RUN, *ctx, *flags, *out, timeout=1400)
-    (run,) = list((tmp_path / "runs").iterdir())
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    _proc, run = k8s_run(tmp_path, sets, "--quiet")
     done = [json.loads(line)["action"] for line in (run / "faults.jsonl").read_text().splitlines()]
     assert done == ["kill", "restart"]
     n = json.loads((run / "analysis" / "summary.json").read_text())["notifications"]
     assert n["missing"] == 0 and n["duplicates"] == 0 and len(n["fault_windows"]) == 1
     assert n["delivered"] + n["missing_in_fault_windows"] == n["expected_deliveries"] > 0
-    kube = connect(KUBE_CONTEXT)
-    assert run_namespaces(kube, run.name) == [] and run_pods(kube, run.name) == []
+    assert_nothing_left(run.name)

@@ -8,6 +8,9 @@ context named by SCOTBED_KUBE_CONTEXT.
 - a whole `scotbed run --backend k8s` on the real kubelet, logs collected through the API;
 - Ctrl-C during that run: exit 130, namespace removed, run directory kept.
 
+:func:`k8s_run` is the one set-up of a whole run on the cluster (here, test_faults_k8s, test_tls_k8s,
+test_peers_k8s).
+
 The fake nodes (scripts/local-cluster/fake_nodes.py) carry the taint ``scotbed.io/fake-node`` and
 the label ``scotbed.io/node-pool=fake``; every two of them share a ``scotbed.io/fake-pair`` label.
 """
@@ -21,6 +24,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,15 +54,41 @@ FAKE_POOL = Placement(
 )
 # a small workload: the run checks correctness, not throughput, and the real node has 2 cores
 SMALL = [
-    "--set", "workload.subscribers=10", "--set", "workload.publishers=2",
-    "--set", "workload.notifications_per_publisher=50",
-    "--set", "timeouts.ready_s=300",  # every pod starts on one node, on a machine others share
+    "workload.subscribers=10", "workload.publishers=2", "workload.notifications_per_publisher=50",
+    "timeouts.ready_s=300",  # every pod starts on one node, on a machine others share
 ]  # fmt: skip
 # the quickstart's paper-fig2 with two brokers per cluster (12, the least SNR runs on): one real node
 # runs every pod and a Python per readiness probe; the 18-broker overlay is placed on the fake nodes
-ONE_NODE = ["--set", "topology.connectivity=2"]
+ONE_NODE = ["topology.connectivity=2"]
 BROKERS_ON_ONE_NODE = 12
 K8S_RUN = ["--backend", "k8s", "--preferred-anti-affinity", "--pod-cpu", "50m", "--workers", "1"]
+
+
+def set_flags(sets: Sequence[str]) -> list[str]:
+    return [a for s in sets for a in ("--set", s)]
+
+
+def k8s_run(
+    tmp_path: Path, sets: Sequence[str], *flags: str, spec: Path = QUICKSTART, timeout: float = 1400
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """`scotbed run SPEC` on the real cluster (``K8S_RUN``, the context) with ``--set`` overrides into
+    ``tmp_path/runs``, state in ``tmp_path/state``; asserts exit 0; returns the process and the run
+    directory."""
+    if not KUBE_CONTEXT:
+        pytest.skip("SCOTBED_KUBE_CONTEXT is not set (make local-cluster, then export it)")
+    ctx, out = ["--kube-context", KUBE_CONTEXT], ["--out", str(tmp_path / "runs")]
+    proc = scotbed(
+        tmp_path, "run", str(spec), *K8S_RUN, *ctx, *set_flags(sets), *out, *flags, timeout=timeout
+    )
+    runs = list((tmp_path / "runs").iterdir()) if (tmp_path / "runs").is_dir() else []
+    assert proc.returncode == 0 and len(runs) == 1, proc.stdout[-3000:] + proc.stderr[-4000:]
+    return proc, runs[0]
+
+
+def assert_nothing_left(run_id: str) -> None:
+    """No namespace and no pod of the run on the cluster."""
+    kube = connect(KUBE_CONTEXT)
+    assert run_namespaces(kube, run_id) == [] and run_pods(kube, run_id) == []
 
 
 @pytest.fixture(autouse=True)
@@ -86,11 +116,12 @@ def images(engine: DockerEngine) -> None:
 
 
 def phase_seconds(log_json: str) -> dict[str, float]:
-    """Each finished phase's duration from `scotbed run --log-json` output."""
-    out = {}
+    """Each finished phase's duration from `scotbed run --log-json` output; a line may go on with
+    another thread's stderr text after its JSON object (a port-forward thread's traceback was seen)."""
+    out, decoder = {}, json.JSONDecoder()
     for line in log_json.splitlines():
         if line.startswith("{"):
-            doc = json.loads(line)
+            doc, _ = decoder.raw_decode(line)
             if doc.get("event") == "phase_done":
                 out[doc["phase"]] = doc["seconds"]
     return out
@@ -172,11 +203,8 @@ def test_too_few_nodes_fail_the_ready_barrier_with_the_schedulers_reason(kube: K
 @pytest.mark.timeout(1500)
 def test_scotbed_run_on_the_real_kubelet_end_to_end(kube: Kube, images: None, tmp_path: Path) -> None:
     start = time.monotonic()
-    done = scotbed(tmp_path, "run", str(QUICKSTART), *K8S_RUN, "--kube-context", str(KUBE_CONTEXT), *SMALL,
-                   *ONE_NODE, "--out", str(tmp_path / "runs"), "--log-json", timeout=1200)  # fmt: skip
+    done, run_dir = k8s_run(tmp_path, [*SMALL, *ONE_NODE], "--log-json", timeout=1200)
     print(f"k8s e2e took {time.monotonic() - start:.0f} s; phases: {phase_seconds(done.stderr)}")
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-4000:]
-    (run_dir,) = (tmp_path / "runs").iterdir()
     n = json.loads((run_dir / "analysis" / "summary.json").read_text())["notifications"]
     assert (n["missing"], n["duplicates"], n["false_positives"]) == (0, 0, 0)
     assert n["delivered"] == n["expected_deliveries"] > 0
@@ -186,7 +214,7 @@ def test_scotbed_run_on_the_real_kubelet_end_to_end(kube: Kube, images: None, tm
     assert len(broker_logs) == BROKERS_ON_ONE_NODE and all("READY" in p.read_text() for p in broker_logs)
     master_logs = list((run_dir / "logs").glob("*-locust-master.log"))
     assert master_logs and master_logs[0].stat().st_size > 0
-    assert run_namespaces(kube, run_dir.name) == [] and run_pods(kube, run_dir.name) == []
+    assert_nothing_left(run_dir.name)
 
 
 @pytest.mark.timeout(900)
@@ -194,7 +222,7 @@ def test_ctrl_c_during_a_k8s_run_exits_130_and_removes_the_namespace(
     kube: Kube, images: None, tmp_path: Path
 ) -> None:
     argv = [sys.executable, "-m", "scotbed.orchestrator.cli", "run", str(QUICKSTART), *K8S_RUN,
-            "--kube-context", str(KUBE_CONTEXT), *SMALL, *ONE_NODE,
+            "--kube-context", str(KUBE_CONTEXT), *set_flags([*SMALL, *ONE_NODE]),
             "--out", str(tmp_path / "runs")]  # fmt: skip
     log = tmp_path / "run.log"  # a file, not a pipe: nobody reads while it runs
     with log.open("w") as sink:

@@ -36,6 +36,7 @@ def test_peers_topology_lifts_into_its_block_and_maps_routing_params() -> None:
     cfg = peer_config(spec)
     assert (cfg.id_space, cfg.k_sw, cfg.beta, cfg.k_f) == (64, 1, 9, PeerConfig().k_f)
     assert cfg.domains == (("x", 0.0, 1000.0), ("y", 0.0, 1000.0))
+    assert [parse_spec(_spec(backend=b)).backend for b in ("compose", "k8s")] == ["compose", "k8s"]
 
 
 @pytest.mark.parametrize(
@@ -52,7 +53,6 @@ def test_peers_topology_lifts_into_its_block_and_maps_routing_params() -> None:
             "routing_params.k_f: '2' is not allowed; expected int (default 6)",
         ),
         (_spec(topology={"kind": "peers", "n": 6, "domain": [5, 5]}), "topology.domain: [5.0, 5.0] is empty"),
-        (_spec(backend="k8s"), "backend: 'k8s' cannot launch peers yet; use local or compose"),
         (_spec(topology={"kind": "peers", "n": 1}), "topology.n: 1 is not allowed"),
         ({"name": "v", "workload": {"peers": {}}}, "workload.peers: only used with topology kind peers"),
     ],

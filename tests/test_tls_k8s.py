@@ -11,13 +11,11 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
-from scotbed_cli import scotbed
-from test_k8s_e2e import K8S_RUN, KUBE_CONTEXT, QUICKSTART, images, run_namespaces, run_pods
+from test_k8s_e2e import assert_nothing_left, images, k8s_run
 from test_render_k8s import RUN_ID, pods
 
 from scotbed.broker import tls
 from scotbed.orchestrator import pki, security
-from scotbed.orchestrator.backends.k8s import connect
 from scotbed.orchestrator.plan import deployed_configs
 from scotbed.orchestrator.render import k8s, k8s_tls
 from scotbed.orchestrator.spec import build_scot, parse_spec
@@ -98,12 +96,7 @@ def test_a_workload_job_mounts_the_certificates_and_other_objects_stay_as_they_a
 @pytest.mark.slow
 @pytest.mark.spark
 @pytest.mark.timeout(1500)
-def test_a_k8s_run_with_tls_delivers_exactly_once(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, images: None
-) -> None:
-    if not KUBE_CONTEXT:
-        pytest.skip("SCOTBED_KUBE_CONTEXT is not set (make local-cluster, then export it)")
-    monkeypatch.setenv("SCOTBED_STATE_DIR", str(tmp_path / "state"))
+def test_a_k8s_run_with_tls_delivers_exactly_once(tmp_path: Path, images: None) -> None:
     sets = [
         "topology.kind=tree",
         "topology.connectivity=1",
@@ -116,17 +109,11 @@ def test_a_k8s_run_with_tls_delivers_exactly_once(
         "timeouts.ready_s=300",
         "security.tls=true",
     ]
-    flags = [a for s in sets for a in ("--set", s)]
-    out = ["--out", str(tmp_path / "runs"), "--quiet"]
-    ctx = ["--kube-context", str(KUBE_CONTEXT)]
-    proc = scotbed(tmp_path, "run", str(QUICKSTART), *K8S_RUN, *ctx, *flags, *out, timeout=1400)
-    (run,) = list((tmp_path / "runs").iterdir())
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    _proc, run = k8s_run(tmp_path, sets, "--quiet")
     manifests = (run / "manifests" / "k8s.yaml").read_text()
     assert f"secretName: {k8s_tls.SECRET}" in manifests
     assert (run / "manifests" / "workload.yaml").read_text().count(f"secretName: {k8s_tls.SECRET}") >= 2
     n = json.loads((run / "analysis" / "summary.json").read_text())["notifications"]
     assert n["missing"] == 0 and n["duplicates"] == 0 and n["false_positives"] == 0
     assert n["delivered"] == n["expected_deliveries"] > 0
-    kube = connect(KUBE_CONTEXT)
-    assert run_namespaces(kube, run.name) == [] and run_pods(kube, run.name) == []
+    assert_nothing_left(run.name)

@@ -23,6 +23,7 @@ queued, none lost otherwise; 130/143 interrupted.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import signal
 import sys
@@ -181,7 +182,9 @@ class Lifecycle:
         if spec.topology.kind == spec_peers.PEERS:
             from scotbed.orchestrator.peers_run import launcher_for, run_peers
 
-            launcher = launcher_for(backend_name, run_id, self.options.image or BROKER_IMAGE, self.state)
+            image = self.options.image or BROKER_IMAGE
+            k8s = functools.partial(make_backend, backend_name, self.options, self.progress)
+            launcher = launcher_for(backend_name, run_id, image, self.state, k8s, spec.timeouts.ready_s)
             return RunResult(run_id, run_dir, *run_peers(spec, run_dir, self.progress, launcher))
 
         with self.progress.phase("topology") as ph:

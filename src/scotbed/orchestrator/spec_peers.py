@@ -24,8 +24,6 @@ if TYPE_CHECKING:
 PEERS = contract.PEERS_KIND
 #: processes on one host: more is a simulation's job (benchmarks/vinifera.py)
 MAX_PEERS = 100
-#: backends that launch peer processes (orchestrator/peers_run.py)
-PEER_BACKENDS = ("local", "compose")
 _DEFAULT = PeerConfig()
 #: PeerConfig fields a spec may set through routing_params (the rest come from the blocks below)
 TUNABLE = ("k_sw", "k_f", "view_size", "shuffle_len", "refresh", "crt_ttl", "beta", "ring_cache", "max_hops")
@@ -102,8 +100,6 @@ def problems(spec: Spec) -> list[str]:
         out.append(f"topology: kind {PEERS} needs n (the number of peers)")
     elif t.peers.domain[0] >= t.peers.domain[1]:
         out.append(f"topology.domain: {t.peers.domain} is empty; want [min, max] with min < max")
-    if spec.backend not in PEER_BACKENDS:
-        out.append(f"backend: {spec.backend!r} cannot launch peers yet; use {' or '.join(PEER_BACKENDS)}")
     for k, v in spec.routing_params.items():
         if k not in TUNABLE:
             out.append(f"routing_params.{k}: not a peer parameter; allowed: {', '.join(TUNABLE)}")

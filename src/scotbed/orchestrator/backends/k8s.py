@@ -198,7 +198,11 @@ class _Collect:
 
 
 class K8sDeployment:
-    """A run's namespace and what the orchestrator needs from it (see the base module's Deployment)."""
+    """A run's namespace and what the orchestrator needs from it (see the base module's Deployment);
+    ``brokers`` are the pods it waits for, forwards to and collects from (peer pods: a subclass)."""
+
+    #: the pods' ``app.kubernetes.io/component`` label
+    component = "broker"
 
     def __init__(
         self,
@@ -219,7 +223,7 @@ class K8sDeployment:
         self.collect_problems: list[str] = []
         self._forwards: dict[str, Forwarder] = {}
         self._torn_down = False
-        self._selector = f"{LABEL_RUN}={request.run_id},{LABEL_COMPONENT}=broker"
+        self._selector = f"{LABEL_RUN}={request.run_id},{LABEL_COMPONENT}={self.component}"
         self.fault_target: K8sFaults | None = None  # what the fault timeline deletes and creates again
 
     # -- addresses ---------------------------------------------------------------------------------
@@ -300,9 +304,11 @@ class K8sDeployment:
             try:
                 pods = self._pods()
             except Exception as e:
-                raise BackendError(f"listing broker pods in {self.namespace}: {api_message(e)}") from None
+                raise BackendError(
+                    f"listing {self.component} pods in {self.namespace}: {api_message(e)}"
+                ) from None
             waiting = [b for b in brokers if b not in pods or not is_ready(pods[b])]
-            self.backend.notify(f"{total - len(waiting)}/{total} broker pods Ready")
+            self.backend.notify(f"{total - len(waiting)}/{total} {self.component} pods Ready")
             if not waiting:
                 return
             problems = self._problems(waiting, pods, ())
@@ -317,12 +323,12 @@ class K8sDeployment:
             if stuck or now >= deadline:
                 problems = self._problems(waiting, pods, self._events())
                 if stuck:
-                    head = f"broker pods in namespace {self.namespace} failed: " + ", ".join(
+                    head = f"{self.component} pods in namespace {self.namespace} failed: " + ", ".join(
                         sorted(p.pod for p in stuck)
                     )
                 else:
                     head = (
-                        f"{len(waiting)} of {total} broker pods not Ready after {timeout_s:.0f} s "
+                        f"{len(waiting)} of {total} {self.component} pods not Ready after {timeout_s:.0f} s "
                         f"in namespace {self.namespace}: {', '.join(sorted(waiting))}"
                     )
                 extra = "".join(f"\n  note: {w}" for w in self.warnings)
@@ -335,7 +341,7 @@ class K8sDeployment:
         try:
             pods = self._pods()
         except Exception as e:  # a blip of the API server is not a dead broker
-            log.warning("listing broker pods in %s: %s", self.namespace, api_message(e))
+            log.warning("listing %s pods in %s: %s", self.component, self.namespace, api_message(e))
             return {}
         out = {}
         for b in self.brokers:
@@ -386,17 +392,18 @@ class K8sDeployment:
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_text(str(text or ""))
 
-    def collect(self, events_dir: Path) -> list[Path]:
-        """Every running broker's event log into ``events_dir``, container logs into ``logs/``; a pod that
-        is gone or stopped is reported in :attr:`collect_problems` (its emptyDir cannot be read)."""
+    def collect(self, events_dir: Path, only: Sequence[str] | None = None) -> list[Path]:
+        """Every running broker's (or those ``only``) event log into ``events_dir``, container logs into
+        ``logs/``; a pod that is gone or stopped is reported in :attr:`collect_problems` (its emptyDir
+        cannot be read)."""
         events_dir.mkdir(parents=True, exist_ok=True)
         result = _Collect()
         try:
             pods = self._pods()
         except Exception as e:
-            self.collect_problems = [f"listing broker pods in {self.namespace}: {api_message(e)}"]
+            self.collect_problems = [f"listing {self.component} pods in {self.namespace}: {api_message(e)}"]
             return []
-        for b in self.brokers:
+        for b in self.brokers if only is None else only:
             pod = pods.get(b)
             if pod is None:
                 result.problems.append(f"{b}: pod is gone, its event log is lost")

@@ -59,6 +59,20 @@ class Resources:
     events_size_limit: str = "1Gi"  # emptyDir that holds the broker's event log
 
 
+def container_security() -> dict[str, Any]:
+    """The broker image's container hardening (the namespace enforces the "restricted" pod security
+    level); a fresh dict per pod, so the YAML has no aliases."""
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": BROKER_UID,
+        "runAsGroup": BROKER_UID,
+        "readOnlyRootFilesystem": True,
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
 def namespace_for(run_id: str) -> str:
     """A DNS label (<= 63, lowercase) for the run; the run id's random suffix keeps it unique."""
     ns = "scotbed-" + run_id.lower()
@@ -92,12 +106,15 @@ def anti_affinity_warning(need: int, nodes: int, preferred: bool = False) -> str
     )
 
 
-def _anti_affinity(run_id: str, neighbours: list[str], preferred: bool) -> dict[str, Any]:
+def anti_affinity(
+    run_id: str, neighbours: list[str], preferred: bool, key: str = LABEL_BROKER
+) -> dict[str, Any]:
+    """Keep the pod off the nodes of the run's pods whose ``key`` label is one of ``neighbours``."""
     term = {
         "labelSelector": {
             "matchExpressions": [
                 {"key": LABEL_RUN, "operator": "In", "values": [run_id]},
-                {"key": LABEL_BROKER, "operator": "In", "values": neighbours},
+                {"key": key, "operator": "In", "values": neighbours},
             ]
         },
         "topologyKey": "kubernetes.io/hostname",
@@ -151,15 +168,7 @@ def _pod(
             "requests": {"cpu": res.cpu_request, "memory": res.memory_request},
             "limits": {"cpu": res.cpu_limit, "memory": res.memory_limit},
         },
-        "securityContext": {
-            "runAsNonRoot": True,
-            "runAsUser": BROKER_UID,
-            "runAsGroup": BROKER_UID,
-            "readOnlyRootFilesystem": True,
-            "allowPrivilegeEscalation": False,
-            "capabilities": {"drop": ["ALL"]},
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
+        "securityContext": container_security(),
         "volumeMounts": [
             {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
             {"name": "events", "mountPath": EVENTS_DIR},
@@ -184,7 +193,7 @@ def _pod(
     }
     spec.update(placement.pod_spec())
     if neighbours:
-        spec["affinity"] = {"podAntiAffinity": _anti_affinity(run_id, neighbours, preferred)}
+        spec["affinity"] = {"podAntiAffinity": anti_affinity(run_id, neighbours, preferred)}
     if tls:
         spec = k8s_tls.mount(spec)
     return {
