@@ -63,7 +63,9 @@ class Columns:
             for k, v in attrs.items():
                 if not _exact(v):
                     return None
-                raw.setdefault(k, [None] * n)[i] = v
+                if k not in raw:
+                    raw[k] = [None] * n
+                raw[k][i] = v
         cols = {}
         for k, values in raw.items():
             number = np.fromiter((_is_number(v) for v in values), bool, n)
