@@ -105,6 +105,11 @@ def test_notification_delay_percentiles_and_hops(spark: Any, tmp_path: Path) -> 
     )
     hops = M.hops_distribution(deliv)
     assert dict(zip(hops["hops"], hops["count"], strict=True)) == {0: 33, 1: 34, 2: 33}
+    # the one pass: the same delays and hop counts; a hop count beyond the counted ones gives none
+    one_nd, one_curves, one_hops = M.delivery_stats(deliv, 2)
+    assert (one_nd, one_curves) == (nd, curves)
+    assert one_hops is not None and one_hops.equals(hops.astype("int64"))
+    assert M.delivery_stats(deliv, 1)[2] is None
 
 
 def test_matching_ims_dynamic_load_drops(spark: Any, tmp_path: Path) -> None:

@@ -180,3 +180,29 @@ def test_pst_compares_many_ranges_of_one_shape_with_numpy() -> None:
     got = sorted(pst.match({"a": 3, "b": 2.5}))
     assert got == sorted([("ge", k) for k in range(4)] + [("bt", k) for k in (3,)])
     assert pst.match({"a": float("nan")}) == [] and pst.match({"b": 1}) == []
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(flts=st.lists(filters, min_size=1, max_size=6), batch=st.lists(events, min_size=1, max_size=12))
+def test_columnar_counts_equal_filter_matches(flts: list[Filter], batch: list[dict[str, Any]]) -> None:
+    """Counting over numpy columns gives Filter.matches's counts, or refuses what it cannot compare."""
+    from scotbed.matching.columnar import Columns, exact_filter
+    from scotbed.workloads.subscriptions import mean_selectivity
+
+    cols = Columns.of(batch)
+    want = [sum(f.matches(e) for e in batch) for f in flts]
+    if cols is not None:
+        assert [cols.count(f) for f in flts if exact_filter(f)] == [
+            w for f, w in zip(flts, want, strict=True) if exact_filter(f)
+        ]
+    assert mean_selectivity(flts, batch) == sum(want) / (len(flts) * len(batch))
+
+
+def test_columnar_refuses_values_numpy_cannot_compare() -> None:
+    from scotbed.matching.columnar import Columns, exact_filter
+
+    assert Columns.of([{"a": 1}, {"a": "x"}]) is not None
+    for bad in (True, 2**53, "A\x00", [1]):
+        assert Columns.of([{"a": 1}, {"a": bad}]) is None
+    assert not exact_filter(Filter.parse("a = 9007199254740992"))
+    assert exact_filter(Filter.parse('a between [1, 2] and b prefix "A"'))

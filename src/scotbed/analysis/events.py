@@ -5,8 +5,8 @@ contracts define; a field an event does not carry is null. Lines that are not
 valid JSON or lack ``ts_ns``/``ev`` are dropped and counted (``malformed``).
 
 JSON parsing is most of the cost of an analysis, so :func:`store_events` parses
-the logs once into Parquet partitioned by event name: every metric afterwards
-reads only the columns and the event names it needs.
+the logs once, into Parquet or Spark's memory cache: every metric afterwards
+reads only the columns it needs.
 """
 
 from __future__ import annotations
@@ -78,21 +78,21 @@ def read_events(spark: SparkSession, paths: list[str]) -> tuple[DataFrame, DataF
 
 
 def store_events(spark: SparkSession, paths: list[str], dest: Path, in_memory: bool = False) -> DataFrame:
-    """Parse the logs once; every line, malformed too.
+    """Parse the logs once; every line, malformed too, into Spark's memory cache or Parquet at ``dest``.
 
-    Into Parquet at ``dest``, partitioned by ``ev`` (reading the result with a filter on ``ev``
-    touches only that event's files), or into Spark's memory cache sorted by ``ev`` inside each
-    partition: the cache keeps each batch's least and greatest ``ev``, so a filter on ``ev`` skips
-    the batches of the other events, as the Parquet store's partitions do.
+    In the order the logs hold them, neither sorted nor partitioned by event name: measured at 0.86M
+    events (91 MB), sorting the cached rows by name (so a filter on ``ev`` skips batches) or
+    partitioning the Parquet by name (so it reads only that name's files) doubles the parse
+    (7.4 and 7.0 s against 3.9 and 3.5 s) and no query reads the result faster (Parquet's
+    dictionary-encoded ``ev`` column is cheap to filter on).
     """
     if in_memory:
         from pyspark import StorageLevel
 
-        by_ev = read_raw(spark, paths).sortWithinPartitions("ev", "node", "ts_ns")
-        cached = by_ev.persist(StorageLevel.MEMORY_AND_DISK)
+        cached = read_raw(spark, paths).persist(StorageLevel.MEMORY_AND_DISK)
         cached.count()
         return cached
-    read_raw(spark, paths).write.mode("overwrite").partitionBy("ev").parquet(str(dest))
+    read_raw(spark, paths).write.mode("overwrite").parquet(str(dest))
     return spark.read.schema(RAW_DDL).parquet(str(dest))
 
 

@@ -48,7 +48,7 @@ def input_longest() -> Column:
 
 
 def of(events: DataFrame, *names: str) -> DataFrame:
-    """The events named ``names`` (on the Parquet store this reads only their partitions)."""
+    """The events named ``names``."""
     return events.where(F.col("ev").isin(list(names)))
 
 
@@ -329,11 +329,34 @@ def delivery_delays(deliv: DataFrame) -> tuple[dict[str, Any], dict[str, list[tu
 
     Returns ({column: distribution}, {column: [(quantile, value), ...]}).
     """
+    dists, curves, _ = delivery_stats(deliv, -1)
+    return dists, curves
+
+
+def delivery_stats(
+    deliv: DataFrame, max_hops: int
+) -> tuple[dict[str, Any], dict[str, list[tuple[float, float]]], pd.DataFrame | None]:
+    """:func:`delivery_delays` and the hop counts of :func:`hops_distribution` in one action.
+
+    The hops are counted for 0..``max_hops`` (a bound the caller knows, such as the brokers); None
+    for the hops when a delivery's hop count lies outside it, so the caller counts them apart.
+    """
     qs = tuple(sorted(set(SUMMARY_QUANTILES) | set(CDF_QUANTILES)))
     aggs = [a for c in DELAY_COLUMNS for a in dist_aggs(c, qs)]
     aggs += [F.avg((F.col(c) < 1000).cast("double")).alias(f"{c}_u1") for c in DELAY_COLUMNS]
+    aggs += [F.min("hops").alias("hops_min"), F.max("hops").alias("hops_max")]
+    aggs += [F.count(F.when(F.col("hops") == k, 1)).alias(f"hops_{k}") for k in range(max_hops + 1)]
     row = deliv.agg(*aggs).first()
     assert row is not None
+    hops = None
+    if row["hops_max"] is None or (row["hops_min"] >= 0 and row["hops_max"] <= max_hops):
+        seen = [(k, row[f"hops_{k}"]) for k in range(max_hops + 1) if row[f"hops_{k}"]]
+        hops = pd.DataFrame(
+            {
+                "hops": pd.array([k for k, _ in seen], "int64"),
+                "count": pd.array([n for _, n in seen], "int64"),
+            }
+        )
     dists: dict[str, Any] = {}
     curves: dict[str, list[tuple[float, float]]] = {}
     for c in DELAY_COLUMNS:
@@ -342,7 +365,7 @@ def delivery_delays(deliv: DataFrame) -> tuple[dict[str, Any], dict[str, list[tu
         dists[c] = d
         values = dict(zip(qs, row[f"{c}_q"] or [], strict=False))
         curves[c] = [(q, float(values[q])) for q in CDF_QUANTILES if values.get(q) is not None]
-    return dists, curves
+    return dists, curves, hops
 
 
 def hops_distribution(deliv: DataFrame) -> pd.DataFrame:

@@ -139,7 +139,7 @@ def traffic_section(d: RunData) -> S.Traffic:
     o = d.oracle
     if o is None:
         return S.Traffic()
-    relay, fp = traffic_per_broker(d.events, o.expected.select("pub_id", "broker").distinct())
+    relay, fp = traffic_per_broker(d.events, o.expected.select("pub_id", "broker"))
     d.tables["relay"] = relay
     d.tables["false_positive_traffic"] = fp
     visits, relay_only = int(relay["visits"].sum()), int(relay["relay_only"].sum())

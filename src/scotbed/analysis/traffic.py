@@ -60,7 +60,8 @@ def traffic_per_broker(events: DataFrame, interested: DataFrame) -> tuple[pd.Dat
     """(relay, false_positive_traffic) per broker, computed in one action.
 
     ``interested`` has (pub_id, broker) for every broker hosting a subscriber the publication
-    matches. relay: node, visits, relay_only. false_positive_traffic: node, ims, fp_ims.
+    matches, repeated or not (it is made distinct here, once). relay: node, visits, relay_only.
+    false_positive_traffic: node, ims, fp_ims.
     """
     visits = of(events, contract.NOTIF_IN).where(_to_broker()).select("pub_id", "node")
     mine = interested.select("pub_id", F.col("broker").alias("node"), F.lit(1).alias("hit")).distinct()
