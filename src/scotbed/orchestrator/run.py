@@ -4,7 +4,7 @@ The lifecycle, every barrier with a timeout (spec ``timeouts``) and an error
 that names who did not pass it::
 
     validate → topology → render → deploy → ready → subscribe → quiescent
-    → publish → drain → collect → analyse → report → teardown
+    → publish → drain → collect → teardown → analyse → report (``--keep``: no teardown)
 
 A broker that dies at any point after ``ready`` fails the run with its name
 and last log lines. Ctrl-C and SIGTERM tear down and keep what was collected.
@@ -240,6 +240,9 @@ class Lifecycle:
 
         with self.progress.phase("collect") as ph:
             self._collect(ph)
+        if not self.options.keep:  # the analysis reads logs no broker still appends to, on a quiet host
+            self._stop_workload()
+            self._teardown()
         lag = schedule.publisher_lag(run_dir / contract.PUBLICATIONS)
         if (late := schedule.warning(lag)) is not None:
             self.progress.warn(late)
@@ -489,12 +492,14 @@ class Lifecycle:
             with contextlib.suppress(Exception):
                 self.progress.info("teardown")
             self.deployment.teardown()
+            self.deployment = None  # torn down once: before the analysis, or at exit
         if self.state is not None:
             # an interrupted deploy has no deployment yet, but the processes it started are recorded
             from scotbed.orchestrator.down import stop_processes
 
             stop_processes(self.state.processes)
             self.state.forget()
+            self.state = None
 
 
 def verdict_of(summary: dict[str, Any]) -> tuple[bool, str]:
