@@ -17,6 +17,10 @@ ratio is the fairer one. The synthesised run is correct by construction, so ``ok
 ``--repeat K`` analyses each run K times in the same session (one line each, ``analysis`` = 1..K):
 the first pays the JVM's warm-up (code generation, JIT) for every query; the later ones are what
 each further run of a campaign costs, since a campaign analyses all its runs in one session.
+``--cold RUN_DIR`` times what ``scotbed analyze RUN_DIR`` costs from nothing (e.g. ``make demo``'s run):
+the session's start and one analysis, wall and CPU, no raw pass before it to warm the JVM.
+``--java-option OPT`` (repeatable; ``none`` for no option) replaces the options ``--cold``'s JVM starts
+with (by default :func:`scotbed.analysis.api.java_options_for` the run) to try one.
 """
 
 from __future__ import annotations
@@ -117,10 +121,17 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=1, help="analyses of each run in the session")
     ap.add_argument("--profile", action="store_true", help="per section: wall, CPU and Spark jobs")
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark SQL conf")
+    ap.add_argument("--cold", default=None, metavar="RUN_DIR", help="session start + one analysis of a run")
+    ap.add_argument("--java-option", action="append", default=None, help="the local JVM's options")
     args = ap.parse_args()
     os.environ.setdefault("SCOTBED_SPARK_DRIVER_MEMORY", args.driver_memory)
     from scotbed.analysis.api import analyze
     from scotbed.analysis.session import get_session
+
+    if args.cold:
+        options = None if args.java_option is None else [o for o in args.java_option if o != "none"]
+        print(json.dumps({**cold(Path(args.cold), args.master, args.conf, options), "conf": args.conf}))
+        return 0
 
     root = Path(args.workdir or tempfile.mkdtemp(prefix="scotbed-bench-"))
     spark = get_session(args.master, app_name="scotbed-analysis-scale")
@@ -154,6 +165,42 @@ def main() -> int:
         if not args.keep and args.workdir is None:
             shutil.rmtree(root, ignore_errors=True)
     return 0
+
+
+def cold(run: Path, master: str | None, confs: list[str], java_options: list[str] | None) -> dict[str, Any]:
+    """Wall and CPU seconds of a session's start and one analysis of ``run`` in it, from a cold JVM
+    started with ``java_options`` (default: what ``scotbed analyze`` picks for the run)."""
+    import psutil
+
+    from scotbed.analysis.api import analyze, java_options_for
+    from scotbed.analysis.session import get_session
+
+    options = java_options_for(RunDir.open(run)) if java_options is None else tuple(java_options)
+    me = psutil.Process()
+    c0, t0 = sum(me.cpu_times()[:4]), time.monotonic()
+    spark = get_session(master, app_name="scotbed-analysis-scale", java_options=options)
+    try:
+        for kv in confs:
+            spark.conf.set(*kv.split("=", 1))
+        clock = Clock(spark)
+        session_w, session_c = time.monotonic() - t0, clock.cpu() - c0
+        summary, t_an, c_an = clock.time(lambda: analyze(run, spark=spark))
+    finally:
+        spark.stop()
+    return {
+        "run": run.name,
+        "events": summary["events"]["total"],
+        "java_options": list(options),
+        "session_s": round(session_w, 2),
+        "session_cpu_s": round(session_c, 2),
+        "analysis_s": round(t_an, 2),
+        "analysis_cpu_s": round(c_an, 2),
+        "total_s": round(session_w + t_an, 2),
+        "total_cpu_s": round(session_c + c_an, 2),
+        "stages_s": summary["environment"].get("stages_s"),
+        "ok": summary["correctness"]["ok"],
+        "load_avg_1m": round(os.getloadavg()[0], 1),
+    }
 
 
 def profile_sections(spark: Any, clock: Clock, out: list[dict[str, Any]]) -> None:

@@ -87,8 +87,10 @@ def test_summary_is_identical_to_the_golden_file(
     from scotbed.analysis import context
     from scotbed.analysis.api import analyze
 
-    # a run this small is cached in memory; the Parquet store of large runs must give the same summary
+    # a run this small is cached in memory and takes the small-run paths (rows collected to pandas);
+    # the Parquet store and the Spark paths of large runs must give the same summary
     monkeypatch.setattr(context, "IN_MEMORY_BYTES", 1 << 40 if store == "memory" else 0)
+    monkeypatch.setattr(context, "SMALL_RUN_BYTES", 1 << 40 if store == "memory" else 0)
 
     got = comparable(analyze(make_run(tmp_path), spark=spark))
     want = comparable(json.loads(GOLDEN.read_text()))

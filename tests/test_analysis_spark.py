@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 from scotbed.analysis import metrics as M
@@ -65,8 +66,26 @@ def test_subscription_delay_and_ims(spark: Any, tmp_path: Path) -> None:
     assert got == {"s1": (6.0, 2, 3), "s2": (2.0, 1, 2)}
     d = M.distribution(df.where("in_table"), "delay_ms")
     assert (d["count"], d["mean"], d["max"]) == (2, 4.0, 6.0)
+    assert M.local_distribution(df.where("in_table").toPandas()["delay_ms"]) == d  # a small run's path
     assert M.unsubscription_ims(M.node_facts(ev)) == 1
     assert M.times_of(df.toPandas(), "stored_ns") == {"s1": T0 + 6 * MS, "s2": T0 + 12 * MS}
+
+
+def test_local_distribution_is_sparks_percentile_approx_below_exact_rows(spark: Any) -> None:
+    """Odd and even counts, ties, a null: the rank rule gives Spark's quantiles; beyond EXACT_ROWS, None."""
+    import random
+
+    rnd = random.Random(5)
+    for n in (1, 2, 7, 37, 100, 1001):
+        values = [float(rnd.randint(0, n // 3)) / 8 for _ in range(n)] + [None]
+        df = spark.createDataFrame([(v,) for v in values], "x DOUBLE")
+        want = M.distribution(df, "x")
+        got = M.local_distribution(pd.Series(values, dtype="float64"))
+        assert got is not None and {k: got[k] for k in want if k != "mean"} == {
+            k: want[k] for k in want if k != "mean"
+        }, n
+        assert got["mean"] == pytest.approx(want["mean"], rel=1e-12)
+    assert M.local_distribution(pd.Series(range(M.EXACT_ROWS), dtype="float64")) is None
 
 
 def test_notification_delay_percentiles_and_hops(spark: Any, tmp_path: Path) -> None:
@@ -153,6 +172,8 @@ def test_stability_curve_with_burst_and_recovery(spark: Any, tmp_path: Path) -> 
     ev = events_of(spark, tmp_path, rows)
     deliv = M.deliveries(ev, M.publication_times(ev, None)).repartition(3)  # index must survive partitions
     curve = M.stability_curve(deliv, 3)
+    # a small run's path (one collect, windows in pandas) gives the same table, column for column
+    pd.testing.assert_frame_equal(M.stability_curve(deliv, 3, collect=True), curve)
     assert curve["max_delay_ms"].tolist() == [5, 200, 10, 4]
     assert curve["count"].tolist() == [3, 3, 3, 1]
     assert curve["end_ns"].tolist() == [T0 + t * MS for t in (3000, 6000, 9000, 10000)]

@@ -135,3 +135,33 @@ def test_verdict_reads_the_typed_counts() -> None:
     doc["notifications"]["expected_deliveries"] = 0
     assert verdict_of_json(doc)[0] is False  # nothing expected is no evidence
     assert verdict_of_json({})[0] is False
+
+
+def test_stability_windows_number_receives_in_spark_order() -> None:
+    """Receive time, then pub_id, then sub_id (a null first, as Spark sorts); windows of 2, last partial."""
+    import pandas as pd
+
+    from scotbed.analysis.metrics import STABILITY_COLUMNS, stability_windows
+
+    rows = pd.DataFrame(
+        [(30, 9.0, "p2", "s1"), (10, 1.0, "p1", "s2"), (10, 4.0, "p1", None), (20, 2.0, "p0", "s1"),
+         (10, 3.0, "p1", "s1")],
+        columns=["recv_ns", "delay_ms", "pub_id", "sub_id"],
+    )  # fmt: skip
+    curve = stability_windows(rows, 2)
+    assert list(curve.columns) == STABILITY_COLUMNS
+    # order: (10,p1,None,4) (10,p1,s1,3) | (10,p1,s2,1) (20,p0,s1,2) | (30,p2,s1,9)
+    assert curve["window"].tolist() == [0, 1, 2] and curve["count"].tolist() == [2, 2, 1]
+    assert curve["max_delay_ms"].tolist() == [4.0, 2.0, 9.0]
+    assert curve["mean_delay_ms"].tolist() == [3.5, 1.5, 9.0]
+    assert (curve["start_ns"].tolist(), curve["end_ns"].tolist()) == ([10, 10, 30], [10, 20, 30])
+    assert stability_windows(rows.iloc[:0], 2).columns.tolist() == STABILITY_COLUMNS
+
+
+def test_rank_quantiles_take_the_value_of_rank_ceil_q_n() -> None:
+    from scotbed.analysis.stats import rank_quantiles
+
+    xs = [5.0, 1.0, 4.0, 2.0, 3.0]  # sorted 1..5: ranks ceil(.5·5)=3, ceil(.9·5)=5, ceil(.01·5)=1
+    assert rank_quantiles(xs, [0.5, 0.9, 0.01, 0.0]) == [3.0, 5.0, 1.0, 1.0]
+    assert rank_quantiles([1.0, 2.0], [0.5]) == [1.0]  # the lower median
+    assert rank_quantiles([], [0.5]) == [None]

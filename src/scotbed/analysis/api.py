@@ -25,10 +25,10 @@ from pyspark.sql import SparkSession
 
 from scotbed import contract, java
 from scotbed.analysis import faultwindows, plots, plots_selforg, report
-from scotbed.analysis.context import RunData, Settings
+from scotbed.analysis.context import RunData, Settings, is_small
 from scotbed.analysis.rundir import RunDir
 from scotbed.analysis.sections import SECTIONS
-from scotbed.analysis.session import get_session, is_shared
+from scotbed.analysis.session import SHORT_JVM_OPTIONS, get_session, is_shared
 from scotbed.analysis.summary import SCHEMA_VERSION, Summary
 
 __all__ = ["SCHEMA_VERSION", "analyze"]
@@ -56,13 +56,18 @@ def analyze(
     t0 = time.monotonic()
     run = RunDir.open(run_dir)
     own = spark is None and SparkSession.getActiveSession() is None and not is_shared()
-    session = spark or get_session(spark_master)
+    session = spark or get_session(spark_master, java_options=java_options_for(run))
     try:
         with _shuffle_partitions(session, _partitions_for(session, run)):
             return _analyze(session, run, Settings(settle_ms, engine, first_n), t0)
     finally:
         if own:
             session.stop()
+
+
+def java_options_for(run: RunDir) -> tuple[str, ...]:
+    """The options of a JVM started for this run's analysis: a short-lived one's for a small run."""
+    return SHORT_JVM_OPTIONS if is_small(run) else ()
 
 
 def _partitions_for(spark: SparkSession, run: RunDir) -> int:

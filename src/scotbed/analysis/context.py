@@ -31,6 +31,15 @@ IN_MEMORY_BYTES = 64 << 20
 # The hop counts (0..this) the one pass over the deliveries counts: a path longer than any the
 # testbed's overlays make; a delivery beyond it makes the hops a query of their own.
 HOPS_COUNTED = 32
+# Runs with less event text than this (a demo writes about 5 MB) are small: a section may collect its
+# per-delivery or per-subscription rows to pandas once and compute there, since on a cold JVM every
+# further Spark query costs its code generation and JIT (about 0.5 s each) while the rows cost little.
+# The golden test checks both paths give the same summary.
+SMALL_RUN_BYTES = 64 << 20
+
+
+def is_small(run: RunDir) -> bool:
+    return run.event_text_bytes() < SMALL_RUN_BYTES
 
 
 @dataclass(frozen=True)
@@ -76,6 +85,11 @@ class RunData:
         for df in self._kept:
             df.unpersist()
         shutil.rmtree(self.store_dir, ignore_errors=True)
+
+    @cached_property
+    def small(self) -> bool:
+        """Below :data:`SMALL_RUN_BYTES` of event text: sections may compute from collected rows."""
+        return is_small(self.run)
 
     @property
     def store_dir(self) -> Path:

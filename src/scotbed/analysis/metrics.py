@@ -20,7 +20,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from scotbed import contract
-from scotbed.analysis.stats import dist_from_quantiles
+from scotbed.analysis.stats import dist_from_quantiles, rank_quantiles
 
 ACCURACY = 100_000  # percentile_approx: relative rank error 1e-5
 SUMMARY_QUANTILES = (0.5, 0.9, 0.99)
@@ -57,6 +57,20 @@ def distribution(df: DataFrame, col: str) -> dict[str, Any]:
     row = df.agg(*dist_aggs(col, SUMMARY_QUANTILES)).first()
     assert row is not None
     return dist_of(row, col, SUMMARY_QUANTILES)
+
+
+# percentile_approx keeps every value (its summary is exact) below ACCURACY / 2 values: up to there
+# :func:`local_distribution` gives the same figures from collected values.
+EXACT_ROWS = ACCURACY // 2
+
+
+def local_distribution(values: pd.Series) -> dict[str, Any] | None:
+    """:func:`distribution` of collected values (nulls ignored); None from :data:`EXACT_ROWS` values on."""
+    xs = values.dropna().astype(float)
+    if len(xs) >= EXACT_ROWS:
+        return None
+    qs = rank_quantiles(xs.tolist(), SUMMARY_QUANTILES)
+    return dist_from_quantiles(len(xs), xs.mean() if len(xs) else None, qs, xs.max() if len(xs) else None)
 
 
 def dist_aggs(col: str, quantiles: Sequence[float] = SUMMARY_QUANTILES) -> list[Column]:
@@ -404,17 +418,24 @@ def burst_from_spec(spec: dict[str, Any], first_intended_ns: int) -> tuple[int, 
 STABILITY_COLUMNS = ["window", "start_ns", "end_ns", "count", "max_delay_ms", "mean_delay_ms"]
 
 
-def stability_curve(deliv: DataFrame, window: int) -> pd.DataFrame:
+STABILITY_ORDER = ["recv_ns", "pub_id", "sub_id"]  # receive order; ties broken by the pair
+
+
+def stability_curve(deliv: DataFrame, window: int, collect: bool = False) -> pd.DataFrame:
     """Max delay of each consecutive window of ``window`` receives, in receive order (OctopiS Fig. 11).
 
     The global receive index is built without a single-partition window: after a range
     sort, each row's index is its partition's offset plus its position inside the partition.
+    ``collect`` (a small run) takes the receives to pandas in one action instead
+    (:func:`stability_windows`): a cold JVM pays more for the sort's jobs than for the rows.
     """
     if window < 1:
         raise ValueError(f"stability window must be >= 1, got {window}")
     rows = deliv.where(F.col("delay_ms").isNotNull()).select("recv_ns", "delay_ms", "pub_id", "sub_id")
+    if collect:
+        return stability_windows(cast(pd.DataFrame, rows.toPandas()), window)
     ordered = (
-        rows.orderBy("recv_ns", "pub_id", "sub_id")
+        rows.orderBy(*STABILITY_ORDER)
         .withColumn("pid", F.spark_partition_id())
         .withColumn("mid", F.monotonically_increasing_id())
         .persist()
@@ -445,3 +466,20 @@ def stability_curve(deliv: DataFrame, window: int) -> pd.DataFrame:
         )
     finally:
         ordered.unpersist()
+
+
+def stability_windows(rows: pd.DataFrame, window: int) -> pd.DataFrame:
+    """:func:`stability_curve` of collected receives (``recv_ns``, ``delay_ms``, ``pub_id``, ``sub_id``):
+    sorted as Spark sorts them (nulls first), numbered, cut into windows of ``window``."""
+    if not len(rows):
+        return pd.DataFrame(columns=STABILITY_COLUMNS)
+    ordered = rows.sort_values(STABILITY_ORDER, na_position="first", kind="stable").reset_index(drop=True)
+    ordered["window"] = ordered.index // window
+    curve = ordered.groupby("window", sort=True).agg(
+        start_ns=("recv_ns", "min"),
+        end_ns=("recv_ns", "max"),
+        count=("recv_ns", "size"),
+        max_delay_ms=("delay_ms", "max"),
+        mean_delay_ms=("delay_ms", "mean"),
+    )
+    return curve.reset_index()[STABILITY_COLUMNS].astype({"window": "int64", "count": "int64"})

@@ -36,12 +36,13 @@ def subscriptions_section(d: RunData) -> S.Subscriptions:
     subs = t[t["in_table"]][M.SUBSCRIPTION_COLUMNS].reset_index(drop=True)
     d.tables["subscriptions"] = subs
     ims = int(subs["ims"].sum()) if len(subs) else 0
+    delay = M.local_distribution(subs["delay_ms"]) if d.small else None
     return S.Subscriptions(
         count=len(subs),
         ims_total=ims,
         ims_per_subscription=ims / len(subs) if len(subs) else 0.0,
         unsub_ims_total=M.unsubscription_ims(d.node_facts),
-        delay_ms=M.distribution(d.sub_facts.where(F.col("in_table")), "delay_ms"),
+        delay_ms=delay or M.distribution(d.sub_facts.where(F.col("in_table")), "delay_ms"),
     )
 
 
@@ -103,7 +104,7 @@ CDF_SERIES = (("intended → receive", "delay_ms"), ("sent → receive", "send_d
 
 def stability_section(d: RunData) -> S.Stability:
     window = d.run.stability_window
-    curve = M.stability_curve(d.deliveries, window)
+    curve = M.stability_curve(d.deliveries, window, collect=d.small)
     burst = M.burst_from_publications(d.publications)
     n_published, first = d.published
     if burst is None and n_published and first is not None:

@@ -148,3 +148,13 @@ def dist_from_quantiles(count: int, mean: float | None, qs: Sequence[float | Non
         "p99": p99,
         "max": float(mx or 0.0),
     }
+
+
+def rank_quantiles(values: Sequence[float], quantiles: Sequence[float]) -> list[float | None]:
+    """Each quantile q as the value of rank ceil(q·n) among the sorted values (None when empty).
+
+    This is what Spark's ``percentile_approx`` returns while its summary is still exact (fewer values
+    than half its accuracy: no two samples merged), so a small run can compute it without Spark.
+    """
+    xs = sorted(values)
+    return [xs[max(math.ceil(q * len(xs)), 1) - 1] if xs else None for q in quantiles]
