@@ -59,6 +59,23 @@ class Resources:
     events_size_limit: str = "1Gi"  # emptyDir that holds the broker's event log
 
 
+def process_container(res: Resources) -> dict[str, Any]:
+    """What every scotbed process container has, broker or peer: its resources, the hardening and the
+    run's mounts (config read-only, the events emptyDir, a writable /tmp)."""
+    return {
+        "resources": {
+            "requests": {"cpu": res.cpu_request, "memory": res.memory_request},
+            "limits": {"cpu": res.cpu_limit, "memory": res.memory_limit},
+        },
+        "securityContext": container_security(),
+        "volumeMounts": [
+            {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
+            {"name": "events", "mountPath": EVENTS_DIR},
+            {"name": "tmp", "mountPath": "/tmp"},
+        ],
+    }
+
+
 def container_security() -> dict[str, Any]:
     """The broker image's container hardening (the namespace enforces the "restricted" pod security
     level); a fresh dict per pod, so the YAML has no aliases."""
@@ -164,16 +181,7 @@ def _pod(
             {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
         ],
         **broker_probes(port, server, tls),
-        "resources": {
-            "requests": {"cpu": res.cpu_request, "memory": res.memory_request},
-            "limits": {"cpu": res.cpu_limit, "memory": res.memory_limit},
-        },
-        "securityContext": container_security(),
-        "volumeMounts": [
-            {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
-            {"name": "events", "mountPath": EVENTS_DIR},
-            {"name": "tmp", "mountPath": "/tmp"},
-        ],
+        **process_container(res),
     }
     neighbours = [n.id for n in cfg.neighbours]
     spec: dict[str, Any] = {

@@ -24,7 +24,7 @@ from scotbed.orchestrator.render.k8s import (
     LABEL_RUN,
     Resources,
     anti_affinity,
-    container_security,
+    process_container,
     run_labels,
 )
 from scotbed.orchestrator.render.k8s_placement import ANYWHERE, Placement
@@ -77,16 +77,7 @@ def _pod(
         ],
         # a peer has no health service: listening is ready (the driver's Control call waits for it too)
         "readinessProbe": {"tcpSocket": {"port": port}, "periodSeconds": 2, "timeoutSeconds": 2},
-        "resources": {
-            "requests": {"cpu": res.cpu_request, "memory": res.memory_request},
-            "limits": {"cpu": res.cpu_limit, "memory": res.memory_limit},
-        },
-        "securityContext": container_security(),
-        "volumeMounts": [
-            {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
-            {"name": "events", "mountPath": EVENTS_DIR},
-            {"name": "tmp", "mountPath": "/tmp"},
-        ],
+        **process_container(res),
     }
     spec: dict[str, Any] = {
         "hostname": node,
