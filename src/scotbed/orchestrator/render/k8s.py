@@ -59,6 +59,15 @@ class Resources:
     events_size_limit: str = "1Gi"  # emptyDir that holds the broker's event log
 
 
+def namespace_object(name: str, labels: dict[str, str]) -> dict[str, Any]:
+    """A run's Namespace: its labels, and the "restricted" pod security level every pod meets."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": name, "labels": {**labels, "pod-security.kubernetes.io/enforce": "restricted"}},
+    }
+
+
 def process_container(res: Resources) -> dict[str, Any]:
     """What every scotbed process container has, broker or peer: its resources, the hardening and the
     run's mounts (config read-only, the events emptyDir, a writable /tmp)."""
@@ -245,14 +254,7 @@ def render_k8s(
     base = run_labels(run_id)
     broker_selector = {LABEL_RUN: run_id, LABEL_COMPONENT: "broker"}
     objects: list[dict[str, Any]] = [
-        {
-            "apiVersion": "v1",
-            "kind": "Namespace",
-            "metadata": {
-                "name": ns,
-                "labels": {**base, "pod-security.kubernetes.io/enforce": "restricted"},
-            },
-        },
+        namespace_object(ns, base),
         {
             "apiVersion": "v1",
             "kind": "ConfigMap",

@@ -24,6 +24,7 @@ from scotbed.orchestrator.render.k8s import (
     LABEL_RUN,
     Resources,
     anti_affinity,
+    namespace_object,
     process_container,
     run_labels,
 )
@@ -123,14 +124,7 @@ def render_peers(
     base, res = run_labels(run_id), resources or Resources()
     nodes = [contract.peer_node(n) for n in names]
     objects: list[dict[str, Any]] = [
-        {
-            "apiVersion": "v1",
-            "kind": "Namespace",
-            "metadata": {
-                "name": namespace,
-                "labels": {**base, "pod-security.kubernetes.io/enforce": "restricted"},
-            },
-        },
+        namespace_object(namespace, base),
         {
             "apiVersion": "v1",
             "kind": "ConfigMap",
