@@ -33,9 +33,6 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 SHUFFLE_PARTITIONS_LOCAL = 8
-# Writers open at once per task when the events are stored partitioned by event name: one per name,
-# so Spark need not sort the rows by name before writing.
-CONCURRENT_WRITERS = 32
 # A loaded host sometimes loses Spark's JVM before it reports its port (JAVA_GATEWAY_EXITED, seen at
 # load averages above 80); a second start then succeeds. A JVM that cannot start at all fails every try.
 GATEWAY_ATTEMPTS = 3
@@ -97,7 +94,6 @@ def get_session(
         .config("spark.ui.enabled", "false")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.maxConcurrentOutputFileWriters", str(CONCURRENT_WRITERS))
     )
     is_local = False
     if master is not None:
