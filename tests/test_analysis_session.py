@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -45,3 +46,37 @@ def test_a_small_run_starts_a_short_lived_jvm_and_a_large_one_the_defaults(
     assert "-XX:TieredStopAtLevel=1" in SHORT_JVM_OPTIONS
     monkeypatch.setattr(context, "SMALL_RUN_BYTES", 0)
     assert java_options_for(RunDir.open(run)) == ()
+
+
+def test_the_analysis_jvm_maps_spark_classes_from_the_archive_make_setup_built(tmp_path: Path) -> None:
+    from scotbed.analysis import jvm_archive
+
+    archive = jvm_archive.archive_path()
+    assert archive is not None and archive.exists(), f"make setup builds {archive}"
+    log = tmp_path / "class-load.log"
+    script = (
+        "from scotbed.analysis.session import get_session\n"
+        f"s = get_session(java_options=('-Xlog:class+load=info:file={log}',))\n"
+        "assert s.range(5).selectExpr('sum(id)').first()[0] == 10\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    # Spark's named classes (lambda proxies are generated at run time, never loaded from a file)
+    lines = log.read_text().splitlines()
+    spark_classes = [line for line in lines if " org.apache.spark." in line and "$$Lambda" not in line]
+    from_jars = [line for line in spark_classes if "source: shared objects file (top)" not in line]
+    assert len(spark_classes) > 1000
+    assert len(from_jars) < 0.05 * len(spark_classes), from_jars[:5]
+
+
+def test_a_small_run_s_sql_settings_last_one_analysis(tmp_path: Path, spark: Any) -> None:
+    from scotbed.analysis.api import analyze
+    from scotbed.analysis.session import SMALL_RUN_CONF
+    from scotbed.testing.synth import SynthSpec, synthesise
+
+    run = tmp_path / "tiny-20260101T000000-0badc0de"
+    synthesise(run, SynthSpec(brokers=1, fanout=2, subscribers=3, symbols=2, publications=5))
+    key = next(iter(SMALL_RUN_CONF))
+    spark.conf.set(key, "true")
+    assert analyze(run, spark=spark)["correctness"]["ok"] is True
+    assert spark.conf.get(key) == "true"

@@ -28,7 +28,7 @@ from scotbed.analysis import faultwindows, plots, plots_selforg, report
 from scotbed.analysis.context import RunData, Settings, is_small
 from scotbed.analysis.rundir import RunDir
 from scotbed.analysis.sections import SECTIONS
-from scotbed.analysis.session import SHORT_JVM_OPTIONS, get_session, is_shared
+from scotbed.analysis.session import SHORT_JVM_OPTIONS, SMALL_RUN_CONF, get_session, is_shared
 from scotbed.analysis.summary import SCHEMA_VERSION, Summary
 
 __all__ = ["SCHEMA_VERSION", "analyze"]
@@ -58,7 +58,7 @@ def analyze(
     own = spark is None and SparkSession.getActiveSession() is None and not is_shared()
     session = spark or get_session(spark_master, java_options=java_options_for(run))
     try:
-        with _shuffle_partitions(session, _partitions_for(session, run)):
+        with _sql_conf(session, _conf_for(session, run)):
             return _analyze(session, run, Settings(settle_ms, engine, first_n), t0)
     finally:
         if own:
@@ -70,21 +70,29 @@ def java_options_for(run: RunDir) -> tuple[str, ...]:
     return SHORT_JVM_OPTIONS if is_small(run) else ()
 
 
-def _partitions_for(spark: SparkSession, run: RunDir) -> int:
-    """Shuffle partitions scaled to the input: the cores for a small run, one per 64 MB of text beyond."""
+def _conf_for(spark: SparkSession, run: RunDir) -> dict[str, str]:
+    """The run's SQL settings: shuffle partitions scaled to the input (the cores for a small run, one
+    per 64 MB of text beyond), and a small run's interpreted queries."""
     size = run.event_text_bytes()
-    return max(spark.sparkContext.defaultParallelism, min(400, math.ceil(size / BYTES_PER_SHUFFLE_PARTITION)))
+    per_size = min(400, math.ceil(size / BYTES_PER_SHUFFLE_PARTITION))
+    partitions = max(spark.sparkContext.defaultParallelism, per_size)
+    return {"spark.sql.shuffle.partitions": str(partitions), **(SMALL_RUN_CONF if is_small(run) else {})}
 
 
 @contextmanager
-def _shuffle_partitions(spark: SparkSession, n: int) -> Iterator[None]:
-    key = "spark.sql.shuffle.partitions"
-    before = spark.conf.get(key)
-    spark.conf.set(key, str(n))
+def _sql_conf(spark: SparkSession, conf: dict[str, str]) -> Iterator[None]:
+    """Set ``conf`` for one analysis; a shared session gets its own settings back after it."""
+    before: dict[str, str | None] = {key: spark.conf.get(key, None) for key in conf}
+    for key, value in conf.items():
+        spark.conf.set(key, value)
     try:
         yield
     finally:
-        spark.conf.set(key, str(before))
+        for key, old in before.items():
+            if old is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, old)
 
 
 # The stages of an analysis that are not summary sections (whose names they must not share): the
