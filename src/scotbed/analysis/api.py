@@ -24,12 +24,13 @@ import pandas as pd
 from pyspark.sql import SparkSession
 
 from scotbed import contract, java
-from scotbed.analysis import faultwindows, plots, plots_selforg, report
+from scotbed.analysis import faultwindows, report
 from scotbed.analysis.context import RunData, Settings, is_small
+from scotbed.analysis.run_plots import Plotter
 from scotbed.analysis.rundir import RunDir
 from scotbed.analysis.sections import SECTIONS
 from scotbed.analysis.session import SHORT_JVM_OPTIONS, SMALL_RUN_CONF, get_session, is_shared
-from scotbed.analysis.summary import SCHEMA_VERSION, Summary
+from scotbed.analysis.summary import SCHEMA_VERSION, Section, Summary
 
 __all__ = ["SCHEMA_VERSION", "analyze"]
 FIRST_N = 10
@@ -115,21 +116,27 @@ def _analyze(spark: SparkSession, run: RunDir, settings: Settings, started: floa
     stage(SESSION_STAGE)
     run.plots_dir.mkdir(parents=True, exist_ok=True)
     data = RunData(spark, run, settings)
+    plotter = Plotter(data)
     try:
         data.stored  # noqa: B018 - parse the logs once, before any section reads them
         stage(PARSE_STAGE)
-        sections = {}
+        sections: dict[str, Section] = {}
         for name, section in SECTIONS:
             sections[name] = section(data)
             stage(name)
+            plotter.done(sections)
         for name, df in data.tables.items():
             df.to_parquet(run.analysis_dir / f"{name}.parquet", index=False)
         stage(TABLES_STAGE)
+        made = plotter.made()
+    except BaseException:
+        plotter.cancel()
+        raise
     finally:
         data.close()
     summary = Summary(run.run_id, run.routing, run.topology_counts(), sections)
     doc = _write(run, summary, spark, stages)
-    _render(run, doc, data)
+    _report(run, doc, data, made)
     stage(RENDER_STAGE)
     return _write(run, summary, spark, stages)  # again, with the render's time
 
@@ -153,31 +160,8 @@ def _write(run: RunDir, summary: Summary, spark: SparkSession, stages: dict[str,
     return doc
 
 
-def _render(run: RunDir, summary: dict[str, Any], data: RunData) -> None:
-    pd_dir, t = run.plots_dir, data.tables
-    curve, window, burst, recovery = data.plot_data["stability"]
-    made = {
-        "delay_cdf": plots.delay_cdf(data.plot_data["cdf"], pd_dir / "delay_cdf.png"),
-        "stability": plots.stability(curve, window, pd_dir / "stability.png", burst, recovery),
-        "queues": plots.queues(t["queues"], pd_dir / "queues.png"),
-        "table_sizes": plots.table_sizes(t["table_series"], pd_dir / "table_sizes.png"),
-        "load": plots.broker_load(t["load"], pd_dir / "load.png"),
-    }
-    lag_series, v = data.plot_data["loop_lag"]
-    origin = v.window.get("start_ns") or (int(curve["start_ns"].min()) if len(curve) else 0)
-    made["loop_lag"] = plots.loop_lag(
-        lag_series, curve, origin, v.bounds["lag_bound_ms"], pd_dir / "loop_lag.png"
-    )
-    if run.topology:
-        made["topology"] = plots.topology(run.topology, pd_dir / "topology.png")
-    if "selforg_cost" in t:
-        made["selforg_cost"] = plots_selforg.cost_over_time(
-            t["selforg_cost"],
-            pd_dir / "selforg_cost.png",
-            summary["selforg"]["heuristic"] or "static",
-        )
-    if "core_queues" in t:
-        made["core_input_queue"] = plots.core_input_queue(t["core_queues"], pd_dir / "core_input_queue.png")
+def _report(run: RunDir, summary: dict[str, Any], data: RunData, made: dict[str, Path]) -> None:
+    t, v = data.tables, data.plot_data["loop_lag"][1]
     traffic = {}
     if "relay" in t:
         traffic["Traffic overhead per broker"] = t["relay"].merge(
