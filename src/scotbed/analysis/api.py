@@ -12,8 +12,10 @@ in one SparkSession (pass ``spark=``, or run inside :func:`scotbed.analysis.sess
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,14 +27,14 @@ from pyspark.sql import SparkSession
 
 from scotbed import contract, java
 from scotbed.analysis import faultwindows, report
-from scotbed.analysis.context import RunData, Settings, is_small
-from scotbed.analysis.run_plots import Plotter
+from scotbed.analysis.context import PREFETCH, RunData, Settings, is_small
 from scotbed.analysis.rundir import RunDir
 from scotbed.analysis.sections import SECTIONS
 from scotbed.analysis.session import SHORT_JVM_OPTIONS, SMALL_RUN_CONF, get_session, is_shared
 from scotbed.analysis.summary import SCHEMA_VERSION, Section, Summary
 
 __all__ = ["SCHEMA_VERSION", "analyze"]
+PLOTTER_MODULE = "scotbed.analysis.run_plots"
 FIRST_N = 10
 BYTES_PER_SHUFFLE_PARTITION = 64 << 20
 
@@ -56,6 +58,8 @@ def analyze(
     """
     t0 = time.monotonic()
     run = RunDir.open(run_dir)
+    # matplotlib (0.4 s) is imported while the JVM starts; _analyze's own import waits for it
+    threading.Thread(target=importlib.import_module, args=(PLOTTER_MODULE,), daemon=True).start()
     own = spark is None and SparkSession.getActiveSession() is None and not is_shared()
     session = spark or get_session(spark_master, java_options=java_options_for(run))
     try:
@@ -116,10 +120,11 @@ def _analyze(spark: SparkSession, run: RunDir, settings: Settings, started: floa
     stage(SESSION_STAGE)
     run.plots_dir.mkdir(parents=True, exist_ok=True)
     data = RunData(spark, run, settings)
-    plotter = Plotter(data)
+    plotter = importlib.import_module(PLOTTER_MODULE).Plotter(data)
     try:
-        data.stored  # noqa: B018 - parse the logs once, before any section reads them
+        data.line_counts  # noqa: B018 - parse the logs once, before any section reads them
         stage(PARSE_STAGE)
+        data.prefetch(PREFETCH)
         sections: dict[str, Section] = {}
         for name, section in SECTIONS:
             sections[name] = section(data)

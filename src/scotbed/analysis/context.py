@@ -2,16 +2,20 @@
 
 Each shared input is computed on first use and kept (persisted DataFrames are
 released by :meth:`RunData.close`), so the sections can be written, ordered and
-extended independently without computing anything twice.
+extended independently without computing anything twice. A background thread
+computes the inputs the later sections read (:meth:`RunData.prefetch`) while the
+sections run: a small run's Spark jobs are mostly fixed costs, and two overlap.
 """
 
 from __future__ import annotations
 
 import shutil
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Generic, TypeVar, cast, overload
 
 import pandas as pd
 from pyspark import StorageLevel
@@ -40,6 +44,50 @@ SMALL_RUN_BYTES = 64 << 20
 
 def is_small(run: RunDir) -> bool:
     return run.event_text_bytes() < SMALL_RUN_BYTES
+
+
+T = TypeVar("T")
+# What the background thread computes after the parse, in the order the sections first read them, while
+# the main thread runs the first sections (the unreadable lines, the subscription table).
+PREFETCH = ("deliveries", "_delivery_stats", "pub_stats", "node_facts")
+
+
+class shared_input(Generic[T]):
+    """A cached property two threads may ask for at once: the second waits for the first's value.
+
+    Each input has its own lock, so different inputs compute at the same time; an input waits only
+    for the inputs it reads, and those never read it back, so no two threads wait on each other.
+    """
+
+    def __init__(self, compute: Callable[[Any], T]) -> None:
+        self.compute = compute
+        self.name = compute.__name__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> shared_input[T]: ...
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> T: ...
+    def __get__(self, obj: object | None, owner: type | None = None) -> T | shared_input[T]:
+        if obj is None:
+            return self
+        values = obj.__dict__
+        if self.name not in values:
+            with _lock_of(obj, self.name):
+                if self.name not in values:
+                    values[self.name] = self.compute(obj)
+        return cast(T, values[self.name])
+
+
+_LOCKS_LOCK = threading.Lock()
+
+
+def _lock_of(obj: object, name: str) -> threading.Lock:
+    with _LOCKS_LOCK:
+        locks: dict[str, threading.Lock] = obj.__dict__.setdefault("_input_locks", {})
+        return locks.setdefault(name, threading.Lock())
 
 
 @dataclass(frozen=True)
@@ -76,17 +124,34 @@ class RunData:
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)  # written as analysis/<name>.parquet
     plot_data: dict[str, Any] = field(default_factory=dict)
     _kept: list[DataFrame] = field(default_factory=list)
+    _prefetching: list[Future[None]] = field(default_factory=list)
 
     def keep(self, df: DataFrame) -> DataFrame:
         self._kept.append(df.persist(StorageLevel.MEMORY_AND_DISK))
         return df
 
+    def prefetch(self, names: Sequence[str]) -> Future[None]:
+        """Compute the shared inputs ``names``, in order, in a background thread (at most two Spark jobs
+        at once: this thread's and the sections'). The future ends with the last one or its error."""
+
+        def compute() -> None:
+            for name in names:
+                getattr(self, name)
+
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="scotbed-prefetch")
+        done = pool.submit(compute)
+        pool.shutdown(wait=False)
+        self._prefetching.append(done)
+        return done
+
     def close(self) -> None:
+        for f in self._prefetching:  # an input still computing would persist after the unpersist below
+            f.exception()
         for df in self._kept:
             df.unpersist()
         shutil.rmtree(self.store_dir, ignore_errors=True)
 
-    @cached_property
+    @shared_input
     def small(self) -> bool:
         """Below :data:`SMALL_RUN_BYTES` of event text: sections may compute from collected rows."""
         return is_small(self.run)
@@ -97,7 +162,7 @@ class RunData:
 
     # --- the events, parsed once --------------------------------------------------------------
 
-    @cached_property
+    @shared_input
     def stored(self) -> DataFrame:
         """Every line of the logs (malformed ones too), read back from the Parquet store."""
         small = self.run.event_text_bytes() < IN_MEMORY_BYTES
@@ -106,48 +171,49 @@ class RunData:
             self._kept.append(stored)
         return stored
 
-    @cached_property
+    @shared_input
     def line_counts(self) -> tuple[int, int, int]:
-        """(valid events, lines, unreadable client receive lines) of the logs, in one action."""
+        """(valid events, lines, unreadable client receive lines) of the logs, in one action: the first
+        on the stored events, which fills a memory store."""
         ok, bad_receive = valid().cast("long"), (~valid() & unreadable.is_receive()).cast("long")
         row = self.stored.agg(F.sum(ok), F.count("*"), F.sum(bad_receive)).first()
         return (int(row[0] or 0), int(row[1]), int(row[2] or 0)) if row else (0, 0, 0)
 
-    @cached_property
+    @shared_input
     def events(self) -> DataFrame:
         return self.stored.where(valid())
 
-    @cached_property
+    @shared_input
     def unreadable(self) -> tuple[DataFrame, dict[str, Any]]:
         """The client receive lines that do not parse: (their recovered pairs, {"count", "lines"})."""
         pairs, found = unreadable.receives(self.stored.where(~valid()), self.line_counts[2])
         return self.keep(pairs), found
 
-    @cached_property
+    @shared_input
     def publications(self) -> DataFrame | None:
         pubs = read_publications(self.spark, self.run)
         return None if pubs is None else self.keep(pubs)
 
     # --- shared results -----------------------------------------------------------------------
 
-    @cached_property
+    @shared_input
     def node_facts(self) -> pd.DataFrame:
         return M.node_facts(self.events)
 
-    @cached_property
+    @shared_input
     def sub_facts(self) -> DataFrame:
         return self.keep(M.subscription_facts(self.events))
 
-    @cached_property
+    @shared_input
     def sub_table(self) -> pd.DataFrame:
         """Every subscription event's sub_id with its times (the subscription table is ``in_table``)."""
         return cast(pd.DataFrame, self.sub_facts.toPandas())
 
-    @cached_property
+    @shared_input
     def pub_times(self) -> DataFrame:
         return self.keep(M.publication_times(self.events, self.publications))
 
-    @cached_property
+    @shared_input
     def pub_stats(self) -> PubStats:
         """What several sections read of the publication times, in one action."""
         lag = ((F.col("sent_ns") - F.col("intended_ns")) / 1e6).alias("send_lag_ms")
@@ -170,7 +236,7 @@ class RunData:
         """(publications, first intended ns)."""
         return self.pub_stats.count, self.pub_stats.first_ns
 
-    @cached_property
+    @shared_input
     def deliveries(self) -> DataFrame:
         """One row per receive, kept in memory for the sections that read it and written to
         ``deliveries.parquet`` (which fills the cache)."""
@@ -178,19 +244,19 @@ class RunData:
         deliv.write.mode("overwrite").parquet(str(self.run.analysis_dir / "deliveries.parquet"))
         return deliv
 
-    @cached_property
+    @shared_input
     def _delivery_stats(
         self,
     ) -> tuple[dict[str, Any], dict[str, list[tuple[float, float]]], pd.DataFrame | None]:
         """Delays and hop counts in one pass over the deliveries."""
         return M.delivery_stats(self.deliveries, HOPS_COUNTED)
 
-    @cached_property
+    @shared_input
     def delays(self) -> tuple[dict[str, Any], dict[str, list[tuple[float, float]]]]:
         dists, curves, _ = self._delivery_stats
         return dists, curves
 
-    @cached_property
+    @shared_input
     def hops(self) -> pd.DataFrame:
         hops = self._delivery_stats[2]
         return M.hops_distribution(self.deliveries) if hops is None else hops
@@ -201,11 +267,11 @@ class RunData:
             return float(self.settings.settle_ms)
         return float((self.run.spec.get("analysis") or {}).get("settle_ms", 0.0))
 
-    @cached_property
+    @shared_input
     def engine(self) -> str:
         return oracle.pick_engine(self.settings.engine)
 
-    @cached_property
+    @shared_input
     def oracle(self) -> Oracle | None:
         """The expected deliveries against the receives; None without the workload files."""
         pubs = self.publications

@@ -22,7 +22,6 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from scotbed import contract
-from scotbed.analysis import plots_peers
 from scotbed.analysis.context import RunData
 from scotbed.analysis.rundir import RunDir
 
@@ -180,10 +179,11 @@ def _row(df: DataFrame) -> list[Any]:
     return [0 if v is None else v for v in row]
 
 
-#: the report's plots of a peers run: title -> (file under analysis/plots/, table, plot function)
+#: the report's plots of a peers run: title -> (file under analysis/plots/, table, function of
+#: :mod:`.plots_peers`, imported when drawn: matplotlib is not loaded by an analysis's import)
 PLOTS = {
-    "Load distribution (CDF over peers)": ("peer_load_cdf.png", "peer_load", plots_peers.load_cdf),
-    "Hit ratio per round": ("peer_hit_ratio.png", "peer_hit_ratio", plots_peers.hit_ratio),
+    "Load distribution (CDF over peers)": ("peer_load_cdf.png", "peer_load", "load_cdf"),
+    "Hit ratio per round": ("peer_hit_ratio.png", "peer_hit_ratio", "hit_ratio"),
 }
 
 
@@ -206,5 +206,10 @@ def analyse(run_dir: str | Path, spark_master: str | None = None) -> tuple[dict[
             session.stop()
     if block is None:
         raise ValueError(f"{run.path}: not a peers run")
-    made = {title: plot(data.tables[t], run.plots_dir / f) for title, (f, t, plot) in PLOTS.items()}
+    from scotbed.analysis import plots_peers
+
+    made = {
+        title: getattr(plots_peers, plot)(data.tables[t], run.plots_dir / f)
+        for title, (f, t, plot) in PLOTS.items()
+    }
     return block, made
