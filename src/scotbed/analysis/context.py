@@ -2,17 +2,16 @@
 
 Each shared input is computed on first use and kept (persisted DataFrames are
 released by :meth:`RunData.close`), so the sections can be written, ordered and
-extended independently without computing anything twice. A background thread
-computes the inputs the later sections read (:meth:`RunData.prefetch`) while the
-sections run: a small run's Spark jobs are mostly fixed costs, and two overlap.
+extended independently without computing anything twice. Sections run two at a
+time (:func:`scotbed.analysis.api.analyze`), so an input two sections ask for at
+once is computed once (:class:`shared_input`).
 """
 
 from __future__ import annotations
 
 import shutil
 import threading
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar, cast, overload
@@ -47,9 +46,6 @@ def is_small(run: RunDir) -> bool:
 
 
 T = TypeVar("T")
-# What the background thread computes after the parse, in the order the sections first read them, while
-# the main thread runs the first sections (the unreadable lines, the subscription table).
-PREFETCH = ("deliveries", "_delivery_stats", "pub_stats", "node_facts")
 
 
 class shared_input(Generic[T]):
@@ -124,29 +120,12 @@ class RunData:
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)  # written as analysis/<name>.parquet
     plot_data: dict[str, Any] = field(default_factory=dict)
     _kept: list[DataFrame] = field(default_factory=list)
-    _prefetching: list[Future[None]] = field(default_factory=list)
 
     def keep(self, df: DataFrame) -> DataFrame:
         self._kept.append(df.persist(StorageLevel.MEMORY_AND_DISK))
         return df
 
-    def prefetch(self, names: Sequence[str]) -> Future[None]:
-        """Compute the shared inputs ``names``, in order, in a background thread (at most two Spark jobs
-        at once: this thread's and the sections'). The future ends with the last one or its error."""
-
-        def compute() -> None:
-            for name in names:
-                getattr(self, name)
-
-        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="scotbed-prefetch")
-        done = pool.submit(compute)
-        pool.shutdown(wait=False)
-        self._prefetching.append(done)
-        return done
-
     def close(self) -> None:
-        for f in self._prefetching:  # an input still computing would persist after the unpersist below
-            f.exception()
         for df in self._kept:
             df.unpersist()
         shutil.rmtree(self.store_dir, ignore_errors=True)
