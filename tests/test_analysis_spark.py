@@ -274,6 +274,8 @@ def _check(spark: Any, run: RunDir) -> dict[str, Any]:
         run.subscription_ops(), M.times_of(facts, "stored_ns"), M.times_of(facts, "unsub_settled_ns")
     )
     exp = oracle.expected_deliveries(spark, pubs, eps, "naive")
+    in_driver = oracle.expected_deliveries(spark, pubs, eps, "naive", in_driver=True)
+    assert sorted(in_driver.collect()) == sorted(exp.collect())  # the same pairs in either placement
     result, pairs, offenders = oracle.check(exp, deliv)
     pairs.unpersist()
     offenders.unpersist()
