@@ -38,8 +38,10 @@ HOPS_COUNTED = 32
 SMALL_RUN_BYTES = 64 << 20
 # Runs whose publication workload has less text than this match it in the driver (collected as Arrow),
 # not in Python workers: at 0.86M events (8.6 MB, 55k publications) the expected pairs cost 1.45 s
-# there against 2.53 s on a cold session's workers (0.9 s against 0.75 s once the workers are warm).
-DRIVER_MATCH_BYTES = 32 << 20
+# there against 2.53 s on a cold session's workers (0.9 s against 0.75 s once the workers are warm); at
+# 8.5M events (86 MB, 550k publications) the driver's pairs, a large local relation, cost 16.4 s with the
+# check against 9.2 s from the workers.
+DRIVER_MATCH_BYTES = 16 << 20
 
 
 def is_small(run: RunDir) -> bool:

@@ -202,8 +202,9 @@ def check(
     """Compare expected pairs with the client receives: (counts and first offending ids, pairs, offenders).
 
     ``pairs`` is every expected or received (pub_id, sub_id) with its flags, ``offenders`` the pairs
-    flagged missing, false positive or duplicate; both persisted: the caller unpersists them. The
-    first offenders of each kind are read from ``offenders``, and only for a kind that occurred.
+    flagged missing, false positive or duplicate; both persisted: the caller unpersists them. Every
+    count comes from one aggregate; the first offenders of each kind are read from ``offenders``,
+    and only for a kind that occurred.
 
     ``missing``: expected outside transition, never received. ``duplicates``: extra copies
     beyond the first of any received pair. ``false_positives``: received pairs that were not
@@ -255,7 +256,12 @@ def check(
         )
     }
 
-    offenders = j.where(F.col("missing") | F.col("false_positive") | F.col("duplicate")).persist()
+    offended = counts["missing"] or counts["duplicates"] or counts["false_positives"]
+    # with none, an empty relation the optimiser knows is empty: writing it scans nothing
+    offenders = (
+        j.where(F.col("missing") | F.col("false_positive") | F.col("duplicate")) if offended else j.limit(0)
+    )
+    offenders.persist()
 
     def first(flag: str, count: str) -> list[dict[str, Any]]:
         if not counts[count]:
