@@ -188,7 +188,12 @@ class RunData:
     def _delivery_stats(
         self,
     ) -> tuple[dict[str, Any], dict[str, list[tuple[float, float]]], pd.DataFrame | None]:
-        """Delays and hop counts in one pass over the deliveries."""
+        """Delays and hop counts in one pass over the deliveries (a small run's, collected, in pandas)."""
+        if self.small:
+            rows = cast(pd.DataFrame, self.deliveries.select(*M.DELAY_COLUMNS, "hops").toPandas())
+            got = M.local_delivery_stats(rows)
+            if got is not None:
+                return got
         return M.delivery_stats(self.deliveries, HOPS_COUNTED)
 
     @cached_property
