@@ -301,6 +301,8 @@ def _check(spark: Any, run: RunDir) -> dict[str, Any]:
     in_driver = oracle.expected_deliveries(spark, pubs, eps, "naive", in_driver=True)
     assert sorted(in_driver.collect()) == sorted(exp.collect())  # the same pairs in either placement
     result, pairs, offenders = oracle.check(exp, deliv)
+    flagged = pairs.where("missing OR false_positive OR duplicate")
+    assert offenders.columns == pairs.columns and sorted(offenders.collect()) == sorted(flagged.collect())
     pairs.unpersist()
     offenders.unpersist()
     return result
