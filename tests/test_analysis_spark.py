@@ -129,6 +129,30 @@ def test_notification_delay_percentiles_and_hops(spark: Any, tmp_path: Path) -> 
     assert (one_nd, one_curves) == (nd, curves)
     assert one_hops is not None and one_hops.equals(hops.astype("int64"))
     assert M.delivery_stats(deliv, 1)[2] is None
+    local = M.local_delivery_stats(deliv.toPandas())  # a small run's path
+    assert local is not None and (local[0], local[1]) == (nd, curves) and local[2].equals(one_hops)
+
+
+def test_local_delivery_stats_are_sparks_below_exact_rows(spark: Any) -> None:
+    """Every CDF quantile by rank equals Spark's percentile_approx; odd and even counts, ties, nulls."""
+    import random
+
+    rnd = random.Random(11)
+    for n in (0, 1, 2, 7, 37, 100, 1001):
+        rows = [
+            (rnd.randint(0, n // 3 + 1) / 8, rnd.randint(0, 2000) / 4, rnd.randint(0, 4)) for _ in range(n)
+        ]
+        rows += [(None, None, None)]
+        df = spark.createDataFrame(rows, "delay_ms DOUBLE, send_delay_ms DOUBLE, hops BIGINT")
+        want = M.delivery_stats(df, 4)
+        got = M.local_delivery_stats(df.toPandas())
+        assert got is not None and got[1] == want[1] and got[2].equals(want[2]), n
+        for c in M.DELAY_COLUMNS:
+            assert {k: v for k, v in got[0][c].items() if k != "mean"} == {
+                k: v for k, v in want[0][c].items() if k != "mean"
+            }, n
+            assert got[0][c]["mean"] == pytest.approx(want[0][c]["mean"], rel=1e-12)
+    assert M.local_delivery_stats(pd.DataFrame({"delay_ms": [0.0] * M.EXACT_ROWS})) is None
 
 
 def test_matching_ims_dynamic_load_drops(spark: Any, tmp_path: Path) -> None:
@@ -274,7 +298,11 @@ def _check(spark: Any, run: RunDir) -> dict[str, Any]:
         run.subscription_ops(), M.times_of(facts, "stored_ns"), M.times_of(facts, "unsub_settled_ns")
     )
     exp = oracle.expected_deliveries(spark, pubs, eps, "naive")
+    in_driver = oracle.expected_deliveries(spark, pubs, eps, "naive", in_driver=True)
+    assert sorted(in_driver.collect()) == sorted(exp.collect())  # the same pairs in either placement
     result, pairs, offenders = oracle.check(exp, deliv)
+    flagged = pairs.where("missing OR false_positive OR duplicate")
+    assert offenders.columns == pairs.columns and sorted(offenders.collect()) == sorted(flagged.collect())
     pairs.unpersist()
     offenders.unpersist()
     return result

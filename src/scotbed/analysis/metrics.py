@@ -393,6 +393,33 @@ def delivery_stats(
     return dists, curves, hops
 
 
+def local_delivery_stats(
+    rows: pd.DataFrame,
+) -> tuple[dict[str, Any], dict[str, list[tuple[float, float]]], pd.DataFrame] | None:
+    """:func:`delivery_stats` of collected deliveries (``delay_ms``, ``send_delay_ms``, ``hops``), for a
+    small run: Spark's exact-range percentiles by rank (:func:`rank_quantiles`); None from
+    :data:`EXACT_ROWS` rows on. Every hop count is counted, so the hops are never None."""
+    if len(rows) >= EXACT_ROWS:
+        return None
+    qs = tuple(sorted(set(SUMMARY_QUANTILES) | set(CDF_QUANTILES)))
+    dists: dict[str, Any] = {}
+    curves: dict[str, list[tuple[float, float]]] = {}
+    for c in DELAY_COLUMNS:
+        xs = rows[c].dropna().astype(float)
+        values = dict(zip(qs, rank_quantiles(xs.tolist(), qs), strict=True))
+        some = len(xs) > 0
+        summary = [values[q] for q in SUMMARY_QUANTILES]
+        d = dist_from_quantiles(len(xs), xs.mean() if some else None, summary, xs.max() if some else None)
+        d["under_1s"] = float((xs < 1000).mean()) if some else 0.0
+        dists[c] = d
+        curves[c] = [(q, float(v)) for q in CDF_QUANTILES if (v := values[q]) is not None]
+    counts = rows["hops"].dropna().astype("int64").value_counts().sort_index()
+    hops = pd.DataFrame(
+        {"hops": pd.array(counts.index, "int64"), "count": pd.array(counts.to_numpy(), "int64")}
+    )
+    return dists, curves, hops
+
+
 def hops_distribution(deliv: DataFrame) -> pd.DataFrame:
     """hops -> deliveries (broker-to-broker hops the delivered copy took)."""
     return cast(

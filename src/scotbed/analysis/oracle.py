@@ -142,11 +142,15 @@ def _expected_batches(
     batches: Iterable[pa.RecordBatch], eps: list[tuple[Any, ...]], engine: str
 ) -> Iterator[pa.RecordBatch]:
     """One engine per partition; each Arrow batch of publications becomes a batch of expected pairs."""
+    return expected_batches(batches, Expectation((Episode(*t) for t in eps), engine))
+
+
+def expected_batches(batches: Iterable[pa.RecordBatch], exp: Expectation) -> Iterator[pa.RecordBatch]:
+    """Each Arrow batch of (pub_id, intended, sent, attrs) becomes a batch of expected pairs."""
     import pyarrow as pa
 
-    exp = Expectation((Episode(*t) for t in eps), engine)
-    names = [f.split()[0] for f in EXPECTED_DDL.split(", ")]
-    types = [pa.string()] * 4 + [pa.int64(), pa.bool_()]
+    schema = _expected_schema()
+    names, types = schema.names, schema.types
     for batch in batches:
         cols: list[list[Any]] = [[] for _ in names]
         b = batch.to_pydict()
@@ -154,26 +158,41 @@ def _expected_batches(
             for e, tr in exp.expected(intended, sent, json.loads(attrs) if attrs else {}):
                 for col, v in zip(cols, (pid, e.sub_id, e.subscriber, e.broker, intended, tr), strict=True):
                     col.append(v)
-        yield pa.RecordBatch.from_arrays(
-            [pa.array(c, t) for c, t in zip(cols, types, strict=True)], names=names
-        )
+        arrays = [pa.array(c, t) for c, t in zip(cols, types, strict=True)]
+        yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _expected_schema() -> pa.Schema:
+    """:data:`EXPECTED_DDL` as an Arrow schema."""
+    import pyarrow as pa
+
+    types = {"STRING": pa.string(), "BIGINT": pa.int64(), "BOOLEAN": pa.bool_()}
+    return pa.schema([(n, types[t]) for n, t in (f.split() for f in EXPECTED_DDL.split(", "))])
 
 
 def expected_deliveries(
-    spark: SparkSession, publications: DataFrame, eps: list[Episode], engine: str
+    spark: SparkSession, publications: DataFrame, eps: list[Episode], engine: str, in_driver: bool = False
 ) -> DataFrame:
-    """(pub_id, sub_id, subscriber, broker, intended_ns, in_transition), matched per partition.
+    """(pub_id, sub_id, subscriber, broker, intended_ns, in_transition): the publications matched
+    against the episodes by one shared engine, in the driver or per partition (same function).
 
-    The episodes are broadcast; each partition of the publications builds one engine and matches
-    Arrow batches (``mapInArrow``): Python runs only for the shared matcher itself.
+    In the driver (``in_driver``, for publications that fit in it) the publications are collected as
+    Arrow and the pairs handed back as Arrow: no Python worker starts. Otherwise the episodes are
+    broadcast and each partition builds one engine and matches Arrow batches (``mapInArrow``).
     """
     from pyspark.sql import functions as F
 
-    bc = spark.sparkContext.broadcast([astuple(e) for e in eps])
     intended = F.coalesce("intended_ns", "ts_ns")
     pubs = publications.select(
         "pub_id", intended.alias("intended"), F.coalesce("ts_ns", intended).alias("sent"), "attrs"
     ).where(F.col("intended").isNotNull())
+    if in_driver:
+        import pyarrow as pa
+
+        exp = Expectation(eps, engine)
+        pairs = expected_batches(pubs.toArrow().to_batches(), exp)
+        return spark.createDataFrame(pa.Table.from_batches(list(pairs), schema=_expected_schema()))
+    bc = spark.sparkContext.broadcast([astuple(e) for e in eps])
     return pubs.mapInArrow(lambda it: _expected_batches(it, bc.value, engine), EXPECTED_DDL)
 
 
@@ -183,8 +202,9 @@ def check(
     """Compare expected pairs with the client receives: (counts and first offending ids, pairs, offenders).
 
     ``pairs`` is every expected or received (pub_id, sub_id) with its flags, ``offenders`` the pairs
-    flagged missing, false positive or duplicate; both persisted: the caller unpersists them. The
-    first offenders of each kind are read from ``offenders``, and only for a kind that occurred.
+    flagged missing, false positive or duplicate; both persisted: the caller unpersists them. Every
+    count comes from one aggregate; the first offenders of each kind are read from ``offenders``,
+    and only for a kind that occurred.
 
     ``missing``: expected outside transition, never received. ``duplicates``: extra copies
     beyond the first of any received pair. ``false_positives``: received pairs that were not
@@ -236,7 +256,12 @@ def check(
         )
     }
 
-    offenders = j.where(F.col("missing") | F.col("false_positive") | F.col("duplicate")).persist()
+    offended = counts["missing"] or counts["duplicates"] or counts["false_positives"]
+    # with none, an empty relation the optimiser knows is empty: writing it scans nothing
+    offenders = (
+        j.where(F.col("missing") | F.col("false_positive") | F.col("duplicate")) if offended else j.limit(0)
+    )
+    offenders.persist()
 
     def first(flag: str, count: str) -> list[dict[str, Any]]:
         if not counts[count]:

@@ -37,56 +37,58 @@ def _to_broker() -> F.Column:
     return F.col("link").isNotNull() & (F.col("link") != "")
 
 
-def false_positive_edges(events: DataFrame, interested: DataFrame) -> DataFrame:
-    """(node, fp) for every notification copy forwarded to a broker; fp: nothing matched downstream."""
-    edges = (
-        of(events, contract.NOTIF_OUT)
-        .where(_to_broker())
-        .groupBy("pub_id")
-        .agg(F.sort_array(F.collect_list(F.struct("ts_ns", "node", "link")), asc=False).alias("edges"))
+def copies_per_publication(events: DataFrame) -> DataFrame:
+    """(pub_id, visits, edges) from one scan: the brokers each copy from another broker visited, and
+    every copy forwarded to a broker as (ts_ns, node, link), newest first."""
+    hop = of(events, contract.NOTIF_IN, contract.NOTIF_OUT).where(_to_broker())
+    edge = F.when(F.col("ev") == contract.NOTIF_OUT, F.struct("ts_ns", "node", "link"))
+    return hop.groupBy("pub_id").agg(
+        F.collect_list(F.when(F.col("ev") == contract.NOTIF_IN, F.col("node"))).alias("visits"),
+        F.sort_array(F.collect_list(edge), asc=False).alias("edges"),
     )
-    want = interested.groupBy("pub_id").agg(F.collect_set("broker").alias("interested"))
-    per_pub = edges.join(want, "pub_id", "left").select(
-        "edges",
-        F.coalesce(F.col("interested"), F.array().cast("array<string>")).alias("interested"),
-    )
-    useful = per_pub.select("edges", F.expr(USEFUL).alias("useful"))
-    return useful.select(F.explode("edges").alias("e"), "useful").select(
-        F.col("e.node").alias("node"), (~F.array_contains("useful", F.col("e.link"))).alias("fp")
-    )
+
+
+def _counted(node: F.Column, visit: F.Column, relay_only: F.Column, im: F.Column, fp: F.Column) -> F.Column:
+    """One visit or forwarded copy at ``node``, as the counts it adds."""
+    flags = {"visits": visit, "relay_only": relay_only, "ims": im, "fp_ims": fp}
+    return F.struct(node.alias("node"), *[c.cast("long").alias(k) for k, c in flags.items()])
 
 
 def traffic_per_broker(events: DataFrame, interested: DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(relay, false_positive_traffic) per broker, computed in one action.
+    """(relay, false_positive_traffic) per broker: one scan of the copies, one join, one action.
 
     ``interested`` has (pub_id, broker) for every broker hosting a subscriber the publication
-    matches, repeated or not (it is made distinct here, once). relay: node, visits, relay_only.
-    false_positive_traffic: node, ims, fp_ims.
+    matches, repeated or not. relay: node, visits, relay_only. false_positive_traffic: node, ims, fp_ims.
     """
-    visits = of(events, contract.NOTIF_IN).where(_to_broker()).select("pub_id", "node")
-    mine = interested.select("pub_id", F.col("broker").alias("node"), F.lit(1).alias("hit")).distinct()
-    relay = (
-        visits.join(mine, ["pub_id", "node"], "left")
-        .groupBy("node")
-        .agg(
-            F.count("*").alias("visits"),
-            F.sum(F.when(F.col("hit").isNull(), 1).otherwise(0)).alias("relay_only"),
+    want = interested.groupBy("pub_id").agg(F.collect_set("broker").alias("interested"))
+    per_pub = (
+        copies_per_publication(events)
+        .join(want, "pub_id", "left")
+        .select(
+            "visits",
+            "edges",
+            F.coalesce(F.col("interested"), F.array().cast("array<string>")).alias("interested"),
         )
     )
-    fp = (
-        false_positive_edges(events, interested)
-        .groupBy("node")
-        .agg(F.count("*").alias("ims"), F.count(F.when(F.col("fp"), 1)).alias("fp_ims"))
+    useful = per_pub.select("visits", "edges", "interested", F.expr(USEFUL).alias("useful"))
+    one, zero = F.lit(1), F.lit(0)
+    counted = F.concat(
+        F.transform("visits", lambda v: _counted(v, one, ~F.array_contains("interested", v), zero, zero)),
+        F.transform(
+            "edges", lambda e: _counted(e["node"], zero, zero, one, ~F.array_contains("useful", e["link"]))
+        ),
     )
+    cols = ["visits", "relay_only", "ims", "fp_ims"]
     both = cast(
         pd.DataFrame,
-        relay.withColumn("kind", F.lit("relay"))
-        .unionByName(fp.withColumn("kind", F.lit("fp")), allowMissingColumns=True)
+        useful.select(F.explode(counted).alias("c"))
+        .groupBy(F.col("c.node").alias("node"))
+        .agg(*[F.sum(f"c.{k}").alias(k) for k in cols])
         .toPandas(),
     )
+    both = both.sort_values("node", kind="stable").reset_index(drop=True).astype({c: "int64" for c in cols})
 
-    def part(kind: str, cols: list[str]) -> pd.DataFrame:
-        p = both[both["kind"] == kind].sort_values("node", kind="stable").reset_index(drop=True)
-        return p[["node", *cols]].astype({c: "int64" for c in cols})
+    def part(seen: str, kept: list[str]) -> pd.DataFrame:
+        return both[both[seen] > 0][["node", *kept]].reset_index(drop=True)
 
-    return part("relay", ["visits", "relay_only"]), part("fp", ["ims", "fp_ims"])
+    return part("visits", ["visits", "relay_only"]), part("ims", ["ims", "fp_ims"])
