@@ -69,14 +69,30 @@ def test_the_analysis_jvm_maps_spark_classes_from_the_archive_make_setup_built(t
     assert len(from_jars) < 0.05 * len(spark_classes), from_jars[:5]
 
 
-def test_a_small_run_s_sql_settings_last_one_analysis(tmp_path: Path, spark: Any) -> None:
-    from scotbed.analysis.api import analyze
+def test_a_small_run_s_sql_settings_hold_for_its_analysis_only(
+    tmp_path: Path, spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from scotbed.analysis import api, context
     from scotbed.analysis.session import SMALL_RUN_CONF
     from scotbed.testing.synth import SynthSpec, synthesise
 
     run = tmp_path / "tiny-20260101T000000-0badc0de"
     synthesise(run, SynthSpec(brokers=1, fanout=2, subscribers=3, symbols=2, publications=5))
-    key = next(iter(SMALL_RUN_CONF))
-    spark.conf.set(key, "true")
-    assert analyze(run, spark=spark)["correctness"]["ok"] is True
-    assert spark.conf.get(key) == "true"
+    in_force: list[dict[str, str]] = []
+    inner = api._analyze
+
+    def seen(session: Any, *args: Any) -> dict[str, Any]:
+        in_force.append({k: session.conf.get(k) for k in SMALL_RUN_CONF})
+        return inner(session, *args)
+
+    monkeypatch.setattr(api, "_analyze", seen)
+    # a shared session's own settings: Spark's defaults, compiled queries
+    outside = {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode": "FALLBACK"}
+    assert set(outside) == set(SMALL_RUN_CONF) and all(outside[k] != v for k, v in SMALL_RUN_CONF.items())
+    for k, v in outside.items():
+        spark.conf.set(k, v)
+    assert api.analyze(run, spark=spark)["correctness"]["ok"] is True
+    monkeypatch.setattr(context, "SMALL_RUN_BYTES", 0)  # the same run, taken as large
+    assert api.analyze(run, spark=spark)["correctness"]["ok"] is True
+    assert in_force == [SMALL_RUN_CONF, outside]
+    assert {k: spark.conf.get(k) for k in SMALL_RUN_CONF} == outside

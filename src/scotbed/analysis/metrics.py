@@ -71,11 +71,18 @@ EXACT_ROWS = ACCURACY // 2
 
 def local_distribution(values: pd.Series) -> dict[str, Any] | None:
     """:func:`distribution` of collected values (nulls ignored); None from :data:`EXACT_ROWS` values on."""
+    return None if len(values) >= EXACT_ROWS else _local_dist(values, SUMMARY_QUANTILES)[0]
+
+
+def _local_dist(values: pd.Series, quantiles: Sequence[float]) -> tuple[dict[str, Any], dict[float, Any]]:
+    """(the distribution, each quantile's value by rank) of collected values, nulls ignored."""
     xs = values.dropna().astype(float)
-    if len(xs) >= EXACT_ROWS:
-        return None
-    qs = rank_quantiles(xs.tolist(), SUMMARY_QUANTILES)
-    return dist_from_quantiles(len(xs), xs.mean() if len(xs) else None, qs, xs.max() if len(xs) else None)
+    some = len(xs) > 0
+    by_q = dict(zip(quantiles, rank_quantiles(xs.tolist(), quantiles), strict=True))
+    summary = [by_q[q] for q in SUMMARY_QUANTILES]
+    return dist_from_quantiles(
+        len(xs), xs.mean() if some else None, summary, xs.max() if some else None
+    ), by_q
 
 
 def dist_aggs(col: str, quantiles: Sequence[float] = SUMMARY_QUANTILES) -> list[Column]:
@@ -405,12 +412,9 @@ def local_delivery_stats(
     dists: dict[str, Any] = {}
     curves: dict[str, list[tuple[float, float]]] = {}
     for c in DELAY_COLUMNS:
-        xs = rows[c].dropna().astype(float)
-        values = dict(zip(qs, rank_quantiles(xs.tolist(), qs), strict=True))
-        some = len(xs) > 0
-        summary = [values[q] for q in SUMMARY_QUANTILES]
-        d = dist_from_quantiles(len(xs), xs.mean() if some else None, summary, xs.max() if some else None)
-        d["under_1s"] = float((xs < 1000).mean()) if some else 0.0
+        d, values = _local_dist(rows[c], qs)
+        xs = rows[c].dropna()
+        d["under_1s"] = float((xs < 1000).mean()) if len(xs) else 0.0
         dists[c] = d
         curves[c] = [(q, float(v)) for q in CDF_QUANTILES if (v := values[q]) is not None]
     counts = rows["hops"].dropna().astype("int64").value_counts().sort_index()

@@ -47,8 +47,8 @@ LOCAL_CONF = {"spark.sql.adaptive.enabled": "false"}
 # A local JVM that lives for one small analysis (seconds of work, about a thousand distinct generated
 # classes) never repays the optimising JIT's compile time: C1 only. On `make demo`'s run (29.6k events,
 # cold JVM, 3 runs each) it cut the CPU from 45.0 to 28.7 s and the wall time from 28.2 to 24.6 s; the
-# serial collector and a class-data-sharing archive of Spark's classes gave no measurable gain. A large
-# analysis keeps the JVM's defaults: its hot loops need C2.
+# serial collector gave no measurable gain. A large analysis keeps the JVM's defaults: its hot loops
+# need C2. Every local JVM also maps the class archive (:mod:`scotbed.analysis.jvm_archive`).
 SHORT_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1",)
 # A small run's queries are interpreted, not compiled: on a few thousand rows per query, generating and
 # compiling Java for every plan (whole-stage code generation, then each expression's own class) costs
