@@ -209,8 +209,6 @@ def profile_sections(spark: Any, clock: Clock, out: list[dict[str, Any]]) -> Non
     CPU s and its own Spark jobs (an input's jobs are not its section's). Each analysis appends one
     dict, name -> [wall, cpu, jobs], to ``out``.
     """
-    from functools import cached_property
-
     from scotbed.analysis import api, context
 
     sc = spark.sparkContext
@@ -230,11 +228,10 @@ def profile_sections(spark: Any, clock: Clock, out: list[dict[str, Any]]) -> Non
         return run
 
     for attr, prop in list(vars(context.RunData).items()):
-        if isinstance(prop, cached_property):
+        if isinstance(prop, context.shared_input):
             name = api.PARSE_STAGE if attr == "stored" else f"({attr})"
-            wrapped = cached_property(timed(name, prop.func))
-            wrapped.__set_name__(context.RunData, attr)
-            setattr(context.RunData, attr, wrapped)
+            prop.compute = timed(name, prop.compute)
+    api.SECTION_THREADS = 1  # one section at a time, so each one's wall and CPU seconds are its own
     api.SECTIONS = tuple((n, timed(n, f)) for n, f in api.SECTIONS)  # type: ignore[assignment]
 
 

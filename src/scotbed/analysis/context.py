@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 from scotbed import contract
 from scotbed.analysis import metrics as M
 from scotbed.analysis import oracle, unreadable
-from scotbed.analysis.events import read_publications, store_events, valid
+from scotbed.analysis.events import corrupt_lines, read_publications, store_events, valid
 from scotbed.analysis.rundir import RunDir
 
 # Runs with less event text than this keep their parsed events in Spark's memory cache, not in Parquet
@@ -157,12 +157,11 @@ class RunData:
         return stored
 
     @shared_input
-    def line_counts(self) -> tuple[int, int, int]:
-        """(valid events, lines, unreadable client receive lines) of the logs, in one action: the first
-        on the stored events, which fills a memory store."""
-        ok, bad_receive = valid().cast("long"), (~valid() & unreadable.is_receive()).cast("long")
-        row = self.stored.agg(F.sum(ok), F.count("*"), F.sum(bad_receive)).first()
-        return (int(row[0] or 0), int(row[1]), int(row[2] or 0)) if row else (0, 0, 0)
+    def line_counts(self) -> tuple[int, int]:
+        """(valid events, lines) of the logs, in one action: the first on the stored events, which fills
+        a memory store."""
+        row = self.stored.agg(F.sum(valid().cast("long")), F.count("*")).first()
+        return (int(row[0] or 0), int(row[1])) if row else (0, 0)
 
     @shared_input
     def events(self) -> DataFrame:
@@ -170,8 +169,13 @@ class RunData:
 
     @shared_input
     def unreadable(self) -> tuple[DataFrame, dict[str, Any]]:
-        """The client receive lines that do not parse: (their recovered pairs, {"count", "lines"})."""
-        pairs, found = unreadable.receives(self.stored.where(~valid()), self.line_counts[2])
+        """The client receive lines that do not parse: (their recovered pairs, {"count", "lines"}).
+        The logs' malformed lines are read again, with their text, only when there are some."""
+        n_valid, lines = self.line_counts
+        malformed = None
+        if lines > n_valid:
+            malformed = self.keep(corrupt_lines(self.spark, self.run.event_files())).where(~valid())
+        pairs, found = unreadable.receives(self.spark, malformed)
         return self.keep(pairs), found
 
     @shared_input
@@ -223,11 +227,13 @@ class RunData:
 
     @shared_input
     def deliveries(self) -> DataFrame:
-        """One row per receive, kept in memory for the sections that read it and written to
-        ``deliveries.parquet`` (which fills the cache)."""
-        deliv = self.keep(M.deliveries(self.events, self.pub_times))
-        deliv.write.mode("overwrite").parquet(str(self.run.analysis_dir / "deliveries.parquet"))
-        return deliv
+        """One row per receive, written to ``deliveries.parquet`` and read back from there by the
+        sections: cheaper than Spark's memory cache, whose columnar build cost more than the write
+        (8.5M events: write 2.9-3.1 s, read 0.23 s; cache and write 3.35 s, read 0.18 s)."""
+        deliv = M.deliveries(self.events, self.pub_times)
+        path = str(self.run.analysis_dir / "deliveries.parquet")
+        deliv.write.mode("overwrite").parquet(path)
+        return self.spark.read.schema(deliv.schema).parquet(path)
 
     @shared_input
     def _delivery_stats(

@@ -315,19 +315,30 @@ def table_series(events: DataFrame, b: tuple[int, int] | None) -> pd.DataFrame:
 
 
 def publication_times(events: DataFrame, publications: DataFrame | None) -> DataFrame:
-    """pub_id -> intended_ns, sent_ns: from the client ``publish`` events, else the workload file."""
-    ev = (
-        of(events, contract.PUBLISH)
-        .groupBy("pub_id")
-        .agg(
-            F.min("intended_ns").alias("i_ev"),
-            F.min(F.coalesce(F.col("sent_ns"), F.col("ts_ns"))).alias("s_ev"),
-        )
+    """pub_id -> intended_ns, sent_ns: from the client ``publish`` events, else the workload file.
+
+    Both sources in one group-by of their union (one shuffle, where a group-by of each and a join of
+    the two made two): at 8.5M events (550k publications) 0.84 s against 1.33 s, warm.
+    """
+    none = F.lit(None).cast("long")
+    ev = of(events, contract.PUBLISH).select(
+        "pub_id",
+        F.col("intended_ns").alias("i_ev"),
+        F.coalesce(F.col("sent_ns"), F.col("ts_ns")).alias("s_ev"),
+        none.alias("i_wl"),
+        none.alias("s_wl"),
     )
-    if publications is None:
-        return ev.select("pub_id", F.col("i_ev").alias("intended_ns"), F.col("s_ev").alias("sent_ns"))
-    wl = publications.groupBy("pub_id").agg(F.min("intended_ns").alias("i_wl"), F.min("ts_ns").alias("s_wl"))
-    return ev.join(wl, "pub_id", "full").select(
+    if publications is not None:
+        wl = publications.select(
+            "pub_id",
+            none.alias("i_ev"),
+            none.alias("s_ev"),
+            F.col("intended_ns").alias("i_wl"),
+            F.col("ts_ns").alias("s_wl"),
+        )
+        ev = ev.unionByName(wl)
+    firsts = ev.groupBy("pub_id").agg(*[F.min(c).alias(c) for c in ("i_ev", "s_ev", "i_wl", "s_wl")])
+    return firsts.select(
         "pub_id",
         F.coalesce("i_ev", "i_wl").alias("intended_ns"),
         F.coalesce("s_ev", "s_wl").alias("sent_ns"),
@@ -464,19 +475,34 @@ STABILITY_COLUMNS = ["window", "start_ns", "end_ns", "count", "max_delay_ms", "m
 STABILITY_ORDER = ["recv_ns", "pub_id", "sub_id"]  # receive order; ties broken by the pair
 
 
-def stability_curve(deliv: DataFrame, window: int, collect: bool = False) -> pd.DataFrame:
+def stability_curve(deliv: DataFrame, window: int, collect: str = "sorted") -> pd.DataFrame:
     """Max delay of each consecutive window of ``window`` receives, in receive order (OctopiS Fig. 11).
 
-    The global receive index is built without a single-partition window: after a range
-    sort, each row's index is its partition's offset plus its position inside the partition.
-    ``collect`` (a small run) takes the receives to pandas in one action instead
-    (:func:`stability_windows`): a cold JVM pays more for the sort's jobs than for the rows.
+    ``collect`` says where the receives are numbered:
+    - ``"rows"`` (a small run): collected to pandas in one action and sorted there; a cold JVM pays
+      more for a sort's jobs than for the rows;
+    - ``"sorted"``: sorted in Spark, then the two columns the windows need are collected as Arrow
+      (16 bytes a receive): at 8.5M events (0.92M receives) one sort and one collect where the Spark
+      numbering below ran six jobs;
+    - ``"none"``: numbered in Spark, for more receives than a driver should hold. The global index is
+      built without a single-partition window: after a range sort, each row's index is its
+      partition's offset plus its position inside the partition.
     """
     if window < 1:
         raise ValueError(f"stability window must be >= 1, got {window}")
     rows = deliv.where(F.col("delay_ms").isNotNull()).select("recv_ns", "delay_ms", "pub_id", "sub_id")
-    if collect:
+    if collect == "rows":
         return stability_windows(cast(pd.DataFrame, rows.toPandas()), window)
+    if collect == "sorted":
+        ordered = rows.orderBy(*STABILITY_ORDER).select("recv_ns", "delay_ms").toArrow().to_pandas()
+        return _windows(ordered, window)
+    if collect != "none":
+        raise ValueError(f"stability_curve: collect must be rows, sorted or none, got {collect!r}")
+    return _spark_windows(rows, window)
+
+
+def _spark_windows(rows: DataFrame, window: int) -> pd.DataFrame:
+    """:func:`stability_curve`'s windows numbered in Spark (``collect="none"``)."""
     ordered = (
         rows.orderBy(*STABILITY_ORDER)
         .withColumn("pid", F.spark_partition_id())
@@ -514,10 +540,15 @@ def stability_curve(deliv: DataFrame, window: int, collect: bool = False) -> pd.
 def stability_windows(rows: pd.DataFrame, window: int) -> pd.DataFrame:
     """:func:`stability_curve` of collected receives (``recv_ns``, ``delay_ms``, ``pub_id``, ``sub_id``):
     sorted as Spark sorts them (nulls first), numbered, cut into windows of ``window``."""
-    if not len(rows):
+    ordered = rows.sort_values(STABILITY_ORDER, na_position="first", kind="stable")
+    return _windows(ordered.reset_index(drop=True), window)
+
+
+def _windows(ordered: pd.DataFrame, window: int) -> pd.DataFrame:
+    """Receives in receive order (``recv_ns``, ``delay_ms``, index 0..n-1) cut into windows of ``window``."""
+    if not len(ordered):
         return pd.DataFrame(columns=STABILITY_COLUMNS)
-    ordered = rows.sort_values(STABILITY_ORDER, na_position="first", kind="stable").reset_index(drop=True)
-    ordered["window"] = ordered.index // window
+    ordered = ordered.assign(window=ordered.index // window)
     curve = ordered.groupby("window", sort=True).agg(
         start_ns=("recv_ns", "min"),
         end_ns=("recv_ns", "max"),

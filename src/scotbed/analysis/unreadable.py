@@ -16,11 +16,12 @@ from scotbed import contract
 from scotbed.analysis.events import CORRUPT
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 RECEIVE = rf'"ev"\s*:\s*"{contract.RECEIVE}"'
 SHOWN_CHARS = 200
 SHOWN_LINES = 20
+PAIR_DDL = "pub_id STRING, sub_id STRING"
 
 
 def is_receive() -> Column:
@@ -30,16 +31,20 @@ def is_receive() -> Column:
     return F.col(CORRUPT).rlike(RECEIVE)
 
 
-def receives(malformed: DataFrame, count: int) -> tuple[DataFrame, dict[str, Any]]:
-    """(recovered (pub_id, sub_id) pairs, {"count", "lines"}) of the unreadable receive lines;
-    ``count`` is how many ``malformed`` holds (counted with the other lines, in one action)."""
+def receives(spark: SparkSession, malformed: DataFrame | None) -> tuple[DataFrame, dict[str, Any]]:
+    """(recovered (pub_id, sub_id) pairs, {"count", "lines"}) of the unreadable receive lines among
+    ``malformed`` (the lines of :func:`~scotbed.analysis.events.corrupt_lines` that are not valid events;
+    None for a run without any)."""
     from pyspark.sql import functions as F
 
+    if malformed is None:
+        return spark.createDataFrame([], PAIR_DDL), {"count": 0, "lines": []}
     bad = malformed.where(is_receive()).select(
         F.col(CORRUPT).alias("text"),
         F.regexp_extract(CORRUPT, r'"pub_id"\s*:\s*"([^"]+)"', 1).alias("pub_id"),
         F.regexp_extract(CORRUPT, r'"sub_id"\s*:\s*"([^"]+)"', 1).alias("sub_id"),
     )
+    count = bad.count()
     lines = [r["text"][:SHOWN_CHARS] for r in bad.limit(SHOWN_LINES).collect()] if count else []
     pairs = bad.where((F.col("pub_id") != "") & (F.col("sub_id") != "")).select("pub_id", "sub_id").distinct()
     return pairs, {"count": count, "lines": lines}
