@@ -187,7 +187,7 @@ class RunData:
 
     @shared_input
     def node_facts(self) -> pd.DataFrame:
-        return M.node_facts(self.events)
+        return M.node_facts(self.events, one_job=self.small)
 
     @shared_input
     def sub_facts(self) -> DataFrame:
@@ -227,13 +227,16 @@ class RunData:
 
     @shared_input
     def deliveries(self) -> DataFrame:
-        """One row per receive, written to ``deliveries.parquet`` and read back from there by the
-        sections: cheaper than Spark's memory cache, whose columnar build cost more than the write
-        (8.5M events: write 2.9-3.1 s, read 0.23 s; cache and write 3.35 s, read 0.18 s)."""
+        """One row per receive, written to ``deliveries.parquet``. A large run's sections read them back
+        from there: cheaper than Spark's memory cache, whose columnar build costs more than the write
+        (8.5M events: write 2.9-3.1 s, read 0.23 s; cache and write 3.35 s, read 0.18 s). A small run's
+        stay in the cache the write fills: on a cold JVM a new Parquet scan costs more."""
         deliv = M.deliveries(self.events, self.pub_times)
         path = str(self.run.analysis_dir / "deliveries.parquet")
+        if self.small:
+            deliv = self.keep(deliv)
         deliv.write.mode("overwrite").parquet(path)
-        return self.spark.read.schema(deliv.schema).parquet(path)
+        return deliv if self.small else self.spark.read.schema(deliv.schema).parquet(path)
 
     @shared_input
     def _delivery_stats(

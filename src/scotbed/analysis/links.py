@@ -188,13 +188,16 @@ def analyse(
         "sub_id", F.when(F.col("ev") == contract.SUB_OUT, "sub").otherwise("unsub").alias("kind"),
         F.col("node").alias("from"), F.col("link").alias("to"), "ts_ns",
     )  # fmt: skip
-    notif.write.mode("overwrite").parquet(str(out / "link_notifications.parquet"))
+    notif_path = str(out / "link_notifications.parquet")
+    notif.write.mode("overwrite").parquet(notif_path)
     subs.write.mode("overwrite").parquet(str(out / "link_subscriptions.parquet"))
 
+    # the copies read back from their table (one narrow column), not picked out of all the events again
+    copies = events.sparkSession.read.schema(notif.schema).parquet(notif_path)
     per_pub = (
         pub_times.select("pub_id")
         .distinct()
-        .join(notif.groupBy("pub_id").agg(F.count("*").alias("links")), "pub_id", "left")
+        .join(copies.groupBy("pub_id").agg(F.count("*").alias("links")), "pub_id", "left")
         .agg(F.avg(F.coalesce("links", F.lit(0))), F.max(F.coalesce("links", F.lit(0))))
         .first()
     )

@@ -162,19 +162,34 @@ def times_of(facts: pd.DataFrame, col: str) -> dict[str, int]:
 # --- per broker ------------------------------------------------------------------------------
 
 
-def node_facts(events: DataFrame) -> pd.DataFrame:
-    """One group-by (node, ev, drop reason) over the broker events; every per-broker metric reads it."""
+def node_facts(events: DataFrame, one_job: bool = True) -> pd.DataFrame:
+    """One group-by (node, ev, drop reason) over the broker events; every per-broker metric reads it.
+
+    ``p99_us`` (only ``match`` events time their matching) comes from the same group-by, or with
+    ``one_job=False`` (a large run) from a second one over the matches alone: the percentile puts
+    every aggregate of its group-by on Spark's slower object-hash path, and at 8.5M events the two
+    group-bys took 3.9 s where the one took 6.3 s.
+    """
+    p99 = F.percentile_approx("us", 0.99, ACCURACY).alias("p99_us")
+    facts = _node_facts(events, [p99] if one_job else [])
+    if one_job:
+        return facts
+    per_node = of(events, contract.MATCH).groupBy("node", "ev").agg(p99)
+    return facts.merge(cast(pd.DataFrame, per_node.toPandas()), on=["node", "ev"], how="left")
+
+
+def _node_facts(events: DataFrame, more: list[Column]) -> pd.DataFrame:
     is_in = F.coalesce(F.col("link"), F.lit("")) == ""
     return cast(
         pd.DataFrame,
         of(events, *NODE_EVENTS)
         .groupBy("node", "ev", F.when(_ev(contract.DROP), F.col("reason")).alias("reason"))
         .agg(
+            *more,
             F.count("*").alias("n"),
             F.count(F.when(_to_broker(), 1)).alias("to_broker"),
             F.count(F.when(_to_broker() & F.coalesce(F.col("dynamic"), F.lit(False)), 1)).alias("dynamic"),
             F.mean("us").alias("mean_us"),
-            F.percentile_approx("us", 0.99, ACCURACY).alias("p99_us"),
             F.max("us").alias("max_us"),
             F.mean("n").alias("mean_matched"),
             F.count("steps").alias("with_steps"),
