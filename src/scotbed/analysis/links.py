@@ -179,7 +179,9 @@ def analyse(
     from pyspark.sql import functions as F
 
     out = run.analysis_dir
-    msgs = events.where(F.col("ev").isin(*KINDS) & F.col("link").isNotNull() & (F.col("link") != ""))
+    from scotbed.analysis.metrics import of, to_broker
+
+    msgs = of(events, *KINDS).where(to_broker())
     notif = msgs.where(F.col("ev") == contract.NOTIF_OUT).select(
         "pub_id", F.col("node").alias("from"), F.col("link").alias("to"),
         F.coalesce(F.col("dynamic"), F.lit(False)).alias("dynamic"), "ts_ns",

@@ -37,7 +37,8 @@ def _ev(name: str) -> Column:
     return F.col("ev") == name
 
 
-def _to_broker() -> Column:
+def to_broker() -> Column:
+    """True for a message whose ``link`` is another broker (``""`` is a local client)."""
     return F.col("link").isNotNull() & (F.col("link") != "")
 
 
@@ -130,7 +131,7 @@ def subscription_facts(events: DataFrame) -> DataFrame:
             first_in_ns.alias("first_in_ns"),
             F.max(F.when(_ev(contract.SUB_IN), ts)).alias("stored_ns"),
             F.count(F.when(_ev(contract.SUB_IN), 1)).alias("sub_in"),
-            F.count(F.when(_ev(contract.SUB_OUT) & _to_broker(), 1)).alias("ims"),
+            F.count(F.when(_ev(contract.SUB_OUT) & to_broker(), 1)).alias("ims"),
             F.max(F.when(_ev(contract.UNSUB_IN), ts)).alias("unsub_settled_ns"),
             F.min(F.when(_ev(contract.UNSUBSCRIBE), ts)).alias("unsubscribe_ns"),
         )
@@ -187,8 +188,8 @@ def _node_facts(events: DataFrame, more: list[Column]) -> pd.DataFrame:
         .agg(
             *more,
             F.count("*").alias("n"),
-            F.count(F.when(_to_broker(), 1)).alias("to_broker"),
-            F.count(F.when(_to_broker() & F.coalesce(F.col("dynamic"), F.lit(False)), 1)).alias("dynamic"),
+            F.count(F.when(to_broker(), 1)).alias("to_broker"),
+            F.count(F.when(to_broker() & F.coalesce(F.col("dynamic"), F.lit(False)), 1)).alias("dynamic"),
             F.mean("us").alias("mean_us"),
             F.max("us").alias("max_us"),
             F.mean("n").alias("mean_matched"),

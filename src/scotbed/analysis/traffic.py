@@ -18,7 +18,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from scotbed import contract
-from scotbed.analysis.metrics import of
+from scotbed.analysis.metrics import of, to_broker
 
 # One pass over the edges: add the sender of every copy whose receiver is useful.
 _PASS = (
@@ -33,14 +33,10 @@ USEFUL = (
 )
 
 
-def _to_broker() -> F.Column:
-    return F.col("link").isNotNull() & (F.col("link") != "")
-
-
 def copies_per_publication(events: DataFrame) -> DataFrame:
     """(pub_id, visits, edges) from one scan: the brokers each copy from another broker visited, and
     every copy forwarded to a broker as (ts_ns, node, link), newest first."""
-    hop = of(events, contract.NOTIF_IN, contract.NOTIF_OUT).where(_to_broker())
+    hop = of(events, contract.NOTIF_IN, contract.NOTIF_OUT).where(to_broker())
     edge = F.when(F.col("ev") == contract.NOTIF_OUT, F.struct("ts_ns", "node", "link"))
     return hop.groupBy("pub_id").agg(
         F.collect_list(F.when(F.col("ev") == contract.NOTIF_IN, F.col("node"))).alias("visits"),
