@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from test_matching import events, filters
 
 from scotbed.analysis.forwarding import false_positive_edges, useful_brokers
+from scotbed.analysis.jsontext import decode_lines
 from scotbed.analysis.oracle import (
     FOREVER,
     Episode,
@@ -144,6 +145,8 @@ def test_attrs_are_decoded_as_json_loads_decodes_them() -> None:
     for bad in ('{"x": 1', '{"x": 1}, {}', '{"a": 1}x'):
         with pytest.raises(json.JSONDecodeError):
             decode_attrs([bad])
+    lines = ['{"a": 1}\n', "\n", "  \n", '{"b": 2} \r\n', '{"c": "\u2028"}']  # as a text file yields them
+    assert list(decode_lines(lines)) == [{"a": 1}, {"b": 2}, {"c": "\u2028"}]
 
 
 def test_episodes_from_workload_with_settle_bound() -> None:

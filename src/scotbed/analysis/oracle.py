@@ -21,12 +21,13 @@ after an unsubscribe of the same id opens a new episode.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import astuple, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from scotbed.analysis import jsontext
 from scotbed.filters import Attributes, Filter
 from scotbed.matching import make_matcher
 from scotbed.matching.columnar import Columns, exact_filter
@@ -212,24 +213,9 @@ def expected_batches(batches: Iterable[pa.RecordBatch], exp: Expectation) -> Ite
         yield pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-_SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
-
-
 def decode_attrs(texts: list[str | None]) -> list[Any]:
-    """Each publication's attrs JSON (``{}`` when empty). Read by the decoder's scanner, half the time of
-    a ``json.loads`` each; a text the scanner does not read whole (space around it, or bad JSON) is left
-    to ``json.loads``, which reads it or raises as it always did."""
-    out: list[Any] = []
-    for t in texts:
-        if not t:
-            out.append({})
-            continue
-        try:
-            value, end = _SCAN(t, 0)
-        except (StopIteration, ValueError):
-            end = -1
-        out.append(value if end == len(t) else json.loads(t))
-    return out
+    """Each publication's attrs JSON, ``{}`` when empty."""
+    return list(jsontext.decode(t or "{}" for t in texts))
 
 
 def _expected_schema() -> pa.Schema:
@@ -272,9 +258,10 @@ def check(
     """Compare expected pairs with the client receives: (counts and first offending ids, pairs, offenders).
 
     ``pairs`` is every expected or received (pub_id, sub_id) with its flags, ``offenders`` the pairs
-    flagged missing, false positive or duplicate; both persisted: the caller unpersists them. Every
-    count comes from one aggregate; the first offenders of each kind are read from ``offenders``,
-    and only for a kind that occurred.
+    flagged missing, false positive or duplicate, persisted: the caller unpersists it. Every count
+    comes from one aggregate over ``pairs``, which is not kept: caching it cost more than the join
+    (10M events: 2.4 s against 1.5 s); the join runs again only for a run with offenders. The
+    first offenders of each kind are read from ``offenders``, and only for a kind that occurred.
 
     ``missing``: expected outside transition, never received. ``duplicates``: extra copies
     beyond the first of any received pair. ``false_positives``: received pairs that were not
@@ -299,7 +286,7 @@ def check(
         (F.col("expected") & ~F.col("in_transition") & (F.col("copies") == 0)).alias("missing"),
         (~F.col("expected") & (F.col("copies") > 0)).alias("false_positive"),
         (F.col("copies") > 1).alias("duplicate"),
-    ).persist()
+    )
 
     def n(c: Any) -> Any:
         return F.sum(c.cast("long"))
