@@ -5,11 +5,25 @@ from __future__ import annotations
 import json
 import math
 
+import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_matching import events, filters
 
 from scotbed.analysis.forwarding import false_positive_edges, useful_brokers
-from scotbed.analysis.oracle import FOREVER, Episode, Expectation, episodes, pick_engine
+from scotbed.analysis.jsontext import decode_lines
+from scotbed.analysis.oracle import (
+    FOREVER,
+    Episode,
+    Expectation,
+    decode_attrs,
+    episodes,
+    expected_batches,
+    pick_engine,
+)
 from scotbed.analysis.stats import flatten, mean_ci, t_quantile, time_to_stabilise
+from scotbed.filters import Filter
 
 MS = 1_000_000
 
@@ -82,6 +96,57 @@ def test_expectation_active_transition_and_ended() -> None:
     assert got(210, 210, {"price": 5}) == {("s1", True), ("s2", False)}  # unsubscription propagating
     assert got(230, 230, {"price": 5}) == {("s2", False)}  # s1 gone
     assert got(50, 50, {"price": 5}) == {("s2", False)}  # s1 not yet subscribed
+
+
+@st.composite
+def windows(draw: st.DrawFn) -> tuple[int, int, int, int]:
+    """An episode's (start, settled, end, unsettled) on a 0..100 clock: open, or ended within it."""
+    start = draw(st.integers(0, 60))
+    settled = start + draw(st.integers(0, 20))
+    if draw(st.booleans()):
+        return start, settled, FOREVER, FOREVER
+    end = draw(st.integers(start, 100))
+    return start, settled, end, end + draw(st.integers(0, 20))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    flts=st.lists(filters, min_size=1, max_size=5),
+    spans=st.lists(windows(), min_size=6, max_size=6),
+    pubs=st.lists(st.tuples(events, st.integers(0, 100), st.integers(0, 100)), min_size=1, max_size=10),
+)
+def test_a_batch_of_publications_gives_the_pairs_of_each_alone(
+    flts: list[Filter], spans: list[tuple[int, int, int, int]], pubs: list[tuple[dict, int, int]]
+) -> None:
+    """expected_batches (columns where numpy compares exactly, else the engine) = expected() one at a time."""
+    flts = [*flts, flts[0]]  # two episodes of one filter: one mask for both
+    eps = [_ep(f"s{i}", f.to_json(), *span) for i, (f, span) in enumerate(zip(flts, spans, strict=False))]
+    exp = Expectation(eps, "counting")
+    want = sorted(
+        (f"p{k}", e.sub_id, e.subscriber, e.broker, t, tr)
+        for k, (attrs, t, s) in enumerate(pubs)
+        for e, tr in exp.expected(t, s, attrs)
+    )
+    batch = pa.RecordBatch.from_pydict(
+        {
+            "pub_id": [f"p{k}" for k in range(len(pubs))],
+            "intended": pa.array([t for _, t, _ in pubs], pa.int64()),
+            "sent": pa.array([s for _, _, s in pubs], pa.int64()),
+            "attrs": [json.dumps(a) if a else "" for a, _, _ in pubs],
+        }
+    )
+    got = [b.to_pylist() for b in expected_batches([batch], exp)]
+    assert sorted(tuple(r.values()) for rows in got for r in rows) == want
+
+
+def test_attrs_are_decoded_as_json_loads_decodes_them() -> None:
+    texts = ['{"a": 1}', None, "", ' {"b": 2.5} ', '{"c": [1, {"d": null}], "e": "x\\"y"}']
+    assert decode_attrs(texts) == [{"a": 1}, {}, {}, {"b": 2.5}, {"c": [1, {"d": None}], "e": 'x"y'}]
+    for bad in ('{"x": 1', '{"x": 1}, {}', '{"a": 1}x'):
+        with pytest.raises(json.JSONDecodeError):
+            decode_attrs([bad])
+    lines = ['{"a": 1}\n', "\n", "  \n", '{"b": 2} \r\n', '{"c": "\u2028"}']  # as a text file yields them
+    assert list(decode_lines(lines)) == [{"a": 1}, {"b": 2}, {"c": "\u2028"}]
 
 
 def test_episodes_from_workload_with_settle_bound() -> None:

@@ -195,6 +195,9 @@ def test_columnar_counts_equal_filter_matches(flts: list[Filter], batch: list[di
         assert [cols.count(f) for f in flts if exact_filter(f)] == [
             w for f, w in zip(flts, want, strict=True) if exact_filter(f)
         ]
+        for f in flts:  # and the very notifications, which the oracle's batches take
+            if exact_filter(f):
+                assert cols.matches(f).tolist() == [f.matches(e) for e in batch]
     assert mean_selectivity(flts, batch) == sum(want) / (len(flts) * len(batch))
 
 

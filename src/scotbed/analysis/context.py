@@ -288,7 +288,7 @@ class RunData:
         in_driver = self.run.publications_file.stat().st_size < DRIVER_MATCH_BYTES
         expected = self.keep(oracle.expected_deliveries(self.spark, pubs, eps, self.engine, in_driver))
         result, pairs, offenders = oracle.check(expected, self.deliveries, self.settings.first_n)
-        self._kept += [pairs, offenders]
+        self._kept.append(offenders)
         unreadable.excuse(result, offenders, *self.unreadable)
         offenders.write.mode("overwrite").parquet(str(self.run.path / contract.OFFENDERS))
         return Oracle(result, expected, pairs)

@@ -9,8 +9,7 @@ target (``workload.selectivity``; none for a scripted run).
 
 from __future__ import annotations
 
-import json
-
+from scotbed.analysis import jsontext
 from scotbed.analysis.rundir import RunDir
 from scotbed.analysis.summary import Workload
 from scotbed.filters import Filter
@@ -25,6 +24,6 @@ def workload_block(run: RunDir) -> Workload:
     quotes = []
     if run.publications_file.exists():
         with run.publications_file.open(encoding="utf-8") as f:
-            quotes = [json.loads(line)["attrs"] for line in f if line.strip()]
+            quotes = [p["attrs"] for p in jsontext.decode_lines(f)]
     realised = mean_selectivity(filters, quotes) if filters and quotes else None
     return Workload(len(filters), len(quotes), {"target": target, "realised": realised})

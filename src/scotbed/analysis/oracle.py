@@ -21,12 +21,16 @@ after an unsubscribe of the same id opens a new episode.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import astuple, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from scotbed.analysis import jsontext
 from scotbed.filters import Attributes, Filter
 from scotbed.matching import make_matcher
+from scotbed.matching.columnar import Columns, exact_filter
 from scotbed.matching.counting import CountingMatcher
 
 if TYPE_CHECKING:
@@ -34,6 +38,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 FOREVER = 2**63 - 1
+_NONE = np.zeros(0, dtype=np.int64)
 EXPECTED_DDL = (
     "pub_id STRING, sub_id STRING, subscriber STRING, broker STRING, "
     "intended_ns BIGINT, in_transition BOOLEAN"
@@ -101,17 +106,32 @@ def _overlaps(lo: int, hi: int, a: int, b: int) -> bool:
 
 
 class Expectation:
-    """Matches publications against subscription episodes with a shared engine."""
+    """Matches publications against subscription episodes with a shared engine.
+
+    A batch of publications whose values numpy compares exactly is matched as columns
+    (:mod:`scotbed.matching.columnar`, one mask per distinct filter), the rest one publication at a time
+    by the named engine: the same pairs either way, at a fraction of the per-publication calls.
+    """
 
     def __init__(self, eps: Iterable[Episode], engine: str = "naive") -> None:
         self.episodes = list(eps)
         self.matcher = make_matcher(engine)
+        by_filter: dict[str, list[int]] = {}
         for i, e in enumerate(self.episodes):
             self.matcher.add(i, Filter.from_json(json.loads(e.filter_json)))
+            by_filter.setdefault(e.filter_json, []).append(i)
         if isinstance(self.matcher, CountingMatcher):
             # every filter is added before the first match: index them now, or a run with fewer
             # filters than the engine's pending bound is matched by scanning each filter
             self.matcher.rebuild()
+        self.groups = [
+            (Filter.from_json(json.loads(f)), np.asarray(ids, dtype=np.int64)) for f, ids in by_filter.items()
+        ]
+        self.exact = all(exact_filter(f) for f, _ in self.groups)
+        self.windows = np.array(
+            [(e.start_ns, e.sub_settled_ns, e.end_ns, e.unsub_settled_ns) for e in self.episodes],
+            dtype=np.int64,
+        ).reshape(-1, 4)
 
     def expected(self, intended_ns: int, sent_ns: int, attrs: Attributes) -> Iterator[tuple[Episode, bool]]:
         """(episode, in_transition) for each subscription that should (or may) receive it."""
@@ -123,6 +143,33 @@ class Expectation:
             )
             if transition or e.start_ns <= intended_ns < e.end_ns:
                 yield e, transition
+
+    def matches(self, attrs: Sequence[Attributes]) -> tuple[np.ndarray, np.ndarray]:
+        """(publication index, episode index) of every match in a batch, whatever the episode's times."""
+        cols = Columns.of(attrs) if self.exact else None
+        if cols is None:
+            hits = [(p, int(i)) for p, a in enumerate(attrs) for i in self.matcher.match(a)]  # type: ignore[call-overload]
+            got = np.array(hits, dtype=np.int64).reshape(-1, 2)
+            return got[:, 0], got[:, 1]
+        pubs: list[np.ndarray] = []
+        eps: list[np.ndarray] = []
+        for flt, ids in self.groups:
+            at = np.flatnonzero(cols.matches(flt))
+            pubs.append(np.repeat(at, len(ids)))
+            eps.append(np.tile(ids, len(at)))
+        return np.concatenate(pubs or [_NONE]), np.concatenate(eps or [_NONE])
+
+    def pairs(
+        self, intended: np.ndarray, sent: np.ndarray, attrs: Sequence[Attributes]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`expected` over a batch: (publication index, episode index, in_transition)."""
+        p, e = self.matches(attrs)
+        t, s = intended[p], sent[p]
+        lo, hi = np.minimum(t, s), np.maximum(t, s)
+        start, settled, end, unsettled = self.windows[e].T
+        transition = (lo <= settled) & (start <= hi) | (end != FOREVER) & (lo <= unsettled) & (end <= hi)
+        keep = transition | (start <= t) & (t < end)
+        return p[keep], e[keep], transition[keep]
 
 
 def pick_engine(preferred: str | None) -> str:
@@ -146,20 +193,29 @@ def _expected_batches(
 
 
 def expected_batches(batches: Iterable[pa.RecordBatch], exp: Expectation) -> Iterator[pa.RecordBatch]:
-    """Each Arrow batch of (pub_id, intended, sent, attrs) becomes a batch of expected pairs."""
+    """Each Arrow batch of (pub_id, intended, sent, attrs) becomes a batch of expected pairs, taken from
+    the batch's and the episodes' columns by index (no row of Python objects but the attrs)."""
     import pyarrow as pa
 
     schema = _expected_schema()
-    names, types = schema.names, schema.types
+    eps = exp.episodes
+    ep_cols = [
+        pa.array([getattr(e, k) for e in eps], pa.string()) for k in ("sub_id", "subscriber", "broker")
+    ]
     for batch in batches:
-        cols: list[list[Any]] = [[] for _ in names]
-        b = batch.to_pydict()
-        for pid, intended, sent, attrs in zip(b["pub_id"], b["intended"], b["sent"], b["attrs"], strict=True):
-            for e, tr in exp.expected(intended, sent, json.loads(attrs) if attrs else {}):
-                for col, v in zip(cols, (pid, e.sub_id, e.subscriber, e.broker, intended, tr), strict=True):
-                    col.append(v)
-        arrays = [pa.array(c, t) for c, t in zip(cols, types, strict=True)]
+        intended = batch.column("intended").to_numpy()
+        sent = batch.column("sent").to_numpy()
+        attrs = decode_attrs(batch.column("attrs").to_pylist())
+        p, e, transition = exp.pairs(intended, sent, attrs)
+        at, ep = pa.array(p), pa.array(e)
+        arrays = [batch.column("pub_id").take(at), *(c.take(ep) for c in ep_cols)]
+        arrays += [batch.column("intended").take(at), pa.array(transition, pa.bool_())]
         yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def decode_attrs(texts: list[str | None]) -> list[Any]:
+    """Each publication's attrs JSON, ``{}`` when empty."""
+    return list(jsontext.decode(t or "{}" for t in texts))
 
 
 def _expected_schema() -> pa.Schema:
@@ -202,9 +258,10 @@ def check(
     """Compare expected pairs with the client receives: (counts and first offending ids, pairs, offenders).
 
     ``pairs`` is every expected or received (pub_id, sub_id) with its flags, ``offenders`` the pairs
-    flagged missing, false positive or duplicate; both persisted: the caller unpersists them. Every
-    count comes from one aggregate; the first offenders of each kind are read from ``offenders``,
-    and only for a kind that occurred.
+    flagged missing, false positive or duplicate, persisted: the caller unpersists it. Every count
+    comes from one aggregate over ``pairs``, which is not kept: caching it cost more than the join
+    (10M events: 2.4 s against 1.5 s); the join runs again only for a run with offenders. The
+    first offenders of each kind are read from ``offenders``, and only for a kind that occurred.
 
     ``missing``: expected outside transition, never received. ``duplicates``: extra copies
     beyond the first of any received pair. ``false_positives``: received pairs that were not
@@ -229,7 +286,7 @@ def check(
         (F.col("expected") & ~F.col("in_transition") & (F.col("copies") == 0)).alias("missing"),
         (~F.col("expected") & (F.col("copies") > 0)).alias("false_positive"),
         (F.col("copies") > 1).alias("duplicate"),
-    ).persist()
+    )
 
     def n(c: Any) -> Any:
         return F.sum(c.cast("long"))

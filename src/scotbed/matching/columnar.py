@@ -36,6 +36,15 @@ def _exact(v: object) -> bool:
     return _is_number(v) and abs(v) < EXACT_INT  # type: ignore[arg-type]
 
 
+class _Absent:
+    """The value of an attribute a notification does not carry."""
+
+
+_ABSENT = _Absent()
+# the kind of each value by its exact type: a bool, None, a nested value or a subclass has none
+_KIND = {_Absent: 0, int: 1, float: 2, str: 3}
+
+
 @dataclass(frozen=True)
 class Column:
     """One attribute over the batch: where present, where a number, where a string, and the values."""
@@ -61,18 +70,16 @@ class Columns:
         raw: dict[str, list[Any]] = {}
         for i, attrs in enumerate(batch):
             for k, v in attrs.items():
-                if not _exact(v):
-                    return None
-                if k not in raw:
-                    raw[k] = [None] * n
-                raw[k][i] = v
+                values = raw.get(k)
+                if values is None:
+                    values = raw[k] = [_ABSENT] * n
+                values[i] = v
         cols = {}
         for k, values in raw.items():
-            number = np.fromiter((_is_number(v) for v in values), bool, n)
-            string = np.fromiter((isinstance(v, str) for v in values), bool, n)
-            numbers = np.array([v if _is_number(v) else np.nan for v in values], dtype=float)
-            strings = np.array([v if isinstance(v, str) else "" for v in values], dtype=str)
-            cols[k] = Column(number | string, number, string, numbers, strings)
+            col = _column(values)
+            if col is None:
+                return None
+            cols[k] = col
         return cls(n, cols)
 
     def mask(self, p: Predicate) -> np.ndarray:
@@ -95,12 +102,16 @@ class Columns:
                 return c.present & (~kind | (x != p.value))
             return kind & _COMPARE[p.op](x, p.value)
 
-    def count(self, flt: Filter) -> int:
-        """How many notifications ``flt`` matches (the empty filter matches all)."""
+    def matches(self, flt: Filter) -> np.ndarray:
+        """The notifications ``flt`` matches (the empty filter matches all)."""
         m = np.ones(self.n, dtype=bool)
         for p in flt.predicates:
             m &= self.mask(p)
-        return int(m.sum())
+        return m
+
+    def count(self, flt: Filter) -> int:
+        """How many notifications ``flt`` matches."""
+        return int(self.matches(flt).sum())
 
 
 def exact_filter(flt: Filter) -> bool:
@@ -110,3 +121,26 @@ def exact_filter(flt: Filter) -> bool:
         if not all(_exact(v) for v in values):
             return False
     return True
+
+
+def _column(values: list[Any]) -> Column | None:
+    """One attribute over a batch (``_ABSENT`` where not carried), kinds and values found in bulk; None
+    when a value is not a string or an exact number."""
+    n = len(values)
+    try:
+        kind = np.fromiter((_KIND[type(v)] for v in values), np.int8, n)
+    except KeyError:
+        return None
+    ints, string = kind == 1, kind == 3
+    number = ints | (kind == 2)
+    numbers = np.full(n, np.nan)
+    try:
+        numbers[number] = [values[i] for i in np.flatnonzero(number).tolist()]
+    except OverflowError:
+        return None
+    if (np.abs(numbers[ints]) >= EXACT_INT).any():
+        return None
+    texts = [values[i] if k == 3 else "" for i, k in enumerate(kind.tolist())]
+    if "\x00" in "".join(texts):
+        return None  # numpy's unicode strings drop trailing NULs
+    return Column(kind != 0, number, string, numbers, np.array(texts, dtype=str))
