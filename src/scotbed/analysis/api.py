@@ -54,7 +54,8 @@ def analyze(
     ``settle_ms`` is the oracle's settle bound (default: the spec's ``analysis.settle_ms``, else 0:
     only the logged propagation decides the transition windows). ``engine`` picks the matching
     engine of the oracle (default ``counting``, else ``naive``: every engine gives the same match
-    sets, so this is a speed choice).
+    sets, so this is a speed choice) for the publications whose values numpy cannot compare exactly;
+    the rest are matched as columns (:mod:`scotbed.matching.columnar`, the same semantics, tested).
     A session this call starts is stopped at the end; a given, shared or already active one is kept.
     """
     t0 = time.monotonic()

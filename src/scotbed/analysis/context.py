@@ -40,10 +40,10 @@ HOPS_COUNTED = 32
 # The golden test checks both paths give the same summary.
 SMALL_RUN_BYTES = 64 << 20
 # Runs whose publication workload has less text than this match it in the driver (collected as Arrow),
-# not in Python workers: at 0.86M events (8.6 MB, 55k publications) the expected pairs cost 1.45 s
-# there against 2.53 s on a cold session's workers (0.9 s against 0.75 s once the workers are warm); at
-# 8.5M events (86 MB, 550k publications) the driver's pairs, a large local relation, cost 16.4 s with the
-# check against 9.2 s from the workers.
+# not in Python workers: at 0.86M events (8.6 MB, 55k publications) the expected pairs cost 0.34-0.59 s
+# there against 2.0 s on a cold session's workers; at 8.5M events (86 MB, 550k publications) the driver's
+# pairs, a large local relation, cost 2.5-2.9 s and the check after them 4.3-5.2 s, against 1.7-2.0 s
+# and 1.6-2.0 s from the workers (warm, with the columnar matching).
 DRIVER_MATCH_BYTES = 16 << 20
 
 
