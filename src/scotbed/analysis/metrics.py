@@ -168,8 +168,8 @@ def node_facts(events: DataFrame, one_job: bool = True) -> pd.DataFrame:
 
     ``p99_us`` (only ``match`` events time their matching) comes from the same group-by, or with
     ``one_job=False`` (a large run) from a second one over the matches alone: the percentile puts
-    every aggregate of its group-by on Spark's slower object-hash path, and at 8.5M events the two
-    group-bys took 3.9 s where the one took 6.3 s.
+    every aggregate of its group-by on Spark's slower object-hash path: at 8.5M events the two
+    group-bys took 2.7-2.9 s where the one took 3.0-3.6 s (warm JVM; 4.3 against 7.1 s on first use).
     """
     p99 = F.percentile_approx("us", 0.99, ACCURACY).alias("p99_us")
     facts = _node_facts(events, [p99] if one_job else [])
