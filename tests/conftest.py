@@ -65,6 +65,18 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, A
         _fail_skip(report)
 
 
+@pytest.fixture(params=["memory", "parquet"])
+def run_size(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The analysis takes a test's tiny run as small (events cached in memory, rows collected to pandas)
+    or as large (the Parquet store and the Spark paths): both must give the same results."""
+    from scotbed.analysis import context
+
+    bound = 1 << 40 if request.param == "memory" else 0
+    monkeypatch.setattr(context, "IN_MEMORY_BYTES", bound)
+    monkeypatch.setattr(context, "SMALL_RUN_BYTES", bound)
+    return str(request.param)
+
+
 @pytest.fixture(scope="module")
 def spark() -> Generator[Any, None, None]:
     """One local Spark session per test module; the analysis joins the active session."""

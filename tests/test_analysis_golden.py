@@ -80,17 +80,9 @@ def comparable(summary: dict[str, Any]) -> dict[str, Any]:
     return {k: _rounded(v) for k, v in doc.items() if k not in ENVIRONMENT_KEYS}
 
 
-@pytest.mark.parametrize("store", ["memory", "parquet"])
-def test_summary_is_identical_to_the_golden_file(
-    spark: Any, tmp_path: Path, store: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from scotbed.analysis import context
+def test_summary_is_identical_to_the_golden_file(spark: Any, tmp_path: Path, run_size: str) -> None:
+    """The small-run paths and the large-run paths (``run_size``) both give the golden summary."""
     from scotbed.analysis.api import analyze
-
-    # a run this small is cached in memory and takes the small-run paths (rows collected to pandas);
-    # the Parquet store and the Spark paths of large runs must give the same summary
-    monkeypatch.setattr(context, "IN_MEMORY_BYTES", 1 << 40 if store == "memory" else 0)
-    monkeypatch.setattr(context, "SMALL_RUN_BYTES", 1 << 40 if store == "memory" else 0)
 
     got = comparable(analyze(make_run(tmp_path), spark=spark))
     want = comparable(json.loads(GOLDEN.read_text()))

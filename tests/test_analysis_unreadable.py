@@ -29,16 +29,12 @@ def _garble_one_receive(run: Path) -> str:
     raise AssertionError("no receive line in the synthesised run")
 
 
-@pytest.mark.parametrize("store", ["memory", "parquet"])
 def test_an_unreadable_receive_line_is_named_and_not_missing(
-    spark: Any, tmp_path: Path, store: str, monkeypatch: pytest.MonkeyPatch
+    spark: Any, tmp_path: Path, run_size: str
 ) -> None:
-    from scotbed.analysis import context
+    """In memory or in Parquet, the store keeps no line's text: the cut line is read again."""
     from scotbed.analysis.api import analyze
 
-    # a large run's Parquet store does not keep a line's text either: the cut line is read again
-    monkeypatch.setattr(context, "IN_MEMORY_BYTES", 1 << 40 if store == "memory" else 0)
-    monkeypatch.setattr(context, "SMALL_RUN_BYTES", 1 << 40 if store == "memory" else 0)
     run = tmp_path / "run"
     synthesise(run, SynthSpec(publications=60, subscribers=6, flooding=True))
     garbled = _garble_one_receive(run)
