@@ -101,11 +101,10 @@ class Settings:
 
 @dataclass(frozen=True)
 class Oracle:
-    """The checked correctness: counts and first offenders, the expected pairs and the compared pairs."""
+    """The checked correctness: counts and first offenders, and the expected pairs."""
 
     result: dict[str, Any]
     expected: DataFrame
-    pairs: DataFrame
 
 
 @dataclass(frozen=True)
@@ -287,8 +286,8 @@ class RunData:
         )
         in_driver = self.run.publications_file.stat().st_size < DRIVER_MATCH_BYTES
         expected = self.keep(oracle.expected_deliveries(self.spark, pubs, eps, self.engine, in_driver))
-        result, pairs, offenders = oracle.check(expected, self.deliveries, self.settings.first_n)
+        result, _, offenders = oracle.check(expected, self.deliveries, self.settings.first_n)
         self._kept.append(offenders)
         unreadable.excuse(result, offenders, *self.unreadable)
         offenders.write.mode("overwrite").parquet(str(self.run.path / contract.OFFENDERS))
-        return Oracle(result, expected, pairs)
+        return Oracle(result, expected)

@@ -101,10 +101,6 @@ def episodes(
     return done + list(open_.values())
 
 
-def _overlaps(lo: int, hi: int, a: int, b: int) -> bool:
-    return lo <= b and a <= hi
-
-
 class Expectation:
     """Matches publications against subscription episodes with a shared engine.
 
@@ -134,19 +130,17 @@ class Expectation:
         ).reshape(-1, 4)
 
     def expected(self, intended_ns: int, sent_ns: int, attrs: Attributes) -> Iterator[tuple[Episode, bool]]:
-        """(episode, in_transition) for each subscription that should (or may) receive it."""
-        lo, hi = min(intended_ns, sent_ns), max(intended_ns, sent_ns)
-        for i in self.matcher.match(attrs):
-            e = self.episodes[int(i)]  # type: ignore[call-overload]
-            transition = _overlaps(lo, hi, e.start_ns, e.sub_settled_ns) or (
-                e.end_ns != FOREVER and _overlaps(lo, hi, e.end_ns, e.unsub_settled_ns)
-            )
-            if transition or e.start_ns <= intended_ns < e.end_ns:
-                yield e, transition
+        """(episode, in_transition) for each subscription that should (or may) receive one publication,
+        matched by the engine: the reference the columnar batches are tested against."""
+        one = np.array([intended_ns], dtype=np.int64), np.array([sent_ns], dtype=np.int64)
+        _, eps, transition = self.pairs(*one, [attrs], columnar=False)
+        for i, tr in zip(eps.tolist(), transition.tolist(), strict=True):
+            yield self.episodes[i], tr
 
-    def matches(self, attrs: Sequence[Attributes]) -> tuple[np.ndarray, np.ndarray]:
-        """(publication index, episode index) of every match in a batch, whatever the episode's times."""
-        cols = Columns.of(attrs) if self.exact else None
+    def matches(self, attrs: Sequence[Attributes], columnar: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """(publication index, episode index) of every match in a batch, whatever the episode's times;
+        as columns where numpy compares exactly (``columnar``), else by the engine."""
+        cols = Columns.of(attrs) if columnar and self.exact else None
         if cols is None:
             hits = [(p, int(i)) for p, a in enumerate(attrs) for i in self.matcher.match(a)]  # type: ignore[call-overload]
             got = np.array(hits, dtype=np.int64).reshape(-1, 2)
@@ -160,10 +154,12 @@ class Expectation:
         return np.concatenate(pubs or [_NONE]), np.concatenate(eps or [_NONE])
 
     def pairs(
-        self, intended: np.ndarray, sent: np.ndarray, attrs: Sequence[Attributes]
+        self, intended: np.ndarray, sent: np.ndarray, attrs: Sequence[Attributes], columnar: bool = True
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """:meth:`expected` over a batch: (publication index, episode index, in_transition)."""
-        p, e = self.matches(attrs)
+        """(publication index, episode index, in_transition) of a batch's expected deliveries: a match
+        whose episode is active at the intended time, or whose transition window overlaps the issue
+        interval [min(intended, sent), max(intended, sent)]."""
+        p, e = self.matches(attrs, columnar)
         t, s = intended[p], sent[p]
         lo, hi = np.minimum(t, s), np.maximum(t, s)
         start, settled, end, unsettled = self.windows[e].T
