@@ -24,8 +24,9 @@ from pyspark.sql import functions as F
 from scotbed import contract
 from scotbed.analysis import metrics as M
 from scotbed.analysis import oracle, unreadable
-from scotbed.analysis.events import corrupt_lines, read_publications, store_events, valid
+from scotbed.analysis.events import corrupt_lines, read_publications, valid
 from scotbed.analysis.rundir import RunDir
+from scotbed.analysis.store import Store, store_events
 
 # Runs with less event text than this keep their parsed events in Spark's memory cache, not in Parquet
 # (a small run pays Parquet's fixed cost of writing files). At 91 MB (0.86M events) the Parquet store
@@ -147,24 +148,22 @@ class RunData:
     # --- the events, parsed once --------------------------------------------------------------
 
     @shared_input
-    def stored(self) -> DataFrame:
-        """Every line of the logs (malformed ones too), read back from the Parquet store."""
+    def stored(self) -> Store:
+        """Every line of the logs (malformed ones too), parsed once."""
         small = self.run.event_text_bytes() < IN_MEMORY_BYTES
         stored = store_events(self.spark, self.run.event_files(), self.store_dir, in_memory=small)
         if small:
-            self._kept.append(stored)
+            self._kept.append(stored.lines)
         return stored
 
     @shared_input
     def line_counts(self) -> tuple[int, int]:
-        """(valid events, lines) of the logs, in one action: the first on the stored events, which fills
-        a memory store."""
-        row = self.stored.agg(F.sum(valid().cast("long")), F.count("*")).first()
-        return (int(row[0] or 0), int(row[1])) if row else (0, 0)
+        """(valid events, lines) of the logs; the parse's first action (which fills a memory store)."""
+        return self.stored.counts()
 
     @shared_input
     def events(self) -> DataFrame:
-        return self.stored.where(valid())
+        return self.stored.lines.where(valid())
 
     @shared_input
     def unreadable(self) -> tuple[DataFrame, dict[str, Any]]:

@@ -4,14 +4,13 @@ The schema is the union of the fields DESIGN §5 and the broker/client
 contracts define; a field an event does not carry is null. Lines that are not
 valid JSON or lack ``ts_ns``/``ev`` are dropped and counted (``malformed``).
 
-JSON parsing is most of the cost of an analysis, so :func:`store_events` parses
-the logs once, into Parquet or Spark's memory cache: every metric afterwards
-reads only the columns it needs.
+JSON parsing is most of the cost of an analysis, so
+:func:`scotbed.analysis.store.store_events` parses the logs once, into Parquet
+or Spark's memory cache: every metric afterwards reads only the columns it needs.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scotbed.analysis.rundir import RunDir
@@ -52,6 +51,12 @@ CORRUPT = "_corrupt_record"  # Spark's column for a line that is not valid JSON 
 #: the event schema plus the text of a line that does not parse (see :mod:`scotbed.analysis.unreadable`)
 RAW_DDL = f"{EVENT_DDL}, `{CORRUPT}` STRING"
 
+# Columns with a value per event or per publication, written to the Parquet store without a dictionary:
+# Parquet's writer tries one for every column and drops it once it outgrows a page, which these always
+# do. At 8.5M events Spark's store took 11.7-12.7 s without their dictionaries against 12.3-15.1 s (warm,
+# alternated); the rest (event names, brokers, links, sub ids) keep theirs.
+PLAIN_COLUMNS = ("ts_ns", "pub_id", "intended_ns", "sent_ns", "us")
+
 # ``attrs`` is read as its JSON text (Spark keeps a nested object's text for a STRING field): only
 # the oracle's matcher looks inside it.
 PUBLICATION_DDL = (
@@ -75,39 +80,6 @@ def read_events(spark: SparkSession, paths: list[str]) -> tuple[DataFrame, DataF
     """(valid events, malformed lines)."""
     raw = read_raw(spark, paths)
     return raw.where(valid()), raw.where(~valid())
-
-
-# Columns with a value per event or per publication, written to the Parquet store without a dictionary:
-# Parquet's writer tries one for every column and drops it once it outgrows a page, which these always
-# do. At 8.5M events the store took 11.7-12.7 s without their dictionaries against 12.3-15.1 s (warm,
-# alternated); the rest (event names, brokers, links, sub ids) keep theirs.
-PLAIN_COLUMNS = ("ts_ns", "pub_id", "intended_ns", "sent_ns", "us")
-
-
-def store_events(spark: SparkSession, paths: list[str], dest: Path, in_memory: bool = False) -> DataFrame:
-    """Parse the logs once, under the event schema, into Spark's memory cache (which the first query
-    fills) or uncompressed Parquet at ``dest`` (it lives for one analysis: compressing it costs more
-    than it saves). A line that does not parse is a row of nulls here; its text is read again only in
-    a run that has such lines (:func:`corrupt_lines`).
-
-    In the order the logs hold them, neither sorted nor partitioned by event name: measured at 0.86M
-    events (91 MB), sorting the cached rows by name (so a filter on ``ev`` skips batches) or
-    partitioning the Parquet by name (so it reads only that name's files) doubles the parse
-    (7.4 and 7.0 s against 3.9 and 3.5 s) and no query reads the result faster (Parquet's
-    dictionary-encoded ``ev`` column is cheap to filter on). Without the text of malformed lines
-    (the corrupt-record column) and uncompressed, the same store costs 1.8-1.9 s against 2.2-2.4 s
-    (warm JVM, 3 alternating runs).
-    """
-    parsed = spark.read.schema(EVENT_DDL).json(paths)
-    if in_memory:
-        from pyspark import StorageLevel
-
-        return parsed.persist(StorageLevel.MEMORY_AND_DISK)  # filled by its first action
-    writer = parsed.write.mode("overwrite").option("compression", "none")
-    for name in PLAIN_COLUMNS:
-        writer = writer.option(f"parquet.enable.dictionary#{name}", "false")
-    writer.parquet(str(dest))
-    return spark.read.schema(EVENT_DDL).parquet(str(dest))
 
 
 def corrupt_lines(spark: SparkSession, paths: list[str]) -> DataFrame:

@@ -1,0 +1,80 @@
+"""The run's event logs parsed once, under the event schema, into the store every metric reads.
+
+A large run's logs go through Arrow's JSON reader into Parquet (:mod:`scotbed.analysis.arrow_store`),
+several logs at once; a log Arrow refuses (a cut line, a value of another type) is parsed by Spark into
+Parquet beside them. A small run's logs are parsed by Spark into its memory cache: on a cold JVM the
+store's Parquet scans would cost more than the parse. Neither keeps the text of malformed lines: a
+run whose line counts show some reads them again (:func:`scotbed.analysis.events.corrupt_lines`).
+"""
+
+from __future__ import annotations
+
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from scotbed.analysis.arrow_store import Parsed, parse_log
+from scotbed.analysis.events import EVENT_DDL, PLAIN_COLUMNS, valid
+
+
+@dataclass(frozen=True)
+class Store:
+    """Every line of the logs (a malformed one is a row of nulls), and what is known of their counts."""
+
+    lines: DataFrame
+    counted: Parsed  # the lines and valid events of the logs Arrow read
+    uncounted: DataFrame | None  # the lines Spark parsed, counted by a query
+
+    def counts(self) -> tuple[int, int]:
+        """(valid events, lines): one query over the part Spark parsed (the first, which fills a cache)."""
+        n_valid, lines = self.counted.valid, self.counted.lines
+        if self.uncounted is not None:
+            row = self.uncounted.agg(F.sum(valid().cast("long")), F.count("*")).first()
+            n_valid, lines = n_valid + int((row and row[0]) or 0), lines + int(row[1] if row else 0)
+        return n_valid, lines
+
+
+def store_events(spark: SparkSession, paths: list[str], dest: Path, in_memory: bool = False) -> Store:
+    """Parse the logs once into Spark's memory cache (``in_memory``) or Parquet under ``dest``, which
+    lives for one analysis (uncompressed: compressing it costs more than it saves).
+
+    Measured at 8.5M events (915 MB of logs, 2 cores, alternated): Arrow's store took 7.4-8.0 s against
+    Spark's 15.6 s, and the whole analysis 56-59 s against 67 s (46 s against 52 s for a campaign's
+    further runs). Each log is cut into files of :data:`~scotbed.analysis.arrow_store.FILE_ROWS`, as
+    whole-log files left Spark's scan partitions unequal (queries 20-40 % slower).
+    """
+    shutil.rmtree(dest, ignore_errors=True)
+    if in_memory:
+        cached = spark.read.schema(EVENT_DDL).json(paths).persist(StorageLevel.MEMORY_AND_DISK)
+        return Store(cached, Parsed(0, 0), cached)
+    arrow_dir = dest / "arrow"
+    arrow_dir.mkdir(parents=True)
+    with ThreadPoolExecutor(max(1, spark.sparkContext.defaultParallelism)) as pool:
+        prefixes = [str(arrow_dir / f"log-{i:05d}") for i in range(len(paths))]
+        parsed = list(pool.map(parse_log, paths, prefixes))
+    refused = [path for path, got in zip(paths, parsed, strict=True) if got is None]
+    read = [got for got in parsed if got is not None]
+    counted = Parsed(sum(p.lines for p in read), sum(p.valid for p in read))
+    by_spark = _spark_parquet(spark, refused, dest / "spark") if refused else None
+    if not any(arrow_dir.iterdir()):
+        return Store(by_spark if by_spark is not None else _empty(spark), counted, by_spark)
+    by_arrow = spark.read.schema(EVENT_DDL).parquet(str(arrow_dir))
+    return Store(by_arrow if by_spark is None else by_arrow.unionByName(by_spark), counted, by_spark)
+
+
+def _spark_parquet(spark: SparkSession, paths: list[str], dest: Path) -> DataFrame:
+    """The logs parsed by Spark, written to Parquet at ``dest`` and read back."""
+    writer = spark.read.schema(EVENT_DDL).json(paths).write.mode("overwrite").option("compression", "none")
+    for name in PLAIN_COLUMNS:
+        writer = writer.option(f"parquet.enable.dictionary#{name}", "false")
+    writer.parquet(str(dest))
+    return spark.read.schema(EVENT_DDL).parquet(str(dest))
+
+
+def _empty(spark: SparkSession) -> DataFrame:
+    return spark.createDataFrame([], EVENT_DDL)
