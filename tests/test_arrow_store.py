@@ -13,7 +13,7 @@ import pytest
 from scotbed.analysis import arrow_store
 from scotbed.analysis.arrow_store import Parsed, parse_log
 from scotbed.analysis.events import EVENT_DDL
-from scotbed.analysis.store import store_events
+from scotbed.analysis.store import parse_in_tasks, parse_logs, store_events
 
 pytestmark = [pytest.mark.spark]
 
@@ -125,3 +125,19 @@ def test_a_small_runs_store_is_sparks_memory_cache_counted_by_one_query(spark: A
     assert store.counts() == (3, 4)
     assert store.lines.is_cached
     store.lines.unpersist()
+
+
+def test_spark_tasks_parse_the_logs_as_the_drivers_threads_do(spark: Any, tmp_path: Path) -> None:
+    """A cluster's executors parse the logs in tasks (:func:`parse_in_tasks`): the same files and counts."""
+    logs = []
+    for name, text in {**READ, **REFUSED}.items():
+        logs.append(tmp_path / f"{name.replace(' ', '-')}.jsonl")
+        logs[-1].write_text(text)
+    got = {}
+    for way, parse in (("threads", parse_logs), ("tasks", parse_in_tasks)):
+        (tmp_path / way).mkdir()
+        parsed = parse(spark, [str(p) for p in logs], [str(tmp_path / way / p.stem) for p in logs])
+        files = sorted(p.name for p in (tmp_path / way).iterdir())
+        got[way] = (parsed, files, _rows(spark.read.schema(EVENT_DDL).parquet(str(tmp_path / way))))
+    assert got["tasks"] == got["threads"]
+    assert [p is None for p in got["tasks"][0]] == [False] * len(READ) + [True] * len(REFUSED)

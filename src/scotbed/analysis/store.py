@@ -54,9 +54,7 @@ def store_events(spark: SparkSession, paths: list[str], dest: Path, in_memory: b
         return Store(cached, Parsed(0, 0), cached)
     arrow_dir = dest / "arrow"
     arrow_dir.mkdir(parents=True)
-    with ThreadPoolExecutor(max(1, spark.sparkContext.defaultParallelism)) as pool:
-        prefixes = [str(arrow_dir / f"log-{i:05d}") for i in range(len(paths))]
-        parsed = list(pool.map(parse_log, paths, prefixes))
+    parsed = parse_logs(spark, paths, [str(arrow_dir / f"log-{i:05d}") for i in range(len(paths))])
     refused = [path for path, got in zip(paths, parsed, strict=True) if got is None]
     read = [got for got in parsed if got is not None]
     counted = Parsed(sum(p.lines for p in read), sum(p.valid for p in read))
@@ -65,6 +63,26 @@ def store_events(spark: SparkSession, paths: list[str], dest: Path, in_memory: b
         return Store(by_spark if by_spark is not None else _empty(spark), counted, by_spark)
     by_arrow = spark.read.schema(EVENT_DDL).parquet(str(arrow_dir))
     return Store(by_arrow if by_spark is None else by_arrow.unionByName(by_spark), counted, by_spark)
+
+
+def parse_logs(spark: SparkSession, paths: list[str], prefixes: list[str]) -> list[Parsed | None]:
+    """Each log through :func:`~scotbed.analysis.arrow_store.parse_log`: on a local master in the
+    driver's threads (no Python worker to start), else in Spark tasks on the executors."""
+    if (spark.sparkContext.master or "").startswith("local"):
+        with ThreadPoolExecutor(max(1, spark.sparkContext.defaultParallelism)) as pool:
+            return list(pool.map(parse_log, paths, prefixes))
+    return parse_in_tasks(spark, paths, prefixes)
+
+
+def parse_in_tasks(spark: SparkSession, paths: list[str], prefixes: list[str]) -> list[Parsed | None]:
+    """One Spark task per log. The executors read the logs and write the store by path, so, as for
+    Spark's own JSON read, they must see the run directory at the same path as the driver."""
+    pairs = list(zip(paths, prefixes, strict=True))
+    return spark.sparkContext.parallelize(pairs, max(1, len(pairs))).map(_parse_pair).collect()
+
+
+def _parse_pair(pair: tuple[str, str]) -> Parsed | None:
+    return parse_log(*pair)
 
 
 def _spark_parquet(spark: SparkSession, paths: list[str], dest: Path) -> DataFrame:
