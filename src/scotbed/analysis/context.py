@@ -29,8 +29,10 @@ from scotbed.analysis.rundir import RunDir
 from scotbed.analysis.store import Store, store_events
 
 # Runs with less event text than this keep their parsed events in Spark's memory cache, not in Parquet
-# (a small run pays Parquet's fixed cost of writing files). At 91 MB (0.86M events) the Parquet store
-# is cheaper: 3.5 s to write against 3.9 s to cache, and its queries 0.99-1.24 s against 1.35-1.59 s.
+# (a small run pays Parquet's fixed cost of writing files). At 91 MB (0.86M events) Spark's Parquet
+# store was already cheaper: 3.5 s to write against 3.9 s to cache, and its queries 0.99-1.24 s against
+# 1.35-1.59 s. Arrow's store (:mod:`scotbed.analysis.store`) for `make demo`'s run moved the JVM's
+# first-job warm-up into the first section and left the analysis as long (10.0-11.2 s against 10.1-11.0 s).
 IN_MEMORY_BYTES = 64 << 20
 # The hop counts (0..this) the one pass over the deliveries counts: a path longer than any the
 # testbed's overlays make; a delivery beyond it makes the hops a query of their own.
