@@ -66,12 +66,23 @@ def test_arrow_reads_these_lines_as_spark_does(spark: Any, tmp_path: Path, case:
 
 
 @pytest.mark.parametrize("case", sorted(REFUSED))
-def test_arrow_refuses_what_spark_reads_leniently_and_leaves_no_file(tmp_path: Path, case: str) -> None:
-    log = tmp_path / "b1.jsonl"
-    log.write_text(EV * 3 + REFUSED[case])
-    (tmp_path / "store").mkdir()
-    assert parse_log(str(log), str(tmp_path / "store" / "log")) is None
-    assert list((tmp_path / "store").iterdir()) == []
+def test_arrow_refuses_what_spark_reads_leniently_and_removes_the_files_it_wrote(
+    tmp_path: Path, case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file per line, so the good lines before the refused one are written, then removed."""
+    monkeypatch.setattr(arrow_store, "FILE_ROWS", 1)
+    monkeypatch.setattr(
+        arrow_store, "_READ", pj.ReadOptions(use_threads=False, block_size=48)
+    )  # a line a block
+    good, bad = tmp_path / "good.jsonl", tmp_path / "bad.jsonl"
+    good.write_text(EV * 3)
+    bad.write_text(EV * 3 + REFUSED[case])
+    for name in ("good", "bad"):
+        (tmp_path / name / "store").mkdir(parents=True)
+    assert parse_log(str(good), str(tmp_path / "good" / "store" / "log")) == Parsed(3, 3)
+    assert len(list((tmp_path / "good" / "store").iterdir())) == 3
+    assert parse_log(str(bad), str(tmp_path / "bad" / "store" / "log")) is None
+    assert list((tmp_path / "bad" / "store").iterdir()) == []
 
 
 def test_the_store_mixes_arrow_and_spark_logs_into_sparks_rows_and_counts(
