@@ -206,14 +206,14 @@ def test_stability_windows_number_receives_in_spark_order() -> None:
     """Receive time, then pub_id, then sub_id (a null first, as Spark sorts); windows of 2, last partial."""
     import pandas as pd
 
-    from scotbed.analysis.metrics import STABILITY_COLUMNS, stability_windows
+    from scotbed.analysis.metrics import STABILITY_COLUMNS, in_receive_order, stability_windows
 
     rows = pd.DataFrame(
         [(30, 9.0, "p2", "s1"), (10, 1.0, "p1", "s2"), (10, 4.0, "p1", None), (20, 2.0, "p0", "s1"),
          (10, 3.0, "p1", "s1")],
         columns=["recv_ns", "delay_ms", "pub_id", "sub_id"],
     )  # fmt: skip
-    curve = stability_windows(rows, 2)
+    curve = stability_windows(in_receive_order(rows), 2)
     assert list(curve.columns) == STABILITY_COLUMNS
     # order: (10,p1,None,4) (10,p1,s1,3) | (10,p1,s2,1) (20,p0,s1,2) | (30,p2,s1,9)
     assert curve["window"].tolist() == [0, 1, 2] and curve["count"].tolist() == [2, 2, 1]

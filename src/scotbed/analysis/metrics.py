@@ -79,7 +79,7 @@ def _local_dist(values: pd.Series, quantiles: Sequence[float]) -> tuple[dict[str
     """(the distribution, each quantile's value by rank) of collected values, nulls ignored."""
     xs = values.dropna().astype(float)
     some = len(xs) > 0
-    by_q = dict(zip(quantiles, rank_quantiles(xs.tolist(), quantiles), strict=True))
+    by_q = dict(zip(quantiles, rank_quantiles(xs.to_numpy(), quantiles), strict=True))
     summary = [by_q[q] for q in SUMMARY_QUANTILES]
     return dist_from_quantiles(
         len(xs), xs.mean() if some else None, summary, xs.max() if some else None
@@ -429,12 +429,11 @@ def delivery_stats(
 
 def local_delivery_stats(
     rows: pd.DataFrame,
-) -> tuple[dict[str, Any], dict[str, list[tuple[float, float]]], pd.DataFrame] | None:
-    """:func:`delivery_stats` of collected deliveries (``delay_ms``, ``send_delay_ms``, ``hops``), for a
-    small run: Spark's exact-range percentiles by rank (:func:`rank_quantiles`); None from
-    :data:`EXACT_ROWS` rows on. Every hop count is counted, so the hops are never None."""
-    if len(rows) >= EXACT_ROWS:
-        return None
+) -> tuple[dict[str, Any], dict[str, list[tuple[float, float]]], pd.DataFrame]:
+    """:func:`delivery_stats` of collected deliveries (``delay_ms``, ``send_delay_ms``, ``hops``): each
+    quantile by rank (:func:`rank_quantiles`), which is Spark's ``percentile_approx`` below
+    :data:`EXACT_ROWS` values and, beyond, the exact value it approximates. Every hop count is counted,
+    so the hops are never None."""
     qs = tuple(sorted(set(SUMMARY_QUANTILES) | set(CDF_QUANTILES)))
     dists: dict[str, Any] = {}
     curves: dict[str, list[tuple[float, float]]] = {}
@@ -491,34 +490,14 @@ STABILITY_COLUMNS = ["window", "start_ns", "end_ns", "count", "max_delay_ms", "m
 STABILITY_ORDER = ["recv_ns", "pub_id", "sub_id"]  # receive order; ties broken by the pair
 
 
-def stability_curve(deliv: DataFrame, window: int, collect: str = "sorted") -> pd.DataFrame:
-    """Max delay of each consecutive window of ``window`` receives, in receive order (OctopiS Fig. 11).
-
-    ``collect`` says where the receives are numbered:
-    - ``"rows"`` (a small run): collected to pandas in one action and sorted there; a cold JVM pays
-      more for a sort's jobs than for the rows;
-    - ``"sorted"``: sorted in Spark, then the two columns the windows need are collected as Arrow
-      (16 bytes a receive): at 8.5M events (0.92M receives) one sort and one collect where the Spark
-      numbering below ran six jobs;
-    - ``"none"``: numbered in Spark, for more receives than a driver should hold. The global index is
-      built without a single-partition window: after a range sort, each row's index is its
-      partition's offset plus its position inside the partition.
+def stability_curve(deliv: DataFrame, window: int) -> pd.DataFrame:
+    """Max delay of each consecutive window of ``window`` receives, in receive order (OctopiS Fig. 11),
+    numbered in Spark, for more receives than a driver should hold (:func:`stability_windows` cuts
+    collected ones). The global index is built without a single-partition window: after a range sort,
+    each row's index is its partition's offset plus its position inside the partition.
     """
-    if window < 1:
-        raise ValueError(f"stability window must be >= 1, got {window}")
+    _check_window(window)
     rows = deliv.where(F.col("delay_ms").isNotNull()).select("recv_ns", "delay_ms", "pub_id", "sub_id")
-    if collect == "rows":
-        return stability_windows(cast(pd.DataFrame, rows.toPandas()), window)
-    if collect == "sorted":
-        ordered = rows.orderBy(*STABILITY_ORDER).select("recv_ns", "delay_ms").toArrow().to_pandas()
-        return _windows(ordered, window)
-    if collect != "none":
-        raise ValueError(f"stability_curve: collect must be rows, sorted or none, got {collect!r}")
-    return _spark_windows(rows, window)
-
-
-def _spark_windows(rows: DataFrame, window: int) -> pd.DataFrame:
-    """:func:`stability_curve`'s windows numbered in Spark (``collect="none"``)."""
     ordered = (
         rows.orderBy(*STABILITY_ORDER)
         .withColumn("pid", F.spark_partition_id())
@@ -553,11 +532,38 @@ def _spark_windows(rows: DataFrame, window: int) -> pd.DataFrame:
         ordered.unpersist()
 
 
-def stability_windows(rows: pd.DataFrame, window: int) -> pd.DataFrame:
-    """:func:`stability_curve` of collected receives (``recv_ns``, ``delay_ms``, ``pub_id``, ``sub_id``):
-    sorted as Spark sorts them (nulls first), numbered, cut into windows of ``window``."""
-    ordered = rows.sort_values(STABILITY_ORDER, na_position="first", kind="stable")
-    return _windows(ordered.reset_index(drop=True), window)
+def _check_window(window: int) -> None:
+    if window < 1:
+        raise ValueError(f"stability window must be >= 1, got {window}")
+
+
+RECEIVE_COLUMNS = ["recv_ns", *DELAY_COLUMNS, "hops"]
+
+
+def receives_in_order(deliv: DataFrame, sort_in_spark: bool) -> pd.DataFrame:
+    """Every delivery's :data:`RECEIVE_COLUMNS`, collected once in receive order for the delay statistics
+    (:func:`local_delivery_stats`) and the stability windows (:func:`stability_windows`).
+
+    A small run's rows are sorted in pandas: on a cold JVM a sort's jobs cost more than the rows. A
+    larger run's are sorted in Spark and collected as Arrow (32 bytes a receive).
+    """
+    if sort_in_spark:
+        return deliv.orderBy(*STABILITY_ORDER).select(*RECEIVE_COLUMNS).toArrow().to_pandas()
+    rows = cast(pd.DataFrame, deliv.select(*RECEIVE_COLUMNS, "pub_id", "sub_id").toPandas())
+    return in_receive_order(rows)[RECEIVE_COLUMNS]
+
+
+def in_receive_order(rows: pd.DataFrame) -> pd.DataFrame:
+    """Collected receives in the order Spark sorts them (:data:`STABILITY_ORDER`, nulls first)."""
+    return rows.sort_values(STABILITY_ORDER, na_position="first", kind="stable").reset_index(drop=True)
+
+
+def stability_windows(ordered: pd.DataFrame, window: int) -> pd.DataFrame:
+    """:func:`stability_curve` of receives collected in receive order (``recv_ns``, ``delay_ms``): the
+    receives with a delay, cut into windows of ``window``."""
+    _check_window(window)
+    timed = ordered.loc[ordered["delay_ms"].notna(), ["recv_ns", "delay_ms"]]
+    return _windows(timed.reset_index(drop=True), window)
 
 
 def _windows(ordered: pd.DataFrame, window: int) -> pd.DataFrame:

@@ -104,7 +104,8 @@ CDF_SERIES = (("intended → receive", "delay_ms"), ("sent → receive", "send_d
 
 def stability_section(d: RunData) -> S.Stability:
     window = d.run.stability_window
-    curve = M.stability_curve(d.deliveries, window, collect=_stability_collect(d))
+    rows = d.receives
+    curve = M.stability_curve(d.deliveries, window) if rows is None else M.stability_windows(rows, window)
     burst = M.burst_from_publications(d.publications)
     n_published, first = d.published
     if burst is None and n_published and first is not None:
@@ -119,17 +120,6 @@ def stability_section(d: RunData) -> S.Stability:
         burst={"start_ns": burst[0], "end_ns": burst[1]} if burst else None,
         recovery=recovery,
     )
-
-
-# Up to this many receives a run's stability windows are numbered in the driver (16 bytes a receive)
-STABILITY_COLLECTED = 20_000_000
-
-
-def _stability_collect(d: RunData) -> str:
-    """Where :func:`~scotbed.analysis.metrics.stability_curve` numbers the run's receives."""
-    if d.small:
-        return "rows"
-    return "sorted" if d.delays[0]["delay_ms"]["count"] <= STABILITY_COLLECTED else "none"
 
 
 def queues_section(d: RunData) -> S.Queues:

@@ -11,6 +11,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 
 def _t_pdf(x: float, df: int) -> float:
     c = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
@@ -150,11 +152,11 @@ def dist_from_quantiles(count: int, mean: float | None, qs: Sequence[float | Non
     }
 
 
-def rank_quantiles(values: Sequence[float], quantiles: Sequence[float]) -> list[float | None]:
+def rank_quantiles(values: Sequence[float] | np.ndarray, quantiles: Sequence[float]) -> list[float | None]:
     """Each quantile q as the value of rank ceil(q·n) among the sorted values (None when empty).
 
     This is what Spark's ``percentile_approx`` returns while its summary is still exact (fewer values
     than half its accuracy: no two samples merged), so a small run can compute it without Spark.
     """
-    xs = sorted(values)
-    return [xs[max(math.ceil(q * len(xs)), 1) - 1] if xs else None for q in quantiles]
+    xs = np.sort(np.asarray(values, dtype=float))
+    return [float(xs[max(math.ceil(q * len(xs)), 1) - 1]) if len(xs) else None for q in quantiles]
