@@ -254,6 +254,16 @@ class RunData:
         return M.receives_in_order(self.deliveries, sort_in_spark=not self.small)
 
     @shared_input
+    def last_receive_ns(self) -> int | None:
+        """The last receive's time: from the collected receives, else one query."""
+        rows = self.receives
+        if rows is not None:
+            last = rows["recv_ns"].max()
+            return None if pd.isna(last) else int(last)
+        row = self.deliveries.agg(F.max("recv_ns")).first()
+        return None if row is None or row[0] is None else int(row[0])
+
+    @shared_input
     def _delivery_stats(
         self,
     ) -> tuple[dict[str, Any], dict[str, list[tuple[float, float]]], pd.DataFrame | None]:

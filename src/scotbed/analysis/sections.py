@@ -218,8 +218,7 @@ def validity_section(d: RunData) -> validity.Validity:
     p = d.pub_stats
     window = None
     if p.first_ns is not None and p.last_ns is not None:
-        last = d.deliveries.agg(F.max("recv_ns")).first()
-        end = int(last[0]) if last and last[0] is not None else p.last_ns
+        end = d.last_receive_ns if d.last_receive_ns is not None else p.last_ns
         window = validity.Window(p.first_ns, p.last_ns, max(end, p.last_ns))
     n_deliv = int(d.hops["count"].sum()) if len(d.hops) else 0
     hops = float((d.hops["hops"] * d.hops["count"]).sum() / n_deliv) if n_deliv else 0.0
