@@ -282,6 +282,13 @@ def bins(facts: pd.DataFrame, ev: str) -> tuple[int, int] | None:
     return t0, max(MIN_BIN_NS, (t1 - t0) // MAX_BINS + 1)
 
 
+def sorted_as_spark(rows: Any, keys: list[str]) -> pd.DataFrame:
+    """Collected rows ordered as Spark's ``orderBy(*keys)`` orders them (nulls first), indexed 0..n-1: a
+    bounded result is sorted in pandas, where Spark's sort costs a sampling job and a shuffle more."""
+    frame = cast(pd.DataFrame, rows)
+    return frame.sort_values(keys, na_position="first", kind="stable").reset_index(drop=True)
+
+
 def queue_series(events: DataFrame, b: tuple[int, int] | None) -> pd.DataFrame:
     """Queue length over time per broker and link (``link == ""`` is the input queue).
 
@@ -291,8 +298,7 @@ def queue_series(events: DataFrame, b: tuple[int, int] | None) -> pd.DataFrame:
     if b is None:
         return pd.DataFrame(columns=["node", "link", "t_s", "max_len", "mean_ce", "direction"])
     t0, width = b
-    return cast(
-        pd.DataFrame,
+    return sorted_as_spark(
         of(events, contract.QUEUE)
         .withColumn("bin", F.floor((F.col("ts_ns") - t0) / width))
         .groupBy("node", F.coalesce(F.col("link"), F.lit("")).alias("link"), "bin")
@@ -305,8 +311,8 @@ def queue_series(events: DataFrame, b: tuple[int, int] | None) -> pd.DataFrame:
             "mean_ce",
             F.when(F.col("link") == "", "input").otherwise("output").alias("direction"),
         )
-        .orderBy("node", "link", "t_s")
         .toPandas(),
+        ["node", "link", "t_s"],
     )
 
 
@@ -315,15 +321,14 @@ def table_series(events: DataFrame, b: tuple[int, int] | None) -> pd.DataFrame:
     if b is None:
         return pd.DataFrame(columns=["node", "t_s", "size"])
     t0, width = b
-    return cast(
-        pd.DataFrame,
+    return sorted_as_spark(
         of(events, contract.TABLE)
         .withColumn("bin", F.floor((F.col("ts_ns") - t0) / width))
         .groupBy("node", "bin")
         .agg(F.max("size").alias("size"))
         .select("node", (F.col("bin") * (width / 1e9)).alias("t_s"), "size")
-        .orderBy("node", "t_s")
         .toPandas(),
+        ["node", "t_s"],
     )
 
 
