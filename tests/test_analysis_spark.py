@@ -73,7 +73,8 @@ def test_subscription_delay_and_ims(spark: Any, tmp_path: Path) -> None:
 
 
 def test_local_distribution_is_sparks_percentile_approx_below_exact_rows(spark: Any) -> None:
-    """Odd and even counts, ties, a null: the rank rule gives Spark's quantiles; beyond EXACT_ROWS, None."""
+    """Odd and even counts, ties, a null: the rank rule gives Spark's quantiles; beyond EXACT_ROWS, the exact
+    rank."""
     import random
 
     rnd = random.Random(5)
@@ -86,7 +87,12 @@ def test_local_distribution_is_sparks_percentile_approx_below_exact_rows(spark: 
             k: want[k] for k in want if k != "mean"
         }, n
         assert got["mean"] == pytest.approx(want["mean"], rel=1e-12)
-    assert M.local_distribution(pd.Series(range(M.EXACT_ROWS), dtype="float64")) is None
+    n = M.EXACT_ROWS + 10_001  # beyond: the exact rank, which Spark's figure approximates
+    df = spark.range(n).selectExpr(f"CAST((id * 7919) % {n} AS DOUBLE) AS x")
+    want, got = M.distribution(df, "x"), M.local_distribution(df.toPandas()["x"])
+    for q, k in zip(M.SUMMARY_QUANTILES, ("p50", "p90", "p99"), strict=True):
+        assert got[k] == max(math.ceil(q * n), 1) - 1
+        assert abs(want[k] - got[k]) <= n / M.ACCURACY + 1
 
 
 def test_notification_delay_percentiles_and_hops(spark: Any, tmp_path: Path) -> None:

@@ -66,13 +66,14 @@ def distribution(df: DataFrame, col: str) -> dict[str, Any]:
 
 
 # percentile_approx keeps every value (its summary is exact) below ACCURACY / 2 values: up to there
-# :func:`local_distribution` gives the same figures from collected values.
+# :func:`local_distribution` gives the same figures from collected values, and beyond it the exact
+# figures Spark approximates.
 EXACT_ROWS = ACCURACY // 2
 
 
-def local_distribution(values: pd.Series) -> dict[str, Any] | None:
-    """:func:`distribution` of collected values (nulls ignored); None from :data:`EXACT_ROWS` values on."""
-    return None if len(values) >= EXACT_ROWS else _local_dist(values, SUMMARY_QUANTILES)[0]
+def local_distribution(values: pd.Series) -> dict[str, Any]:
+    """:func:`distribution` of collected values (nulls ignored), each quantile by rank."""
+    return _local_dist(values, SUMMARY_QUANTILES)[0]
 
 
 def _local_dist(values: pd.Series, quantiles: Sequence[float]) -> tuple[dict[str, Any], dict[float, Any]]:

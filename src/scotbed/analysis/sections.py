@@ -36,13 +36,12 @@ def subscriptions_section(d: RunData) -> S.Subscriptions:
     subs = t[t["in_table"]][M.SUBSCRIPTION_COLUMNS].reset_index(drop=True)
     d.tables["subscriptions"] = subs
     ims = int(subs["ims"].sum()) if len(subs) else 0
-    delay = M.local_distribution(subs["delay_ms"]) if d.small else None
     return S.Subscriptions(
         count=len(subs),
         ims_total=ims,
         ims_per_subscription=ims / len(subs) if len(subs) else 0.0,
         unsub_ims_total=M.unsubscription_ims(d.node_facts),
-        delay_ms=delay or M.distribution(d.sub_facts.where(F.col("in_table")), "delay_ms"),
+        delay_ms=M.local_distribution(subs["delay_ms"]),
     )
 
 
