@@ -92,6 +92,30 @@ def test_summary_is_identical_to_the_golden_file(spark: Any, tmp_path: Path, run
     assert got["correctness"]["ok"] is False and got["traffic"]["false_positive"] > 0
 
 
+def test_the_run_size_decides_whether_the_receives_are_collected(
+    spark: Any, tmp_path: Path, run_size: str
+) -> None:
+    """Below the bound every receive is collected once, in receive order (the delays, hops, windows and
+    the last receive read those rows); above it none is, and Spark computes them."""
+    from scotbed.analysis.context import RunData
+    from scotbed.analysis.rundir import RunDir
+
+    run = RunDir.open(make_run(tmp_path))
+    run.plots_dir.mkdir(parents=True)
+    d = RunData(spark, run)
+    try:
+        rows = d.receives
+        if run_size == "uncollected":
+            assert rows is None
+        else:
+            assert rows is not None and len(rows) == d.deliveries.count() > 0
+            assert rows["recv_ns"].is_monotonic_increasing
+            assert d.last_receive_ns == int(rows["recv_ns"].iloc[-1])
+            assert int(d.hops["count"].sum()) == int(rows["hops"].notna().sum())
+    finally:
+        d.close()
+
+
 if __name__ == "__main__" and sys.argv[1:] == ["--regenerate"]:
     import tempfile
 

@@ -197,13 +197,10 @@ class RunData:
         return M.node_facts(self.events, one_job=self.small)
 
     @shared_input
-    def sub_facts(self) -> DataFrame:
-        return self.keep(M.subscription_facts(self.events))
-
-    @shared_input
     def sub_table(self) -> pd.DataFrame:
-        """Every subscription event's sub_id with its times (the subscription table is ``in_table``)."""
-        return cast(pd.DataFrame, self.sub_facts.toPandas())
+        """Every subscription event's sub_id with its times (the subscription table is ``in_table``),
+        collected once: every reader computes from these rows."""
+        return cast(pd.DataFrame, M.subscription_facts(self.events).toPandas())
 
     @shared_input
     def pub_times(self) -> DataFrame:

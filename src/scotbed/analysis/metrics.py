@@ -561,7 +561,7 @@ def receives_in_order(deliv: DataFrame, sort_in_spark: bool) -> pd.DataFrame:
 
 def in_receive_order(rows: pd.DataFrame) -> pd.DataFrame:
     """Collected receives in the order Spark sorts them (:data:`STABILITY_ORDER`, nulls first)."""
-    return rows.sort_values(STABILITY_ORDER, na_position="first", kind="stable").reset_index(drop=True)
+    return sorted_as_spark(rows, STABILITY_ORDER)
 
 
 def stability_windows(ordered: pd.DataFrame, window: int) -> pd.DataFrame:
