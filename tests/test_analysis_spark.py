@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import random
 from pathlib import Path
 from typing import Any
 
@@ -267,7 +268,7 @@ def test_relay_overhead_and_false_positive_traffic(spark: Any, tmp_path: Path) -
     ]
     ev = events_of(spark, tmp_path, rows)
     interested = spark.createDataFrame([("p1", "b3")], "pub_id STRING, broker STRING")
-    relay, fp = traffic_per_broker(ev, interested)
+    relay, fp = traffic_per_broker(ev, interested, ["b1", "b2", "b3", "b4"])
     assert relay.set_index("node")["relay_only"].to_dict() == {"b2": 1, "b3": 0, "b4": 1}
     fp = fp.set_index("node")
     assert fp["ims"].to_dict() == {"b1": 1, "b2": 2}
@@ -284,13 +285,47 @@ def test_false_positive_fixpoint_agrees_with_the_python_rule_on_a_skewed_cycle(
     rows = [E(t, s, "notif_out", pub_id="p1", link=d, hops=1) for s, d, t in edges]
     ev = events_of(spark, tmp_path, rows)
     interested = spark.createDataFrame([("p1", "b3")], "pub_id STRING, broker STRING")
-    _, fp = traffic_per_broker(ev, interested)
+    _, fp = traffic_per_broker(ev, interested, ["b1", "b2", "b3", "b4", "b5"])
     want: dict[str, int] = {}
     for s, _ in false_positive_edges([(s, d) for s, d, _ in edges], ["b3"]):
         want[s] = want.get(s, 0) + 1
     got = fp.set_index("node")["fp_ims"].to_dict()
     assert {k: v for k, v in got.items() if v} == want == {"b2": 1, "b4": 1}
     assert fp.set_index("node")["ims"].to_dict() == {"b1": 1, "b2": 2, "b3": 1, "b4": 1}
+
+
+def test_traffic_agrees_with_the_python_rule_past_one_mask_word(spark: Any, tmp_path: Path) -> None:
+    """130 brokers (three mask words), random copies with cycles and repeats, and copies to brokers
+    the list does not name: every count is the plain-Python rule's."""
+    from scotbed.analysis.forwarding import false_positive_edges
+
+    rng = random.Random(7)
+    brokers = [f"b{i}" for i in range(130)]
+    rows: list[dict[str, Any]] = []
+    want_relay: dict[str, list[int]] = {}
+    want_fp: dict[str, list[int]] = {}
+    interested_rows = []
+    for p in range(40):
+        pub = f"p{p}"
+        targets = [*brokers, "gone-1", "gone-2"]
+        edges = [(rng.choice(brokers), rng.choice(targets)) for _ in range(rng.randint(0, 25))]
+        interested = rng.sample(brokers, rng.randint(0, 6))
+        interested_rows += [(pub, b) for b in interested] * 2  # repeated pairs count once
+        for s, d in edges:
+            rows.append(E(rng.random(), s, "notif_out", pub_id=pub, link=d))
+            if d in brokers:
+                rows.append(E(rng.random(), d, "notif_in", pub_id=pub, link=s))
+                want_relay.setdefault(d, [0, 0])[0] += 1
+                want_relay[d][1] += d not in interested
+            want_fp.setdefault(s, [0, 0])[0] += 1
+        for s, _ in false_positive_edges(edges, interested):
+            want_fp[s][1] += 1
+    ev = events_of(spark, tmp_path, rows)
+    interested_df = spark.createDataFrame(interested_rows, "pub_id STRING, broker STRING")
+    relay, fp = traffic_per_broker(ev, interested_df, brokers)
+    assert {r.node: [r.visits, r.relay_only] for r in relay.itertuples()} == want_relay
+    assert {r.node: [r.ims, r.fp_ims] for r in fp.itertuples()} == want_fp
+    assert sum(v[1] for v in want_fp.values()) > 0 and sum(v[1] for v in want_relay.values()) > 0
 
 
 def _faulty(run: Path) -> dict[str, tuple[str, str]]:

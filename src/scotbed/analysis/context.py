@@ -111,10 +111,12 @@ class Settings:
 
 @dataclass(frozen=True)
 class Oracle:
-    """The checked correctness: counts and first offenders, and the expected pairs."""
+    """The checked correctness: counts and first offenders, the expected pairs, and the brokers the
+    subscriptions were made at (an expected pair's ``broker`` is one of them)."""
 
     result: dict[str, Any]
     expected: DataFrame
+    brokers: frozenset[str]
 
 
 @dataclass(frozen=True)
@@ -311,4 +313,4 @@ class RunData:
         self._kept.append(offenders)
         unreadable.excuse(result, offenders, *self.unreadable)
         offenders.write.mode("overwrite").parquet(str(self.run.path / contract.OFFENDERS))
-        return Oracle(result, expected)
+        return Oracle(result, expected, frozenset(e.broker for e in eps))

@@ -3,85 +3,124 @@
 A visit (``notif_in`` from another broker) is *relay-only* when the receiving broker hosts no
 subscriber the publication matches. A forwarded copy X→Y is *useful* when Y hosts a matching
 subscriber or forwarded it on over a useful link (:mod:`scotbed.analysis.forwarding` states the
-rule in plain Python); the rest is false-positive traffic. The fixpoint runs as Spark
-higher-order functions over each publication's edges (newest first, so a causally ordered log
-converges in one pass; further passes run only while brokers are still being added), so no
-Python runs here.
+rule in plain Python); the rest is false-positive traffic.
+
+The fixpoint runs as Spark higher-order functions over each publication's copies, so no Python
+runs here. Spark interprets those functions, so they work on numbers: every broker is an index
+into the run's broker list, a copy is one ``int`` (sender × K + receiver) and a set of brokers is a
+bit mask (an array of 63-bit words). At 8.5M events (13 brokers) this took 3.1-3.5 s against
+7.0-7.7 s with arrays of broker names and copies as structs (warm; 5.3-5.8 s against 11.7-13.7 s
+on first use), the same tables.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import cast
 
 import pandas as pd
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from scotbed import contract
-from scotbed.analysis.metrics import of, to_broker
+from scotbed.analysis.metrics import of, sql_string, to_broker
 
-# One pass over the edges: add the sender of every copy whose receiver is useful.
-_PASS = (
-    "aggregate(edges, named_struct('u', st.u, 'c', false), (a, e) -> "
-    "IF(array_contains(a.u, e.link) AND NOT array_contains(a.u, e.node), "
-    "named_struct('u', array_append(a.u, e.node), 'c', true), a))"
-)
-# Passes until nothing changes (at most one per edge, plus the one that sees no change).
-USEFUL = (
-    "aggregate(sequence(0, size(edges)), named_struct('u', interested, 'c', true), "
-    f"(st, i) -> IF(st.c, {_PASS}, st)).u"
-)
+WORD_BITS = 63  # bits of a mask word: a long's, less the sign's
 
 
-def copies_per_publication(events: DataFrame) -> DataFrame:
-    """(pub_id, visits, edges) from one scan: the brokers each copy from another broker visited, and
-    every copy forwarded to a broker as (ts_ns, node, link), newest first."""
-    hop = of(events, contract.NOTIF_IN, contract.NOTIF_OUT).where(to_broker())
-    edge = F.when(F.col("ev") == contract.NOTIF_OUT, F.struct("ts_ns", "node", "link"))
-    return hop.groupBy("pub_id").agg(
-        F.collect_list(F.when(F.col("ev") == contract.NOTIF_IN, F.col("node"))).alias("visits"),
-        F.sort_array(F.collect_list(edge), asc=False).alias("edges"),
+class BrokerIndex:
+    """The run's brokers as indices 0..n-1 in SQL; every other name (a broker that neither logged nor
+    hosts a subscriber, or a null) is index n, which is never interested and never marked useful."""
+
+    def __init__(self, brokers: Sequence[str]) -> None:
+        self.names = sorted(set(brokers))
+        self.unknown = len(self.names)
+        self.k = self.unknown + 1  # a copy is sender * k + receiver
+        self.words = self.k // WORD_BITS + 1
+        pairs = ", ".join(f"{sql_string(n)}, {i}" for i, n in enumerate(self.names))
+        self._map = f"map({pairs})" if pairs else "map()"
+
+    def of(self, name: str) -> str:
+        """SQL: the index of the broker named by the expression ``name``."""
+        return f"coalesce(try_element_at(CAST({self._map} AS MAP<STRING, INT>), {name}), {self.unknown})"
+
+    def has(self, mask: str, i: str) -> str:
+        """SQL: whether broker ``i`` is in ``mask``."""
+        return f"(shiftright({mask}[{i} DIV {WORD_BITS}], {i} % {WORD_BITS}) & 1 = 1)"
+
+    def add(self, mask: str, i: str) -> str:
+        """SQL: ``mask`` with broker ``i``."""
+        word, bit = f"{i} DIV {WORD_BITS}", f"shiftleft(1L, {i} % {WORD_BITS})"
+        return f"transform({mask}, (w, j) -> IF(j = {word}, w | {bit}, w))"
+
+    def mask_of(self, index: str) -> Column:
+        """An aggregate: the mask of the brokers ``index`` (SQL) names in the group."""
+        bit = f"shiftleft(1L, {index} % {WORD_BITS})"
+        words = [F.expr(f"bit_or(IF({index} DIV {WORD_BITS} = {w}, {bit}, 0L))") for w in range(self.words)]
+        return F.array(*words)
+
+    def empty(self) -> Column:
+        return F.array(*[F.lit(0).cast("long")] * self.words)
+
+
+def _useful(ix: BrokerIndex) -> str:
+    """SQL: the useful brokers' mask from ``interested`` and ``copies``, passes until none adds one
+    (each pass that changes adds a sender, so the copies bound the passes)."""
+    sender, receiver = f"(c DIV {ix.k})", f"(c % {ix.k})"
+    add = f"{ix.has('a', receiver)} AND NOT {ix.has('a', sender)} AND {sender} < {ix.unknown}"
+
+    def one_pass(mask: str) -> str:
+        return f"aggregate(copies, {mask}, (a, c) -> IF({add}, {ix.add('a', sender)}, a))"
+
+    return (
+        f"aggregate(sequence(1, size(copies)), named_struct('m', {one_pass('interested')}, 'p', interested), "
+        f"(st, i) -> IF(st.m = st.p, st, named_struct('m', {one_pass('st.m')}, 'p', st.m))).m"
     )
 
 
-def _counted(node: F.Column, visit: F.Column, relay_only: F.Column, im: F.Column, fp: F.Column) -> F.Column:
-    """One visit or forwarded copy at ``node``, as the counts it adds."""
-    flags = {"visits": visit, "relay_only": relay_only, "ims": im, "fp_ims": fp}
-    return F.struct(node.alias("node"), *[c.cast("long").alias(k) for k, c in flags.items()])
+def _counted(ix: BrokerIndex) -> str:
+    """SQL: each visit and forwarded copy of a publication as (node, visits, relay_only, ims, fp_ims)."""
+
+    def row(node: str, visit: str, relay_only: str, im: str, fp: str) -> str:
+        flags = {"visits": visit, "relay_only": relay_only, "ims": im, "fp_ims": fp}
+        fields = ", ".join(f"'{k}', CAST({v} AS BIGINT)" for k, v in flags.items())
+        return f"named_struct('node', {node}, {fields})"
+
+    visit = row("v", "1", f"NOT {ix.has('interested', 'v')}", "0", "0")
+    copy = row(f"c DIV {ix.k}", "0", "0", "1", f"NOT {ix.has('useful', f'c % {ix.k}')}")
+    return f"concat(transform(visits, v -> {visit}), transform(copies, c -> {copy}))"
 
 
-def traffic_per_broker(events: DataFrame, interested: DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+def traffic_per_broker(
+    events: DataFrame, interested: DataFrame, brokers: Sequence[str]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(relay, false_positive_traffic) per broker: one scan of the copies, one join, one action.
 
     ``interested`` has (pub_id, broker) for every broker hosting a subscriber the publication
-    matches, repeated or not. relay: node, visits, relay_only. false_positive_traffic: node, ims, fp_ims.
+    matches, repeated or not; ``brokers`` names every broker that logged or hosts a subscriber.
+    relay: node, visits, relay_only. false_positive_traffic: node, ims, fp_ims.
     """
-    want = interested.groupBy("pub_id").agg(F.collect_set("broker").alias("interested"))
-    per_pub = (
-        copies_per_publication(events)
-        .join(want, "pub_id", "left")
-        .select(
-            "visits",
-            "edges",
-            F.coalesce(F.col("interested"), F.array().cast("array<string>")).alias("interested"),
-        )
+    ix = BrokerIndex(brokers)
+    hop = of(events, contract.NOTIF_IN, contract.NOTIF_OUT).where(to_broker())
+    node, link = F.expr(ix.of("node")), F.expr(ix.of("link"))
+    per_pub = hop.groupBy("pub_id").agg(
+        F.collect_list(F.when(F.col("ev") == contract.NOTIF_IN, node)).alias("visits"),
+        F.collect_list(F.when(F.col("ev") == contract.NOTIF_OUT, node * ix.k + link)).alias("copies"),
     )
-    useful = per_pub.select("visits", "edges", "interested", F.expr(USEFUL).alias("useful"))
-    one, zero = F.lit(1), F.lit(0)
-    counted = F.concat(
-        F.transform("visits", lambda v: _counted(v, one, ~F.array_contains("interested", v), zero, zero)),
-        F.transform(
-            "edges", lambda e: _counted(e["node"], zero, zero, one, ~F.array_contains("useful", e["link"]))
-        ),
+    want = interested.groupBy("pub_id").agg(ix.mask_of(ix.of("broker")).alias("interested"))
+    useful = per_pub.join(want, "pub_id", "left").select(
+        "visits", "copies", F.coalesce("interested", ix.empty()).alias("interested")
     )
+    useful = useful.select("visits", "copies", "interested", F.expr(_useful(ix)).alias("useful"))
     cols = ["visits", "relay_only", "ims", "fp_ims"]
     both = cast(
         pd.DataFrame,
-        useful.select(F.explode(counted).alias("c"))
+        useful.select(F.explode(F.expr(_counted(ix))).alias("c"))
         .groupBy(F.col("c.node").alias("node"))
         .agg(*[F.sum(f"c.{k}").alias(k) for k in cols])
         .toPandas(),
     )
+    both["node"] = [ix.names[i] if i < ix.unknown else None for i in both["node"]]
     both = both.sort_values("node", kind="stable").reset_index(drop=True).astype({c: "int64" for c in cols})
 
     def part(seen: str, kept: list[str]) -> pd.DataFrame:
