@@ -194,15 +194,16 @@ def test_matching_ims_dynamic_load_drops(spark: Any, tmp_path: Path) -> None:
     ]
     ev = events_of(spark, tmp_path, rows)
     facts = M.node_facts(ev)
-    m = M.matching_per_broker(facts).set_index("node")
+    p99, run = M.matching_delays(ev)
+    m = M.matching_per_broker(facts, p99).set_index("node")
     assert (
         m.loc["b1", "matches"] == 2 and m.loc["b1", "mean_us"] == 20.0 and m.loc["b1", "mean_matched"] == 2.0
     )
     assert m.loc["b2", "mean_us"] == 5.0 and m.loc["b1", "p99_us"] == 30.0
-    # a large run's facts (the matching percentile from a group-by of its own) give the same table
-    pd.testing.assert_frame_equal(
-        M.matching_per_broker(M.node_facts(ev, one_job=False)), M.matching_per_broker(facts)
-    )
+    # the run's distribution from the same rollup is the one a query of its own gives
+    assert run == M.distribution(M.of(ev, "match"), "us") and run["count"] == 3
+    none, nothing = M.matching_delays(ev.where("ev != 'match'"))
+    assert len(none) == 0 and nothing == M.distribution(M.of(ev, "no-such-event"), "us")
     nims = M.notification_ims(facts).set_index("node")
     assert nims["ims"].to_dict() == {"b1": 1, "b2": 1}
     assert nims["dynamic"].to_dict() == {"b1": 0, "b2": 1}

@@ -121,12 +121,14 @@ class Oracle:
 
 @dataclass(frozen=True)
 class PubStats:
-    """The publications: how many, the first and last intended ns, the send lag (sent - intended, ms)."""
+    """The publications: how many, the first and last intended ns, the send lag (sent - intended, ms),
+    and the burst: the (first, last) intended ns of the workload's high-rate publishers."""
 
     count: int
     first_ns: int | None
     last_ns: int | None
     send_lag_ms: dict[str, Any]
+    burst: tuple[int, int] | None
 
 
 @dataclass
@@ -196,7 +198,12 @@ class RunData:
 
     @shared_input
     def node_facts(self) -> pd.DataFrame:
-        return M.node_facts(self.events, one_job=self.small)
+        return M.node_facts(self.events)
+
+    @shared_input
+    def matching(self) -> tuple[pd.DataFrame, dict[str, Any]]:
+        """The matching delays (µs): (node, p99_us) per broker and the run's distribution."""
+        return M.matching_delays(self.events)
 
     @shared_input
     def sub_table(self) -> pd.DataFrame:
@@ -213,18 +220,21 @@ class RunData:
         """What several sections read of the publication times, in one action."""
         lag = ((F.col("sent_ns") - F.col("intended_ns")) / 1e6).alias("send_lag_ms")
         row = (
-            self.pub_times.select("intended_ns", lag)
+            self.pub_times.select("intended_ns", "hrp_first_ns", "hrp_last_ns", lag)
             .agg(
                 F.count("*").alias("n"),
                 F.min("intended_ns").alias("first"),
                 F.max("intended_ns").alias("last"),
+                F.min("hrp_first_ns").alias("hrp_first"),
+                F.max("hrp_last_ns").alias("hrp_last"),
                 *M.dist_aggs("send_lag_ms"),
             )
             .first()
         )
         assert row is not None  # a global aggregate has one row
         first, last = (None if row[k] is None else int(row[k]) for k in ("first", "last"))
-        return PubStats(int(row["n"]), first, last, M.dist_of(row, "send_lag_ms"))
+        burst = None if row["hrp_first"] is None else (int(row["hrp_first"]), int(row["hrp_last"]))
+        return PubStats(int(row["n"]), first, last, M.dist_of(row, "send_lag_ms"), burst)
 
     @property
     def published(self) -> tuple[int, int | None]:

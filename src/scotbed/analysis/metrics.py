@@ -164,30 +164,39 @@ def times_of(facts: pd.DataFrame, col: str) -> dict[str, int]:
 # --- per broker ------------------------------------------------------------------------------
 
 
-def node_facts(events: DataFrame, one_job: bool = True) -> pd.DataFrame:
+def node_facts(events: DataFrame) -> pd.DataFrame:
     """One group-by (node, ev, drop reason) over the broker events; every per-broker metric reads it.
-
-    ``p99_us`` (only ``match`` events time their matching) comes from the same group-by, or with
-    ``one_job=False`` (a large run) from a second one over the matches alone: the percentile puts
-    every aggregate of its group-by on Spark's slower object-hash path: at 8.5M events the two
-    group-bys took 2.7-2.9 s where the one took 3.0-3.6 s (warm JVM; 4.3 against 7.1 s on first use).
-    """
-    p99 = F.percentile_approx("us", 0.99, ACCURACY).alias("p99_us")
-    facts = _node_facts(events, [p99] if one_job else [])
-    if one_job:
-        return facts
-    per_node = of(events, contract.MATCH).groupBy("node", "ev").agg(p99)
-    return facts.merge(cast(pd.DataFrame, per_node.toPandas()), on=["node", "ev"], how="left")
+    The matching percentiles come from :func:`matching_delays`: a percentile would put every aggregate
+    of this group-by on Spark's slower object-hash path."""
+    return _node_facts(events)
 
 
-def _node_facts(events: DataFrame, more: list[Column]) -> pd.DataFrame:
+def matching_delays(events: DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """(node, p99_us) per broker and the run's :func:`distribution` of ``us``, from one rollup over the
+    ``match`` events (where a group-by per broker and a global aggregate were two scans and two jobs)."""
+    rows = cast(
+        pd.DataFrame,
+        of(events, contract.MATCH)
+        .rollup("node")
+        .agg(F.grouping("node").alias("all"), *dist_aggs("us"))
+        .toPandas(),
+    )
+    qs = [None if q is None else dict(zip(SUMMARY_QUANTILES, q, strict=True)) for q in rows["us_q"]]
+    rows = rows.assign(us_q=[None if q is None else list(q.values()) for q in qs])
+    every = rows[rows["all"] == 1]  # none when the run matched nothing
+    run = dist_of(every.iloc[0], "us") if len(every) else dist_from_quantiles(0, None, [], None)
+    p99 = [None if q is None else q[0.99] for q, alone in zip(qs, rows["all"] == 0, strict=True) if alone]
+    per_node = rows.loc[rows["all"] == 0, "node"].to_numpy()
+    return pd.DataFrame({"node": per_node, "p99_us": pd.array(p99, "float64")}), run
+
+
+def _node_facts(events: DataFrame) -> pd.DataFrame:
     is_in = F.coalesce(F.col("link"), F.lit("")) == ""
     return cast(
         pd.DataFrame,
         of(events, *NODE_EVENTS)
         .groupBy("node", "ev", F.when(_ev(contract.DROP), F.col("reason")).alias("reason"))
         .agg(
-            *more,
             F.count("*").alias("n"),
             F.count(F.when(to_broker(), 1)).alias("to_broker"),
             F.count(F.when(to_broker() & F.coalesce(F.col("dynamic"), F.lit(False)), 1)).alias("dynamic"),
@@ -210,9 +219,10 @@ def _rows(facts: pd.DataFrame, ev: str) -> pd.DataFrame:
     return facts[facts["ev"] == ev].sort_values("node", kind="stable").reset_index(drop=True)
 
 
-def matching_per_broker(facts: pd.DataFrame) -> pd.DataFrame:
-    """Per broker: matchings, mean/p99/max matching delay (µs), mean match-set size."""
-    m = _rows(facts, contract.MATCH)
+def matching_per_broker(facts: pd.DataFrame, p99: pd.DataFrame) -> pd.DataFrame:
+    """Per broker: matchings, mean/p99/max matching delay (µs), mean match-set size; ``p99`` is
+    :func:`matching_delays`' per-broker table."""
+    m = _rows(facts, contract.MATCH).merge(p99, on="node", how="left")
     return m[["node", "n", "mean_us", "p99_us", "max_us", "mean_matched"]].rename(columns={"n": "matches"})
 
 
@@ -337,7 +347,10 @@ def table_series(events: DataFrame, b: tuple[int, int] | None) -> pd.DataFrame:
 
 
 def publication_times(events: DataFrame, publications: DataFrame | None) -> DataFrame:
-    """pub_id -> intended_ns, sent_ns: from the client ``publish`` events, else the workload file.
+    """pub_id -> intended_ns, sent_ns: from the client ``publish`` events, else the workload file; and
+    hrp_first_ns, hrp_last_ns: its workload lines' intended times when a high-rate publisher (a
+    publisher whose name contains ``hrp``) sent it, so that the burst is one more aggregate of these
+    rows, not a query of its own.
 
     Both sources in one group-by of their union (one shuffle, where a group-by of each and a join of
     the two made two): at 8.5M events (550k publications) 0.84 s against 1.33 s, warm.
@@ -349,21 +362,31 @@ def publication_times(events: DataFrame, publications: DataFrame | None) -> Data
         F.coalesce(F.col("sent_ns"), F.col("ts_ns")).alias("s_ev"),
         none.alias("i_wl"),
         none.alias("s_wl"),
+        none.alias("i_hrp"),
     )
     if publications is not None:
+        # a case-blind regex, not lower(): Spark's collation-aware lower() loads ICU (1.2 s on a cold JVM)
+        hrp = F.col("publisher").rlike("(?i)hrp")
         wl = publications.select(
             "pub_id",
             none.alias("i_ev"),
             none.alias("s_ev"),
             F.col("intended_ns").alias("i_wl"),
             F.col("ts_ns").alias("s_wl"),
+            F.when(hrp, F.col("intended_ns")).alias("i_hrp"),
         )
         ev = ev.unionByName(wl)
-    firsts = ev.groupBy("pub_id").agg(*[F.min(c).alias(c) for c in ("i_ev", "s_ev", "i_wl", "s_wl")])
+    firsts = ev.groupBy("pub_id").agg(
+        *[F.min(c).alias(c) for c in ("i_ev", "s_ev", "i_wl", "s_wl")],
+        F.min("i_hrp").alias("hrp_first_ns"),
+        F.max("i_hrp").alias("hrp_last_ns"),
+    )
     return firsts.select(
         "pub_id",
         F.coalesce("i_ev", "i_wl").alias("intended_ns"),
         F.coalesce("s_ev", "s_wl").alias("sent_ns"),
+        "hrp_first_ns",
+        "hrp_last_ns",
     )
 
 
@@ -462,21 +485,6 @@ def hops_distribution(deliv: DataFrame) -> pd.DataFrame:
         pd.DataFrame,
         deliv.where(F.col("hops").isNotNull()).groupBy("hops").count().orderBy("hops").toPandas(),
     )
-
-
-def burst_from_publications(publications: DataFrame | None) -> tuple[int, int] | None:
-    """(start, end) intended ns of the high-rate publisher: a publisher whose name contains ``hrp``."""
-    if publications is None:
-        return None
-    row = (
-        # a case-blind regex, not lower(): Spark's collation-aware lower() loads ICU (1.2 s on a cold JVM)
-        publications.where(F.col("publisher").rlike("(?i)hrp"))
-        .agg(F.min("intended_ns").alias("a"), F.max("intended_ns").alias("b"))
-        .first()
-    )
-    if row is None or row["a"] is None:
-        return None
-    return int(row["a"]), int(row["b"])
 
 
 def burst_from_spec(spec: dict[str, Any], first_intended_ns: int) -> tuple[int, int] | None:

@@ -62,9 +62,9 @@ def notifications_section(d: RunData) -> S.Notifications:
     hops = d.hops
     nims = M.notification_ims(d.node_facts)
     n_deliv = int(hops["count"].sum()) if len(hops) else 0
-    match = M.distribution(M.of(d.events, contract.MATCH), "us")
+    p99, match = d.matching
     d.tables["hops"] = hops
-    d.tables["matching"] = nims.merge(M.matching_per_broker(d.node_facts), on="node", how="outer")
+    d.tables["matching"] = nims.merge(M.matching_per_broker(d.node_facts, p99), on="node", how="outer")
     d.tables["delay_cdf"] = pd.DataFrame(
         [(label, q, v) for label, col in CDF_SERIES for q, v in curves[col]],
         columns=["series", "quantile", "delay_ms"],
@@ -105,7 +105,7 @@ def stability_section(d: RunData) -> S.Stability:
     window = d.run.stability_window
     rows = d.receives
     curve = M.stability_curve(d.deliveries, window) if rows is None else M.stability_windows(rows, window)
-    burst = M.burst_from_publications(d.publications)
+    burst = d.pub_stats.burst
     n_published, first = d.published
     if burst is None and n_published and first is not None:
         burst = M.burst_from_spec(d.run.spec, first)
