@@ -198,7 +198,6 @@ def analyse(
     copies = events.sparkSession.read.schema(notif.schema).parquet(notif_path)
     per_pub = (
         pub_times.select("pub_id")
-        .distinct()
         .join(copies.groupBy("pub_id").agg(F.count("*").alias("links")), "pub_id", "left")
         .agg(F.avg(F.coalesce("links", F.lit(0))), F.max(F.coalesce("links", F.lit(0))))
         .first()
