@@ -181,12 +181,13 @@ def matching_delays(events: DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
         .agg(F.grouping("node").alias("all"), *dist_aggs("us"))
         .toPandas(),
     )
-    qs = [None if q is None else dict(zip(SUMMARY_QUANTILES, q, strict=True)) for q in rows["us_q"]]
-    rows = rows.assign(us_q=[None if q is None else list(q.values()) for q in qs])
+    rows["us_q"] = [None if q is None else list(q) for q in rows["us_q"]]
     every = rows[rows["all"] == 1]  # none when the run matched nothing
     run = dist_of(every.iloc[0], "us") if len(every) else dist_from_quantiles(0, None, [], None)
-    p99 = [None if q is None else q[0.99] for q, alone in zip(qs, rows["all"] == 0, strict=True) if alone]
-    per_node = rows.loc[rows["all"] == 0, "node"].to_numpy()
+    per_broker = rows[rows["all"] == 0]
+    at = SUMMARY_QUANTILES.index(0.99)
+    p99 = [None if q is None else q[at] for q in per_broker["us_q"]]
+    per_node = per_broker["node"].to_numpy()
     return pd.DataFrame({"node": per_node, "p99_us": pd.array(p99, "float64")}), run
 
 

@@ -141,7 +141,7 @@ def traffic_section(d: RunData) -> S.Traffic:
     if o is None:
         return S.Traffic()
     brokers = o.brokers | set(d.node_facts["node"].dropna())
-    relay, fp = traffic_per_broker(d.events, o.expected.select("pub_id", "broker"), sorted(brokers))
+    relay, fp = traffic_per_broker(d.events, o.expected.select("pub_id", "broker"), brokers)
     d.tables["relay"] = relay
     d.tables["false_positive_traffic"] = fp
     visits, relay_only = int(relay["visits"].sum()), int(relay["relay_only"].sum())

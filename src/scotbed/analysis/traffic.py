@@ -15,7 +15,7 @@ on first use), the same tables.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
 from typing import cast
 
 import pandas as pd
@@ -32,7 +32,7 @@ class BrokerIndex:
     """The run's brokers as indices 0..n-1 in SQL; every other name (a broker that neither logged nor
     hosts a subscriber, or a null) is index n, which is never interested and never marked useful."""
 
-    def __init__(self, brokers: Sequence[str]) -> None:
+    def __init__(self, brokers: Iterable[str]) -> None:
         self.names = sorted(set(brokers))
         self.unknown = len(self.names)
         self.k = self.unknown + 1  # a copy is sender * k + receiver
@@ -65,7 +65,8 @@ class BrokerIndex:
 
 def _useful(ix: BrokerIndex) -> str:
     """SQL: the useful brokers' mask from ``interested`` and ``copies``, passes until none adds one
-    (each pass that changes adds a sender, so the copies bound the passes)."""
+    (each pass that changes adds a sender, so the copies, plus the pass that sees no change, bound
+    the passes)."""
     sender, receiver = f"(c DIV {ix.k})", f"(c % {ix.k})"
     add = f"{ix.has('a', receiver)} AND NOT {ix.has('a', sender)} AND {sender} < {ix.unknown}"
 
@@ -73,7 +74,7 @@ def _useful(ix: BrokerIndex) -> str:
         return f"aggregate(copies, {mask}, (a, c) -> IF({add}, {ix.add('a', sender)}, a))"
 
     return (
-        f"aggregate(sequence(1, size(copies)), named_struct('m', {one_pass('interested')}, 'p', interested), "
+        f"aggregate(sequence(0, size(copies)), named_struct('m', {one_pass('interested')}, 'p', interested), "
         f"(st, i) -> IF(st.m = st.p, st, named_struct('m', {one_pass('st.m')}, 'p', st.m))).m"
     )
 
@@ -92,7 +93,7 @@ def _counted(ix: BrokerIndex) -> str:
 
 
 def traffic_per_broker(
-    events: DataFrame, interested: DataFrame, brokers: Sequence[str]
+    events: DataFrame, interested: DataFrame, brokers: Iterable[str]
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(relay, false_positive_traffic) per broker: one scan of the copies, one join, one action.
 
