@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from pandas.testing import assert_frame_equal
 
 from scotbed.analysis import metrics as M
 from scotbed.analysis import oracle
@@ -204,6 +205,16 @@ def test_matching_ims_dynamic_load_drops(spark: Any, tmp_path: Path) -> None:
     assert run == M.distribution(M.of(ev, "match"), "us") and run["count"] == 3
     none, nothing = M.matching_delays(ev.where("ev != 'match'"))
     assert len(none) == 0 and nothing == M.distribution(M.of(ev, "no-such-event"), "us")
+    # the collected matches give the rollup's figures, a broker without a matching time included
+    (tmp_path / "untimed").mkdir()
+    untimed = ev.union(events_of(spark, tmp_path / "untimed", [E(7, "b3", "match", pub_id="p3", n=1)]))
+    for got, want in zip(M.matching_delays(untimed, collect=True), M.matching_delays(untimed), strict=True):
+        if isinstance(want, pd.DataFrame):
+            by_node = want.sort_values("node").reset_index(drop=True)
+            assert_frame_equal(got.sort_values("node").reset_index(drop=True), by_node)
+        else:
+            assert got == want
+    assert M.matching_delays(ev.where("ev != 'match'"), collect=True)[1] == nothing
     nims = M.notification_ims(facts).set_index("node")
     assert nims["ims"].to_dict() == {"b1": 1, "b2": 1}
     assert nims["dynamic"].to_dict() == {"b1": 0, "b2": 1}

@@ -37,12 +37,13 @@ IN_MEMORY_BYTES = 64 << 20
 # The hop counts (0..this) the one pass over the deliveries counts: a path longer than any the
 # testbed's overlays make; a delivery beyond it makes the hops a query of their own.
 HOPS_COUNTED = 32
-# Up to this many valid events a run's deliveries are collected to the driver (32 bytes a receive, and a
-# run has fewer receives than events): its delay quantiles are then exact, and one sort and one collect
-# serve both the delay statistics and the stability windows, where Spark's percentile_approx was a job
-# of its own. Both together: 0.86M events 0.4-0.9 s against 1.1-2.7 s; 8.5M events 1.6-2.4 s against
-# 2.8-5.4 s (the whole analysis, alternated: 1st 62.0-64.2 s against 64.2-71.6 s, 2nd 44.5-47.9 s
-# against 48.4-58.8 s).
+# Up to this many valid events a run's deliveries (32 bytes a receive) and its matches (12 bytes a match)
+# are collected to the driver, and a run has fewer of either than events: their quantiles are then
+# exact. For the deliveries one sort and one collect serve both the delay statistics and the stability
+# windows, where Spark's percentile_approx was a job of its own: 0.86M events 0.4-0.9 s against
+# 1.1-2.7 s; 8.5M events 1.6-2.4 s against 2.8-5.4 s (the whole analysis, alternated: 1st 62.0-64.2 s
+# against 64.2-71.6 s, 2nd 44.5-47.9 s against 48.4-58.8 s). For the matches see
+# :func:`scotbed.analysis.metrics.matching_delays`.
 COLLECTED_EVENTS = 20_000_000
 # Runs with less event text than this (a demo writes about 5 MB) are small: a section may collect its
 # per-delivery or per-subscription rows to pandas once and compute there, since on a cold JVM every
@@ -202,8 +203,9 @@ class RunData:
 
     @shared_input
     def matching(self) -> tuple[pd.DataFrame, dict[str, Any]]:
-        """The matching delays (µs): (node, p99_us) per broker and the run's distribution."""
-        return M.matching_delays(self.events)
+        """The matching delays (µs): (node, p99_us) per broker and the run's distribution; the matches
+        are collected up to :data:`COLLECTED_EVENTS` valid events."""
+        return M.matching_delays(self.events, collect=self.line_counts[0] <= COLLECTED_EVENTS)
 
     @shared_input
     def sub_table(self) -> pd.DataFrame:

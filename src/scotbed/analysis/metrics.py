@@ -15,7 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, cast
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -171,15 +173,19 @@ def node_facts(events: DataFrame) -> pd.DataFrame:
     return _node_facts(events)
 
 
-def matching_delays(events: DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
+def matching_delays(events: DataFrame, collect: bool = False) -> tuple[pd.DataFrame, dict[str, Any]]:
     """(node, p99_us) per broker and the run's :func:`distribution` of ``us``, from one rollup over the
-    ``match`` events (where a group-by per broker and a global aggregate were two scans and two jobs)."""
+    ``match`` events (where a group-by per broker and a global aggregate were two scans and two jobs).
+
+    ``collect``: the match events' (node, us) are collected as Arrow instead (12 bytes a match) and
+    :func:`local_matching_delays` takes the quantiles. At 8.5M events (2.2M matches) that took
+    0.9-1.0 s against 2.0-2.3 s for the rollup, warm, and 1.4 s against 5.8 s on first use."""
+    matches = of(events, contract.MATCH)
+    if collect:
+        return local_matching_delays(matches.select("node", "us").toArrow())
     rows = cast(
         pd.DataFrame,
-        of(events, contract.MATCH)
-        .rollup("node")
-        .agg(F.grouping("node").alias("all"), *dist_aggs("us"))
-        .toPandas(),
+        matches.rollup("node").agg(F.grouping("node").alias("all"), *dist_aggs("us")).toPandas(),
     )
     rows["us_q"] = [None if q is None else list(q) for q in rows["us_q"]]
     every = rows[rows["all"] == 1]  # none when the run matched nothing
@@ -189,6 +195,26 @@ def matching_delays(events: DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
     p99 = [None if q is None else q[at] for q in per_broker["us_q"]]
     per_node = per_broker["node"].to_numpy()
     return pd.DataFrame({"node": per_node, "p99_us": pd.array(p99, "float64")}), run
+
+
+def local_matching_delays(matches: pa.Table) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """:func:`matching_delays` of collected (node, us) match rows, each quantile by rank
+    (:func:`rank_quantiles`: Spark's figure below :data:`EXACT_ROWS` values, the exact one it
+    approximates beyond). A broker whose matches carry no ``us`` has a null p99, as in Spark."""
+    nodes = matches.column("node").combine_chunks().dictionary_encode()
+    codes = nodes.indices.fill_null(len(nodes.dictionary)).to_numpy()
+    us = matches.column("us").to_numpy()
+    order = np.argsort(codes, kind="stable")
+    names = [*nodes.dictionary.to_pylist(), None]
+    counts = np.bincount(codes, minlength=len(names))
+    p99: list[float | None] = []
+    seen: list[str | None] = []
+    for name, part in zip(names, np.split(us[order], np.cumsum(counts)[:-1]), strict=True):
+        if len(part):
+            seen.append(name)
+            p99.append(rank_quantiles(part[~np.isnan(part)], (0.99,))[0])
+    per_broker = pd.DataFrame({"node": pd.array(seen, object), "p99_us": pd.array(p99, "float64")})
+    return per_broker, local_distribution(pd.Series(us, dtype="float64"))
 
 
 def _node_facts(events: DataFrame) -> pd.DataFrame:

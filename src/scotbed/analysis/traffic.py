@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import cast
 
+import numpy as np
 import pandas as pd
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -79,50 +80,73 @@ def _useful(ix: BrokerIndex) -> str:
     )
 
 
-def _counted(ix: BrokerIndex) -> str:
-    """SQL: each visit and forwarded copy of a publication as (node, visits, relay_only, ims, fp_ims)."""
+# What a tallied visit or copy was, the low two bits of its code (the broker's index is the rest).
+VISIT, RELAY_ONLY, USEFUL_IM, FALSE_POSITIVE_IM = range(4)
 
-    def row(node: str, visit: str, relay_only: str, im: str, fp: str) -> str:
-        flags = {"visits": visit, "relay_only": relay_only, "ims": im, "fp_ims": fp}
-        fields = ", ".join(f"'{k}', CAST({v} AS BIGINT)" for k, v in flags.items())
-        return f"named_struct('node', {node}, {fields})"
 
-    visit = row("v", "1", f"NOT {ix.has('interested', 'v')}", "0", "0")
-    copy = row(f"c DIV {ix.k}", "0", "0", "1", f"NOT {ix.has('useful', f'c % {ix.k}')}")
+def _tallied(ix: BrokerIndex) -> str:
+    """SQL: each visit and forwarded copy of a publication as one int, broker index × 4 + its kind."""
+    visit = f"v * 4 + IF({ix.has('interested', 'v')}, {VISIT}, {RELAY_ONLY})"
+    copy = f"(c DIV {ix.k}) * 4 + IF({ix.has('useful', f'c % {ix.k}')}, {USEFUL_IM}, {FALSE_POSITIVE_IM})"
     return f"concat(transform(visits, v -> {visit}), transform(copies, c -> {copy}))"
 
 
 def traffic_per_broker(
     events: DataFrame, interested: DataFrame, brokers: Iterable[str]
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(relay, false_positive_traffic) per broker: one scan of the copies, one join, one action.
+    """(relay, false_positive_traffic) per broker: one group-by of the copies and the interested
+    brokers together, one action.
 
     ``interested`` has (pub_id, broker) for every broker hosting a subscriber the publication
     matches, repeated or not; ``brokers`` names every broker that logged or hosts a subscriber.
     relay: node, visits, relay_only. false_positive_traffic: node, ims, fp_ims.
+
+    The copies and the interested brokers are one union grouped once, not two group-bys and a join,
+    and each visit or copy is tallied as one int, not a struct: at 8.5M events 3.1-3.2 s against
+    3.5-4.2 s (warm, the same tables).
     """
     ix = BrokerIndex(brokers)
     hop = of(events, contract.NOTIF_IN, contract.NOTIF_OUT).where(to_broker())
-    node, link = F.expr(ix.of("node")), F.expr(ix.of("link"))
-    per_pub = hop.groupBy("pub_id").agg(
-        F.collect_list(F.when(F.col("ev") == contract.NOTIF_IN, node)).alias("visits"),
-        F.collect_list(F.when(F.col("ev") == contract.NOTIF_OUT, node * ix.k + link)).alias("copies"),
+    node, link, none = F.expr(ix.of("node")), F.expr(ix.of("link")), F.lit(None).cast("int")
+    rows = hop.select(
+        "pub_id",
+        F.when(F.col("ev") == contract.NOTIF_IN, node).alias("visit"),
+        F.when(F.col("ev") == contract.NOTIF_OUT, node * ix.k + link).alias("copy"),
+        none.alias("wanted"),
+    ).unionByName(
+        interested.select(
+            "pub_id", none.alias("visit"), none.alias("copy"), F.expr(ix.of("broker")).alias("wanted")
+        )
     )
-    want = interested.groupBy("pub_id").agg(ix.mask_of(ix.of("broker")).alias("interested"))
-    useful = per_pub.join(want, "pub_id", "left").select(
-        "visits", "copies", F.coalesce("interested", ix.empty()).alias("interested")
+    per_pub = rows.groupBy("pub_id").agg(
+        F.collect_list("visit").alias("visits"),
+        F.collect_list("copy").alias("copies"),
+        ix.mask_of("wanted").alias("interested"),
     )
-    useful = useful.select("visits", "copies", "interested", F.expr(_useful(ix)).alias("useful"))
-    cols = ["visits", "relay_only", "ims", "fp_ims"]
-    both = cast(
+    useful = per_pub.select("visits", "copies", "interested", F.expr(_useful(ix)).alias("useful"))
+    tally = cast(
         pd.DataFrame,
-        useful.select(F.explode(F.expr(_counted(ix))).alias("c"))
-        .groupBy(F.col("c.node").alias("node"))
-        .agg(*[F.sum(f"c.{k}").alias(k) for k in cols])
-        .toPandas(),
+        useful.select(F.explode(F.expr(_tallied(ix))).alias("code")).groupBy("code").count().toPandas(),
     )
-    both["node"] = [ix.names[i] if i < ix.unknown else None for i in both["node"]]
-    both = both.sort_values("node", kind="stable").reset_index(drop=True).astype({c: "int64" for c in cols})
+    return per_broker(tally, ix)
+
+
+def per_broker(tally: pd.DataFrame, ix: BrokerIndex) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The (relay, false_positive_traffic) tables of the tallied codes and their counts."""
+    node, kind = np.divmod(tally["code"].to_numpy(dtype="int64"), 4)
+    n = tally["count"].to_numpy(dtype="int64")
+    flags = {
+        "visits": kind <= RELAY_ONLY,
+        "relay_only": kind == RELAY_ONLY,
+        "ims": kind >= USEFUL_IM,
+        "fp_ims": kind == FALSE_POSITIVE_IM,
+    }
+    both = (
+        pd.DataFrame({"node": node, **{k: np.where(f, n, 0) for k, f in flags.items()}}).groupby("node").sum()
+    )
+    both.index = [ix.names[i] if i < ix.unknown else None for i in both.index]
+    both = both.rename_axis("node").reset_index().sort_values("node", kind="stable").reset_index(drop=True)
+    both = both.astype({c: "int64" for c in flags})
 
     def part(seen: str, kept: list[str]) -> pd.DataFrame:
         return both[both[seen] > 0][["node", *kept]].reset_index(drop=True)
