@@ -406,6 +406,40 @@ def test_oracle_is_clean_on_a_correct_log_and_names_injected_faults(spark: Any, 
     assert [(o["pub_id"], o["sub_id"]) for o in bad["first_false_positives"]] == [faults["false_positive"]]
 
 
+def test_oracle_counts_a_pair_two_episodes_expect_once(spark: Any) -> None:
+    """A sub_id subscribed again expects a publication near the switch from both episodes: that is one
+    pair (in transition, as one episode says), and its one receive is one delivery."""
+    expected = spark.createDataFrame(
+        [
+            ("p1", "s1", "c1", "b1", T0, False),
+            ("p1", "s1", "c1", "b1", T0, True),
+            ("p2", "s1", "c1", "b1", T0 + MS, False),
+            ("p3", "s2", "c2", "b1", T0 + MS, False),
+        ],
+        oracle.EXPECTED_DDL,
+    )
+    deliv = spark.createDataFrame(
+        [("p1", "s1", T0 + 5 * MS), ("p2", "s1", T0 + 6 * MS), ("p2", "s1", T0 + 7 * MS), ("p9", "s2", T0)],
+        "pub_id STRING, sub_id STRING, recv_ns BIGINT",
+    )
+    result, pairs, offenders = oracle.check(expected, deliv)
+    counts = {k: v for k, v in result.items() if not k.startswith("first_") and k != "ok"}
+    assert counts == {
+        "expected_deliveries": 2,
+        "delivered": 4,
+        "missing": 1,
+        "duplicates": 1,
+        "false_positives": 1,
+        "in_transition": 1,
+        "in_transition_delivered": 1,
+    }
+    assert pairs.count() == 4 and offenders.count() == 3
+    assert [(o["pub_id"], o["sub_id"], o["copies"]) for o in result["first_duplicates"]] == [("p2", "s1", 2)]
+    assert [(o["pub_id"], o["sub_id"]) for o in result["first_missing"]] == [("p3", "s2")]
+    assert [(o["pub_id"], o["sub_id"]) for o in result["first_false_positives"]] == [("p9", "s2")]
+    offenders.unpersist()
+
+
 def test_oracle_counts_a_delivery_during_propagation_as_in_transition(spark: Any, tmp_path: Path) -> None:
     run = tmp_path / "run"
     (run / "events").mkdir(parents=True)
