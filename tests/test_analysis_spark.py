@@ -255,8 +255,9 @@ def test_queues_and_tables(spark: Any, tmp_path: Path) -> None:
         E(0, "b1", "queue", link="b2", len=4, ce=0.5),
         E(1000, "b1", "queue", link="b2", len=9, ce=2.5),
         E(0, "b1", "table", size=5),
-        E(500, "b1", "table", size=8),
-        E(1000, "b1", "table", size=6),
+        E(300, "b1", "table", size=8, link="b2"),
+        E(1000, "b1", "table", size=7),
+        E(200_000, "b1", "table", size=6),
     ]
     ev = events_of(spark, tmp_path, rows)
     facts = M.node_facts(ev)
@@ -265,6 +266,18 @@ def test_queues_and_tables(spark: Any, tmp_path: Path) -> None:
     out = q[q["direction"] == "output"]
     assert out["max_len"].tolist() == [4, 9] and out["t_s"].tolist() == [0.0, 1.0]
     assert q[q["direction"] == "input"]["max_len"].tolist() == [3, 7]
+    # one query gives both series, each as a query of its kind alone would: a table sample's link is
+    # no part of its group, and each kind has its own bins
+    queues, tables = M.sample_series(ev, M.bins(facts, "queue"), M.bins(facts, "table"))
+    assert_frame_equal(queues, q)
+    width_s = ((200_000 * MS) // 400 + 1) / 1e9  # the table's own bins: 200 s over 400 bins
+    assert tables.to_dict("list") == {
+        "node": ["b1"] * 3,
+        "t_s": [0.0, width_s, 399 * width_s],
+        "size": [8, 7, 6],
+    }
+    assert tables["size"].dtype == "int64" and queues["max_len"].dtype == "int64"
+    assert_frame_equal(M.sample_series(ev, None, M.bins(facts, "table"))[1], tables)
     t = M.table_sizes(facts)
     assert (t.loc[0, "max_size"], t.loc[0, "final_size"]) == (8, 6)
 

@@ -208,6 +208,12 @@ class RunData:
         return M.matching_delays(self.events, collect=self.line_counts[0] <= COLLECTED_EVENTS)
 
     @shared_input
+    def series(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The queue and the routing-table series, binned, from one query."""
+        facts = self.node_facts
+        return M.sample_series(self.events, M.bins(facts, contract.QUEUE), M.bins(facts, contract.TABLE))
+
+    @shared_input
     def sub_table(self) -> pd.DataFrame:
         """Every subscription event's sub_id with its times (the subscription table is ``in_table``),
         collected once: every reader computes from these rows."""

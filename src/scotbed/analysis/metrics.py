@@ -12,7 +12,7 @@ matching in µs. IMs count inter-broker messages only: ``*_out`` events whose
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 import numpy as np
@@ -327,47 +327,73 @@ def sorted_as_spark(rows: Any, keys: list[str]) -> pd.DataFrame:
     return frame.sort_values(keys, na_position="first", kind="stable").reset_index(drop=True)
 
 
-def queue_series(events: DataFrame, b: tuple[int, int] | None) -> pd.DataFrame:
-    """Queue length over time per broker and link (``link == ""`` is the input queue).
+QUEUE_SERIES_COLUMNS = ["node", "link", "t_s", "max_len", "mean_ce", "direction"]
+TABLE_SERIES_COLUMNS = ["node", "t_s", "size"]
 
-    Samples are binned (:func:`bins`) keeping each bin's maximum length and mean congestion
-    element; ``t_s`` is the bin start relative to the first sample.
+
+def sample_series(
+    events: DataFrame, queue_bins: tuple[int, int] | None, table_bins: tuple[int, int] | None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(queue series, table series), binned (:func:`bins`), from one group-by of both samples.
+
+    Queue length over time per broker and link (``link == ""`` is the input queue): each bin's
+    maximum length and mean congestion element. Routing-table size over time per broker: each bin's
+    largest size. ``t_s`` is the bin start relative to the first sample of its kind. Both series
+    in one query, where a query each cost a scan and a job more: for both, warm, 0.42-0.56 s against
+    0.75-0.95 s at 0.86M events, 0.59-0.89 s against 0.91-1.07 s at 8.53M, the same tables.
     """
-    if b is None:
-        return pd.DataFrame(columns=["node", "link", "t_s", "max_len", "mean_ce", "direction"])
-    t0, width = b
-    return sorted_as_spark(
-        of(events, contract.QUEUE)
-        .withColumn("bin", F.floor((F.col("ts_ns") - t0) / width))
-        .groupBy("node", F.coalesce(F.col("link"), F.lit("")).alias("link"), "bin")
-        .agg(F.max("len").alias("max_len"), F.mean("ce").alias("mean_ce"))
-        .select(
-            "node",
-            "link",
-            (F.col("bin") * (width / 1e9)).alias("t_s"),
-            "max_len",
-            "mean_ce",
-            F.when(F.col("link") == "", "input").otherwise("output").alias("direction"),
-        )
+    binned = [
+        (ev, b) for ev, b in ((contract.QUEUE, queue_bins), (contract.TABLE, table_bins)) if b is not None
+    ]
+    if not binned:
+        return pd.DataFrame(columns=QUEUE_SERIES_COLUMNS), pd.DataFrame(columns=TABLE_SERIES_COLUMNS)
+
+    def per_kind(value: Callable[[int, int], Column]) -> Column:
+        (ev, b), *rest = binned
+        column = F.when(_ev(ev), value(*b))
+        for ev, b in rest:
+            column = column.when(_ev(ev), value(*b))
+        return column
+
+    bin_of = per_kind(lambda t0, width: F.floor((F.col("ts_ns") - t0) / width))
+    start_of = per_kind(lambda _, width: F.col("bin") * (width / 1e9))
+    link = F.when(_ev(contract.QUEUE), F.coalesce(F.col("link"), F.lit(""))).otherwise("")
+    rows = cast(
+        pd.DataFrame,
+        of(events, *(ev for ev, _ in binned))
+        .groupBy("ev", "node", link.alias("link"), bin_of.alias("bin"))
+        .agg(F.max("len").alias("max_len"), F.mean("ce").alias("mean_ce"), F.max("size").alias("size"))
+        .select("ev", "node", "link", start_of.alias("t_s"), "max_len", "mean_ce", "size")
         .toPandas(),
-        ["node", "link", "t_s"],
     )
+    queues = _as_collected(rows, contract.QUEUE, queue_bins, ["max_len"], QUEUE_SERIES_COLUMNS)
+    queues["direction"] = ["input" if x == "" else "output" for x in queues["link"]]
+    tables = _as_collected(rows, contract.TABLE, table_bins, ["size"], TABLE_SERIES_COLUMNS)
+    return (
+        sorted_as_spark(queues[QUEUE_SERIES_COLUMNS], ["node", "link", "t_s"]),
+        sorted_as_spark(tables[TABLE_SERIES_COLUMNS], ["node", "t_s"]),
+    )
+
+
+def _as_collected(
+    rows: pd.DataFrame, ev: str, b: tuple[int, int] | None, longs: list[str], columns: list[str]
+) -> pd.DataFrame:
+    """One kind's rows of a mixed collect (none when it was not binned), its ``longs`` typed as a query
+    of that kind alone collects them: int64 without a null, float64 with one."""
+    if b is None:
+        return pd.DataFrame(columns=[c for c in columns if c != "direction"])
+    mine = rows[rows["ev"] == ev].reset_index(drop=True)
+    return mine.astype({c: "int64" for c in longs if mine[c].notna().all()})
+
+
+def queue_series(events: DataFrame, b: tuple[int, int] | None) -> pd.DataFrame:
+    """The queue series of :func:`sample_series`."""
+    return sample_series(events, b, None)[0]
 
 
 def table_series(events: DataFrame, b: tuple[int, int] | None) -> pd.DataFrame:
-    """Routing-table size over time per broker (binned like :func:`queue_series`)."""
-    if b is None:
-        return pd.DataFrame(columns=["node", "t_s", "size"])
-    t0, width = b
-    return sorted_as_spark(
-        of(events, contract.TABLE)
-        .withColumn("bin", F.floor((F.col("ts_ns") - t0) / width))
-        .groupBy("node", "bin")
-        .agg(F.max("size").alias("size"))
-        .select("node", (F.col("bin") * (width / 1e9)).alias("t_s"), "size")
-        .toPandas(),
-        ["node", "t_s"],
-    )
+    """The table series of :func:`sample_series`."""
+    return sample_series(events, None, b)[1]
 
 
 # --- publications and deliveries -------------------------------------------------------------

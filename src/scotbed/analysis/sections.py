@@ -122,13 +122,13 @@ def stability_section(d: RunData) -> S.Stability:
 
 
 def queues_section(d: RunData) -> S.Queues:
-    d.tables["queues"] = M.queue_series(d.events, M.bins(d.node_facts, contract.QUEUE))
+    d.tables["queues"] = d.series[0]
     return S.Queues(**M.queue_maxima(d.node_facts))
 
 
 def tables_section(d: RunData) -> S.Tables:
     sizes = M.table_sizes(d.node_facts)
-    d.tables["table_series"] = M.table_series(d.events, M.bins(d.node_facts, contract.TABLE))
+    d.tables["table_series"] = d.series[1]
     d.tables["table_sizes"] = sizes
     return S.Tables(
         max_size=int(sizes["max_size"].max()) if len(sizes) else 0,
