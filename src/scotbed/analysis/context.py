@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar, cast, overload
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -225,7 +227,11 @@ class RunData:
 
     @shared_input
     def pub_stats(self) -> PubStats:
-        """What several sections read of the publication times, in one action."""
+        """What several sections read of the publication times, in one action: collected as Arrow (32 bytes
+        a publication, the lag's quantiles by rank) up to :data:`COLLECTED_EVENTS` valid events, where
+        Spark's aggregate with its percentile took 0.83-1.0 s against 0.30-0.39 s (8.53M events, warm)."""
+        if self.line_counts[0] <= COLLECTED_EVENTS:
+            return self._collected_pub_stats()
         lag = ((F.col("sent_ns") - F.col("intended_ns")) / 1e6).alias("send_lag_ms")
         row = (
             self.pub_times.select("intended_ns", "hrp_first_ns", "hrp_last_ns", lag)
@@ -243,6 +249,14 @@ class RunData:
         first, last = (None if row[k] is None else int(row[k]) for k in ("first", "last"))
         burst = None if row["hrp_first"] is None else (int(row["hrp_first"]), int(row["hrp_last"]))
         return PubStats(int(row["n"]), first, last, M.dist_of(row, "send_lag_ms"), burst)
+
+    def _collected_pub_stats(self) -> PubStats:
+        t = self.pub_times.select("intended_ns", "sent_ns", "hrp_first_ns", "hrp_last_ns").toArrow()
+        lag = pc.divide(pc.subtract(t["sent_ns"], t["intended_ns"]).cast(pa.float64()), 1e6)
+        first, last = (pc.min_max(t["intended_ns"])[k].as_py() for k in ("min", "max"))
+        hrp_first, hrp_last = pc.min(t["hrp_first_ns"]).as_py(), pc.max(t["hrp_last_ns"]).as_py()
+        burst = None if hrp_first is None else (hrp_first, hrp_last)
+        return PubStats(t.num_rows, first, last, M.local_distribution(lag.to_pandas()), burst)
 
     @property
     def published(self) -> tuple[int, int | None]:
