@@ -262,7 +262,7 @@ def test_queues_and_tables(spark: Any, tmp_path: Path) -> None:
     ev = events_of(spark, tmp_path, rows)
     facts = M.node_facts(ev)
     assert M.queue_maxima(facts) == {"max_output_len": 9, "max_input_len": 7}
-    q = M.queue_series(ev, M.bins(facts, "queue"))
+    q = M.sample_series(ev, M.bins(facts, "queue"), None)[0]
     out = q[q["direction"] == "output"]
     assert out["max_len"].tolist() == [4, 9] and out["t_s"].tolist() == [0.0, 1.0]
     assert q[q["direction"] == "input"]["max_len"].tolist() == [3, 7]

@@ -381,19 +381,9 @@ def _as_collected(
     """One kind's rows of a mixed collect (none when it was not binned), its ``longs`` typed as a query
     of that kind alone collects them: int64 without a null, float64 with one."""
     if b is None:
-        return pd.DataFrame(columns=[c for c in columns if c != "direction"])
+        return pd.DataFrame(columns=columns)
     mine = rows[rows["ev"] == ev].reset_index(drop=True)
     return mine.astype({c: "int64" for c in longs if mine[c].notna().all()})
-
-
-def queue_series(events: DataFrame, b: tuple[int, int] | None) -> pd.DataFrame:
-    """The queue series of :func:`sample_series`."""
-    return sample_series(events, b, None)[0]
-
-
-def table_series(events: DataFrame, b: tuple[int, int] | None) -> pd.DataFrame:
-    """The table series of :func:`sample_series`."""
-    return sample_series(events, None, b)[1]
 
 
 # --- publications and deliveries -------------------------------------------------------------

@@ -60,9 +60,6 @@ class BrokerIndex:
         words = [F.expr(f"bit_or(IF({index} DIV {WORD_BITS} = {w}, {bit}, 0L))") for w in range(self.words)]
         return F.array(*words)
 
-    def empty(self) -> Column:
-        return F.array(*[F.lit(0).cast("long")] * self.words)
-
 
 def _useful(ix: BrokerIndex) -> str:
     """SQL: the useful brokers' mask from ``interested`` and ``copies``, passes until none adds one
@@ -128,10 +125,10 @@ def traffic_per_broker(
         pd.DataFrame,
         useful.select(F.explode(F.expr(_tallied(ix))).alias("code")).groupBy("code").count().toPandas(),
     )
-    return per_broker(tally, ix)
+    return _tables(tally, ix)
 
 
-def per_broker(tally: pd.DataFrame, ix: BrokerIndex) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _tables(tally: pd.DataFrame, ix: BrokerIndex) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The (relay, false_positive_traffic) tables of the tallied codes and their counts."""
     node, kind = np.divmod(tally["code"].to_numpy(dtype="int64"), 4)
     n = tally["count"].to_numpy(dtype="int64")
