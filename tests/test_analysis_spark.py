@@ -17,7 +17,7 @@ import pytest
 from pandas.testing import assert_frame_equal
 
 from scotbed.analysis import metrics as M
-from scotbed.analysis import oracle
+from scotbed.analysis import oracle, series
 from scotbed.analysis.events import read_events, read_publications
 from scotbed.analysis.rundir import RunDir
 from scotbed.analysis.stats import time_to_stabilise
@@ -262,13 +262,13 @@ def test_queues_and_tables(spark: Any, tmp_path: Path) -> None:
     ev = events_of(spark, tmp_path, rows)
     facts = M.node_facts(ev)
     assert M.queue_maxima(facts) == {"max_output_len": 9, "max_input_len": 7}
-    q = M.sample_series(ev, M.bins(facts, "queue"), None)[0]
+    q = series.sample_series(ev, series.bins(facts, "queue"), None)[0]
     out = q[q["direction"] == "output"]
     assert out["max_len"].tolist() == [4, 9] and out["t_s"].tolist() == [0.0, 1.0]
     assert q[q["direction"] == "input"]["max_len"].tolist() == [3, 7]
     # one query gives both series, each as a query of its kind alone would: a table sample's link is
     # no part of its group, and each kind has its own bins
-    queues, tables = M.sample_series(ev, M.bins(facts, "queue"), M.bins(facts, "table"))
+    queues, tables = series.sample_series(ev, series.bins(facts, "queue"), series.bins(facts, "table"))
     assert_frame_equal(queues, q)
     width_s = ((200_000 * MS) // 400 + 1) / 1e9  # the table's own bins: 200 s over 400 bins
     assert tables.to_dict("list") == {
@@ -277,7 +277,7 @@ def test_queues_and_tables(spark: Any, tmp_path: Path) -> None:
         "size": [8, 7, 6],
     }
     assert tables["size"].dtype == "int64" and queues["max_len"].dtype == "int64"
-    assert_frame_equal(M.sample_series(ev, None, M.bins(facts, "table"))[1], tables)
+    assert_frame_equal(series.sample_series(ev, None, series.bins(facts, "table"))[1], tables)
     t = M.table_sizes(facts)
     assert (t.loc[0, "max_size"], t.loc[0, "final_size"]) == (8, 6)
 

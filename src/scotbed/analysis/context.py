@@ -28,6 +28,7 @@ from scotbed.analysis import metrics as M
 from scotbed.analysis import oracle, unreadable
 from scotbed.analysis.events import corrupt_lines, read_publications, valid
 from scotbed.analysis.rundir import RunDir
+from scotbed.analysis.series import bins, sample_series
 from scotbed.analysis.store import Store, store_events
 
 # Runs with less event text than this keep their parsed events in Spark's memory cache, not in Parquet
@@ -213,7 +214,7 @@ class RunData:
     def series(self) -> tuple[pd.DataFrame, pd.DataFrame]:
         """The queue and the routing-table series, binned, from one query."""
         facts = self.node_facts
-        return M.sample_series(self.events, M.bins(facts, contract.QUEUE), M.bins(facts, contract.TABLE))
+        return sample_series(self.events, bins(facts, contract.QUEUE), bins(facts, contract.TABLE))
 
     @shared_input
     def sub_table(self) -> pd.DataFrame:

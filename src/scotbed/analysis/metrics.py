@@ -12,7 +12,7 @@ matching in µs. IMs count inter-broker messages only: ``*_out`` events whose
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, cast
 
 import numpy as np
@@ -31,8 +31,6 @@ CDF_QUANTILES = tuple(i / 100 for i in range(101)) + tuple(0.99 + i / 1000 for i
 NODE_EVENTS = contract.BROKER_EVENTS
 LOAD_EVENTS = tuple(e for e in NODE_EVENTS if e not in (contract.QUEUE, contract.TABLE, contract.DROP))
 SUB_EVENTS = (contract.SUBSCRIBE, contract.UNSUBSCRIBE, contract.SUB_IN, contract.SUB_OUT, contract.UNSUB_IN)
-MIN_BIN_NS = 250_000_000
-MAX_BINS = 400
 
 
 def _ev(name: str) -> Column:
@@ -311,79 +309,11 @@ def load_balance(load: pd.DataFrame) -> dict[str, float]:
     return {"mean_messages": mean, "cv": float(m.std(ddof=0) / mean), "max_over_mean": float(m.max() / mean)}
 
 
-def bins(facts: pd.DataFrame, ev: str) -> tuple[int, int] | None:
-    """(first sample ns, bin width ns) of a sampled event: at least 250 ms, at most 400 bins."""
-    rows = facts[facts["ev"] == ev]
-    if not len(rows) or rows["t_min"].isna().all():
-        return None
-    t0, t1 = int(rows["t_min"].min()), int(rows["t_max"].max())
-    return t0, max(MIN_BIN_NS, (t1 - t0) // MAX_BINS + 1)
-
-
 def sorted_as_spark(rows: Any, keys: list[str]) -> pd.DataFrame:
     """Collected rows ordered as Spark's ``orderBy(*keys)`` orders them (nulls first), indexed 0..n-1: a
     bounded result is sorted in pandas, where Spark's sort costs a sampling job and a shuffle more."""
     frame = cast(pd.DataFrame, rows)
     return frame.sort_values(keys, na_position="first", kind="stable").reset_index(drop=True)
-
-
-QUEUE_SERIES_COLUMNS = ["node", "link", "t_s", "max_len", "mean_ce", "direction"]
-TABLE_SERIES_COLUMNS = ["node", "t_s", "size"]
-
-
-def sample_series(
-    events: DataFrame, queue_bins: tuple[int, int] | None, table_bins: tuple[int, int] | None
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(queue series, table series), binned (:func:`bins`), from one group-by of both samples.
-
-    Queue length over time per broker and link (``link == ""`` is the input queue): each bin's
-    maximum length and mean congestion element. Routing-table size over time per broker: each bin's
-    largest size. ``t_s`` is the bin start relative to the first sample of its kind. Both series
-    in one query, where a query each cost a scan and a job more: for both, warm, 0.42-0.56 s against
-    0.75-0.95 s at 0.86M events, 0.59-0.89 s against 0.91-1.07 s at 8.53M, the same tables.
-    """
-    binned = [
-        (ev, b) for ev, b in ((contract.QUEUE, queue_bins), (contract.TABLE, table_bins)) if b is not None
-    ]
-    if not binned:
-        return pd.DataFrame(columns=QUEUE_SERIES_COLUMNS), pd.DataFrame(columns=TABLE_SERIES_COLUMNS)
-
-    def per_kind(value: Callable[[int, int], Column]) -> Column:
-        (ev, b), *rest = binned
-        column = F.when(_ev(ev), value(*b))
-        for ev, b in rest:
-            column = column.when(_ev(ev), value(*b))
-        return column
-
-    bin_of = per_kind(lambda t0, width: F.floor((F.col("ts_ns") - t0) / width))
-    start_of = per_kind(lambda _, width: F.col("bin") * (width / 1e9))
-    link = F.when(_ev(contract.QUEUE), F.coalesce(F.col("link"), F.lit(""))).otherwise("")
-    rows = cast(
-        pd.DataFrame,
-        of(events, *(ev for ev, _ in binned))
-        .groupBy("ev", "node", link.alias("link"), bin_of.alias("bin"))
-        .agg(F.max("len").alias("max_len"), F.mean("ce").alias("mean_ce"), F.max("size").alias("size"))
-        .select("ev", "node", "link", start_of.alias("t_s"), "max_len", "mean_ce", "size")
-        .toPandas(),
-    )
-    queues = _as_collected(rows, contract.QUEUE, queue_bins, ["max_len"], QUEUE_SERIES_COLUMNS)
-    queues["direction"] = ["input" if x == "" else "output" for x in queues["link"]]
-    tables = _as_collected(rows, contract.TABLE, table_bins, ["size"], TABLE_SERIES_COLUMNS)
-    return (
-        sorted_as_spark(queues[QUEUE_SERIES_COLUMNS], ["node", "link", "t_s"]),
-        sorted_as_spark(tables[TABLE_SERIES_COLUMNS], ["node", "t_s"]),
-    )
-
-
-def _as_collected(
-    rows: pd.DataFrame, ev: str, b: tuple[int, int] | None, longs: list[str], columns: list[str]
-) -> pd.DataFrame:
-    """One kind's rows of a mixed collect (none when it was not binned), its ``longs`` typed as a query
-    of that kind alone collects them: int64 without a null, float64 with one."""
-    if b is None:
-        return pd.DataFrame(columns=columns)
-    mine = rows[rows["ev"] == ev].reset_index(drop=True)
-    return mine.astype({c: "int64" for c in longs if mine[c].notna().all()})
 
 
 # --- publications and deliveries -------------------------------------------------------------
