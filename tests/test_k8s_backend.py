@@ -16,6 +16,7 @@ import re
 import socket
 import tarfile
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -31,10 +32,13 @@ from scotbed.orchestrator.backends.k8s import (
     MANAGED_BY,
     K8sBackend,
     Kube,
+    delete_namespaces,
     down_all,
+    release_finished_pods,
     run_namespace,
     schedulable_nodes,
 )
+from scotbed.orchestrator.backends.k8s_api import connect
 from scotbed.orchestrator.backends.k8s_diagnose import dead_reason, pod_problem
 from scotbed.orchestrator.backends.k8s_portforward import Forwarder
 from scotbed.orchestrator.backends.k8s_transfer import (
@@ -1042,3 +1046,66 @@ def test_three_brokers_on_a_real_cluster_become_healthy_through_port_forwards(
     finally:
         dep.teardown()
     assert down_all(context=KUBE_CONTEXT, run_id=run_id) == []
+
+
+def _probe_pod(name: str, on_term: str, image: str) -> dict[str, Any]:
+    """A pod on the real node whose shell does ``on_term`` at SIGTERM (grace 10 s)."""
+    return {
+        "metadata": {"name": name},
+        "spec": {
+            "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": 10,
+            "automountServiceAccountToken": False,
+            "nodeSelector": {"scotbed.io/node-pool": "real"},
+            "containers": [
+                {
+                    "name": "c",
+                    "image": image,
+                    "imagePullPolicy": "Never",
+                    "command": ["/bin/sh", "-c", f"trap '{on_term}' TERM; while true; do sleep 0.2; done"],
+                }
+            ],
+        },
+    }
+
+
+def _wait_for(what: str, ok: Callable[[], bool], timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not ok():
+        assert time.monotonic() < deadline, f"{what} within {timeout_s:g} s"
+        time.sleep(0.3)
+
+
+@pytest.mark.k8s
+@pytest.mark.skipif(not KUBE_CONTEXT, reason="SCOTBED_KUBE_CONTEXT is not set (no Kubernetes cluster)")
+def test_teardown_releases_a_finished_pod_at_once_and_never_forces_a_running_one() -> None:
+    """The real API server removes a deleted pod whose container has exited on one grace-0 delete
+    (the kubelet would wait for its sandbox GC); a pod still in its grace period stays."""
+    kube = connect(KUBE_CONTEXT)
+    image = os.environ.get("SCOTBED_IMAGE", "scotbed-broker:0.1.0")
+    ns = f"scotbed-release-{uuid.uuid4().hex[:8]}"
+    kube.core.create_namespace({"metadata": {"name": ns, "labels": {MANAGED_BY: "scotbed"}}})
+    try:
+        kube.core.create_namespaced_pod(ns, _probe_pod("done", "exit 0", image))
+        kube.core.create_namespaced_pod(ns, _probe_pod("draining", "", image))
+        phase = lambda n: kube.core.read_namespaced_pod(n, ns).status.phase  # noqa: E731
+        _wait_for("both pods running", lambda: phase("done") == phase("draining") == "Running")
+        for name in ("done", "draining"):
+            kube.core.delete_namespaced_pod(name, ns)
+        _wait_for("the exited pod Succeeded", lambda: phase("done") == "Succeeded")
+        assert release_finished_pods(kube, ns) == ["done"]
+        assert not _exists(kube.core.read_namespaced_pod, "done", ns)
+        draining = kube.core.read_namespaced_pod("draining", ns)
+        assert draining.status.phase == "Running" and draining.metadata.deletion_timestamp is not None
+    finally:
+        assert delete_namespaces(kube, [ns]) == [ns]
+
+
+def _exists(read: Callable[..., Any], *args: str) -> bool:
+    try:
+        read(*args)
+    except ApiException as e:
+        if e.status == 404:
+            return False
+        raise
+    return True

@@ -42,6 +42,7 @@ from scotbed.orchestrator.backends.k8s_api import (
     schedulable_nodes,
 )
 from scotbed.orchestrator.backends.k8s_diagnose import (
+    FINISHED_PHASES,
     PodProblem,
     dead_reason,
     describe,
@@ -479,11 +480,42 @@ def delete_namespaces(
             except Exception as e:
                 if not is_status(e, 404):
                     raise BackendError(f"reading namespace {n}: {api_message(e)}") from None
+            else:
+                release_finished_pods(kube, n)
         left = still
         if not left or clock() >= deadline:
             break
         sleep(1.0)
     return [n for n in names if n not in left]
+
+
+def release_finished_pods(kube: Kube, namespace: str) -> list[str]:
+    """Delete at once (grace 0) the namespace's pods that are being deleted and whose containers have
+    all exited (phase Succeeded or Failed); returns their names.
+
+    Such a pod has nothing left to stop, but a v1.20 kubelet confirms its deletion only when its
+    container GC (once a minute) has removed the pod's sandbox. The namespace controller retries with
+    a doubling back-off (5, 10, 20, 40, 80 s), so a minute's wait for the GC can become two and
+    outlast the teardown's bound. A running pod is never forced: its broker still drains.
+    """
+    try:
+        pods = kube.core.list_namespaced_pod(namespace).items
+    except Exception as e:
+        if is_status(e, 404):
+            return []
+        raise BackendError(f"listing the pods of namespace {namespace}: {api_message(e)}") from None
+    finished = [
+        p.metadata.name
+        for p in pods
+        if p.metadata.deletion_timestamp is not None and p.status and p.status.phase in FINISHED_PHASES
+    ]
+    for name in finished:
+        try:
+            kube.core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
+        except Exception as e:
+            if not is_status(e, 404, 409):
+                raise BackendError(f"deleting finished pod {namespace}/{name}: {api_message(e)}") from None
+    return finished
 
 
 def down_all(context: str | None = None, run_id: str | None = None, kube: Kube | None = None) -> list[str]:

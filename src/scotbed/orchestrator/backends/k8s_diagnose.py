@@ -18,6 +18,8 @@ IMAGE_REASONS = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrIma
 CONFIG_REASONS = ("CreateContainerConfigError", "CreateContainerError", "RunContainerError")
 #: image pull problems that no retry can fix
 IMAGE_FATAL = ("InvalidImageName", "ErrImageNeverPull")
+#: pod phases in which every container has exited
+FINISHED_PHASES = ("Succeeded", "Failed")
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,7 @@ def pod_problem(pod: Any, events: Iterable[Any] = ()) -> PodProblem | None:
     evs = _events_for(name, events)
     status = pod.status
     phase = status.phase if status else None
-    if phase in ("Failed", "Succeeded"):
+    if phase in FINISHED_PHASES:
         crashed = _terminated_container(pod)
         if crashed is not None:
             cname, term = crashed
@@ -160,7 +162,7 @@ def dead_reason(pod: Any) -> str | None:
         cname, t = term
         return f"container {cname} exited with code {t.exit_code}" + (f" ({t.reason})" if t.reason else "")
     phase = pod.status.phase if pod.status else None
-    if phase in ("Failed", "Succeeded"):
+    if phase in FINISHED_PHASES:
         reason = " ".join(x for x in (pod.status.reason, pod.status.message) if x)
         return f"pod {phase}" + (f": {reason}" if reason else "")
     for cs in _all_statuses(pod):
