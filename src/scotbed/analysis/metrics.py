@@ -328,27 +328,23 @@ def publication_times(events: DataFrame, publications: DataFrame | None) -> Data
     Both sources in one group-by of their union (one shuffle, where a group-by of each and a join of
     the two made two): at 8.5M events (550k publications) 0.84 s against 1.33 s, warm.
     """
-    none = F.lit(None).cast("long")
     ev = of(events, contract.PUBLISH).select(
         "pub_id",
         F.col("intended_ns").alias("i_ev"),
         F.coalesce(F.col("sent_ns"), F.col("ts_ns")).alias("s_ev"),
-        none.alias("i_wl"),
-        none.alias("s_wl"),
-        none.alias("i_hrp"),
     )
     if publications is not None:
         # a case-blind regex, not lower(): Spark's collation-aware lower() loads ICU (1.2 s on a cold JVM)
         hrp = F.col("publisher").rlike("(?i)hrp")
         wl = publications.select(
             "pub_id",
-            none.alias("i_ev"),
-            none.alias("s_ev"),
             F.col("intended_ns").alias("i_wl"),
             F.col("ts_ns").alias("s_wl"),
             F.when(hrp, F.col("intended_ns")).alias("i_hrp"),
         )
-        ev = ev.unionByName(wl)
+        ev = ev.unionByName(wl, allowMissingColumns=True)
+    else:
+        ev = ev.withColumns({c: F.lit(None).cast("long") for c in ("i_wl", "s_wl", "i_hrp")})
     firsts = ev.groupBy("pub_id").agg(
         *[F.min(c).alias(c) for c in ("i_ev", "s_ev", "i_wl", "s_wl")],
         F.min("i_hrp").alias("hrp_first_ns"),

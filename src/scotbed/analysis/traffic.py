@@ -104,16 +104,13 @@ def traffic_per_broker(
     """
     ix = BrokerIndex(brokers)
     hop = of(events, contract.NOTIF_IN, contract.NOTIF_OUT).where(to_broker())
-    node, link, none = F.expr(ix.of("node")), F.expr(ix.of("link")), F.lit(None).cast("int")
+    node, link = F.expr(ix.of("node")), F.expr(ix.of("link"))
     rows = hop.select(
         "pub_id",
         F.when(F.col("ev") == contract.NOTIF_IN, node).alias("visit"),
         F.when(F.col("ev") == contract.NOTIF_OUT, node * ix.k + link).alias("copy"),
-        none.alias("wanted"),
     ).unionByName(
-        interested.select(
-            "pub_id", none.alias("visit"), none.alias("copy"), F.expr(ix.of("broker")).alias("wanted")
-        )
+        interested.select("pub_id", F.expr(ix.of("broker")).alias("wanted")), allowMissingColumns=True
     )
     per_pub = rows.groupBy("pub_id").agg(
         F.collect_list("visit").alias("visits"),
