@@ -282,7 +282,8 @@ def test_queues_and_tables(spark: Any, tmp_path: Path) -> None:
     assert (t.loc[0, "max_size"], t.loc[0, "final_size"]) == (8, 6)
 
 
-def test_relay_overhead_and_false_positive_traffic(spark: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("collect", [False, True], ids=["spark", "collected"])
+def test_relay_overhead_and_false_positive_traffic(spark: Any, tmp_path: Path, collect: bool) -> None:
     rows = [
         E(1, "b2", "notif_in", pub_id="p1", link="b1", hops=1),
         E(2, "b3", "notif_in", pub_id="p1", link="b2", hops=2),
@@ -293,15 +294,16 @@ def test_relay_overhead_and_false_positive_traffic(spark: Any, tmp_path: Path) -
     ]
     ev = events_of(spark, tmp_path, rows)
     interested = spark.createDataFrame([("p1", "b3")], "pub_id STRING, broker STRING")
-    relay, fp = traffic_per_broker(ev, interested, ["b1", "b2", "b3", "b4"])
+    relay, fp = traffic_per_broker(ev, interested, ["b1", "b2", "b3", "b4"], collect)
     assert relay.set_index("node")["relay_only"].to_dict() == {"b2": 1, "b3": 0, "b4": 1}
     fp = fp.set_index("node")
     assert fp["ims"].to_dict() == {"b1": 1, "b2": 2}
     assert fp["fp_ims"].to_dict() == {"b1": 0, "b2": 1}
 
 
+@pytest.mark.parametrize("collect", [False, True], ids=["spark", "collected"])
 def test_false_positive_fixpoint_agrees_with_the_python_rule_on_a_skewed_cycle(
-    spark: Any, tmp_path: Path
+    spark: Any, tmp_path: Path, collect: bool
 ) -> None:
     """Timestamps against the causal order (clock skew) and a cycle need several passes of the fixpoint."""
     from scotbed.analysis.forwarding import false_positive_edges
@@ -310,7 +312,7 @@ def test_false_positive_fixpoint_agrees_with_the_python_rule_on_a_skewed_cycle(
     rows = [E(t, s, "notif_out", pub_id="p1", link=d, hops=1) for s, d, t in edges]
     ev = events_of(spark, tmp_path, rows)
     interested = spark.createDataFrame([("p1", "b3")], "pub_id STRING, broker STRING")
-    _, fp = traffic_per_broker(ev, interested, ["b1", "b2", "b3", "b4", "b5"])
+    _, fp = traffic_per_broker(ev, interested, ["b1", "b2", "b3", "b4", "b5"], collect)
     want: dict[str, int] = {}
     for s, _ in false_positive_edges([(s, d) for s, d, _ in edges], ["b3"]):
         want[s] = want.get(s, 0) + 1
@@ -319,7 +321,10 @@ def test_false_positive_fixpoint_agrees_with_the_python_rule_on_a_skewed_cycle(
     assert fp.set_index("node")["ims"].to_dict() == {"b1": 1, "b2": 2, "b3": 1, "b4": 1}
 
 
-def test_traffic_agrees_with_the_python_rule_past_one_mask_word(spark: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("collect", [False, True], ids=["spark", "collected"])
+def test_traffic_agrees_with_the_python_rule_past_one_mask_word(
+    spark: Any, tmp_path: Path, collect: bool
+) -> None:
     """130 brokers (three mask words), random copies with cycles and repeats, and copies to brokers
     the list does not name: every count is the plain-Python rule's."""
     from scotbed.analysis.forwarding import false_positive_edges
@@ -347,7 +352,7 @@ def test_traffic_agrees_with_the_python_rule_past_one_mask_word(spark: Any, tmp_
             want_fp[s][1] += 1
     ev = events_of(spark, tmp_path, rows)
     interested_df = spark.createDataFrame(interested_rows, "pub_id STRING, broker STRING")
-    relay, fp = traffic_per_broker(ev, interested_df, brokers)
+    relay, fp = traffic_per_broker(ev, interested_df, brokers, collect)
     assert {r.node: [r.visits, r.relay_only] for r in relay.itertuples()} == want_relay
     assert {r.node: [r.ims, r.fp_ims] for r in fp.itertuples()} == want_fp
     assert sum(v[1] for v in want_fp.values()) > 0 and sum(v[1] for v in want_relay.values()) > 0

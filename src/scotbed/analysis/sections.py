@@ -18,7 +18,7 @@ from scotbed import contract
 from scotbed.analysis import fidelity, links, pruning, validity
 from scotbed.analysis import metrics as M
 from scotbed.analysis import summary as S
-from scotbed.analysis.context import RunData
+from scotbed.analysis.context import COLLECTED_EVENTS, RunData
 from scotbed.analysis.matching_steps import MatchingSteps, steps_by_hops
 from scotbed.analysis.peers_section import peers_section
 from scotbed.analysis.selforg_section import selforg_section
@@ -141,7 +141,8 @@ def traffic_section(d: RunData) -> S.Traffic:
     if o is None:
         return S.Traffic()
     brokers = o.brokers | set(d.node_facts["node"].dropna())
-    relay, fp = traffic_per_broker(d.events, o.expected.select("pub_id", "broker"), brokers)
+    collect = d.line_counts[0] <= COLLECTED_EVENTS
+    relay, fp = traffic_per_broker(d.events, o.expected.select("pub_id", "broker"), brokers, collect)
     d.tables["relay"] = relay
     d.tables["false_positive_traffic"] = fp
     visits, relay_only = int(relay["visits"].sum()), int(relay["relay_only"].sum())
