@@ -102,8 +102,9 @@ def traffic_per_broker(
 
     With ``collect`` the visits, copies and interested brokers come to the driver as Arrow (an int
     code and the pub_id a row) and :func:`local_tally` runs the fixpoint in numpy: at 8.5M events
-    2.2-2.5 s against 3.6-4.0 s warm, 3.3 s against 9.5 s on first use (the same tables). Else one group-by of the
-    copies and the interested brokers together, the fixpoint as Spark higher-order functions.
+    2.2-2.5 s against 3.6-4.0 s warm, 3.3 s against 9.5 s on first use (the same tables). Else one
+    group-by of the copies and the interested brokers together, the fixpoint as Spark higher-order
+    functions.
     """
     ix = BrokerIndex(brokers)
     hop = of(events, contract.NOTIF_IN, contract.NOTIF_OUT).where(to_broker())
