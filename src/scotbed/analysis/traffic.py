@@ -138,9 +138,8 @@ def local_tally(rows: pa.Table, ix: BrokerIndex) -> pd.DataFrame:
     brokers of every publication are two arrays and a fixpoint pass is a few vector operations over
     all copies at once. Passes run until none adds a sender (at most one per copy, as in Spark's).
     """
-    pub_ids = rows["pub_id"].combine_chunks()
-    pub = pc.dictionary_encode(pub_ids, null_encoding="encode").indices
-    slot = pub.to_numpy(zero_copy_only=False).astype(np.int64) * ix.k
+    pub = pc.dictionary_encode(rows["pub_id"].combine_chunks(), null_encoding="encode")
+    slot = pub.indices.to_numpy(zero_copy_only=False).astype(np.int64) * ix.k
 
     def present(name: str) -> tuple[np.ndarray, np.ndarray]:
         col = rows[name].combine_chunks()
@@ -148,24 +147,39 @@ def local_tally(rows: pa.Table, ix: BrokerIndex) -> pd.DataFrame:
         return slot[keep], col.drop_null().to_numpy().astype(np.int64)
 
     (v_slot, visit), (c_slot, copy), (w_slot, wanted) = present("visit"), present("copy"), present("wanted")
-    interested = np.zeros(int(slot.max()) + ix.k if len(slot) else 0, dtype=bool)
-    interested[w_slot + wanted] = True
     sender, receiver = np.divmod(copy, ix.k)
+    keys = [v_slot + visit, c_slot + sender, c_slot + receiver, w_slot + wanted]
+    (at_visit, at_sender, at_receiver, at_wanted), n = _slots(keys, len(pub.dictionary) * ix.k)
+    interested = np.zeros(n, dtype=bool)
+    interested[at_wanted] = True
     useful = interested.copy()
     relays = sender < ix.unknown
     for _ in range(len(copy) + 1):
-        add = relays & useful[c_slot + receiver] & ~useful[c_slot + sender]
+        add = relays & useful[at_receiver] & ~useful[at_sender]
         if not add.any():
             break
-        useful[c_slot[add] + sender[add]] = True
+        useful[at_sender[add]] = True
     codes = np.concatenate(
         [
-            visit * 4 + np.where(interested[v_slot + visit], VISIT, RELAY_ONLY),
-            sender * 4 + np.where(useful[c_slot + receiver], USEFUL_IM, FALSE_POSITIVE_IM),
+            visit * 4 + np.where(interested[at_visit], VISIT, RELAY_ONLY),
+            sender * 4 + np.where(useful[at_receiver], USEFUL_IM, FALSE_POSITIVE_IM),
         ]
     )
     code, count = np.unique(codes, return_counts=True)
     return pd.DataFrame({"code": code, "count": count})
+
+
+DENSE_SLOTS = 1 << 27  # (publication, broker) slots held densely: 128 MB a boolean array
+
+
+def _slots(keys: list[np.ndarray], n_slots: int) -> tuple[list[np.ndarray], int]:
+    """The (publication, broker) keys as indices into boolean arrays, and the arrays' length: the keys
+    themselves up to :data:`DENSE_SLOTS` slots, else their ranks among the keys that occur (many
+    brokers, where a dense array would be mostly slots no row names)."""
+    if n_slots <= DENSE_SLOTS:
+        return keys, n_slots
+    distinct, rank = np.unique(np.concatenate(keys), return_inverse=True)
+    return np.split(rank, np.cumsum([len(k) for k in keys])[:-1]), len(distinct)
 
 
 def _tables(tally: pd.DataFrame, ix: BrokerIndex) -> tuple[pd.DataFrame, pd.DataFrame]:
