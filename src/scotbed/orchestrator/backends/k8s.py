@@ -493,10 +493,11 @@ def release_finished_pods(kube: Kube, namespace: str) -> list[str]:
     """Delete at once (grace 0) the namespace's pods that are being deleted and whose containers have
     all exited (phase Succeeded or Failed); returns their names.
 
-    Such a pod has nothing left to stop, but a v1.20 kubelet confirms its deletion only when its
-    container GC (once a minute) has removed the pod's sandbox. The namespace controller retries with
-    a doubling back-off (5, 10, 20, 40, 80 s), so a minute's wait for the GC can become two and
-    outlast the teardown's bound. A running pod is never forced: its broker still drains.
+    Such a pod has nothing left to stop, but a v1.20 kubelet sometimes confirms its deletion only when
+    its container GC (once a minute) has removed the pod's sandbox (seen with a broker pod re-made
+    after a fault). The namespace controller retries with a doubling back-off (5, 10, 20, 40, 80 s),
+    so a minute's wait for the GC can become two and outlast the teardown's bound. A running pod is
+    never forced: its broker still drains.
     """
     try:
         pods = kube.core.list_namespaced_pod(namespace).items
