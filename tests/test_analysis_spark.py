@@ -321,18 +321,22 @@ def test_false_positive_fixpoint_agrees_with_the_python_rule_on_a_skewed_cycle(
     assert fp.set_index("node")["ims"].to_dict() == {"b1": 1, "b2": 2, "b3": 1, "b4": 1}
 
 
-@pytest.mark.parametrize("collect", [False, True, "ranked"], ids=["spark", "collected", "ranked"])
+@pytest.mark.parametrize(
+    ("collect", "dense_slots"),
+    [(False, None), (True, None), (True, 0)],
+    ids=["spark", "collected", "collected-ranked"],
+)
 def test_traffic_agrees_with_the_python_rule_past_one_mask_word(
-    spark: Any, tmp_path: Path, collect: bool | str, monkeypatch: pytest.MonkeyPatch
+    spark: Any, tmp_path: Path, collect: bool, dense_slots: int | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """130 brokers (three mask words), random copies with cycles and repeats, and copies to brokers
-    the list does not name: every count is the plain-Python rule's; ``ranked``: the collected path
-    with the slots ranked, as for a run too large for dense slots."""
+    the list does not name: every count is the plain-Python rule's, on each path (``dense_slots`` 0:
+    the collected path's slots ranked, as for a run too large for dense slots)."""
     from scotbed.analysis import traffic
     from scotbed.analysis.forwarding import false_positive_edges
 
-    if collect == "ranked":
-        monkeypatch.setattr(traffic, "DENSE_SLOTS", 0)
+    if dense_slots is not None:
+        monkeypatch.setattr(traffic, "DENSE_SLOTS", dense_slots)
 
     rng = random.Random(7)
     brokers = [f"b{i}" for i in range(130)]
@@ -357,7 +361,7 @@ def test_traffic_agrees_with_the_python_rule_past_one_mask_word(
             want_fp[s][1] += 1
     ev = events_of(spark, tmp_path, rows)
     interested_df = spark.createDataFrame(interested_rows, "pub_id STRING, broker STRING")
-    relay, fp = traffic_per_broker(ev, interested_df, brokers, bool(collect))
+    relay, fp = traffic_per_broker(ev, interested_df, brokers, collect)
     assert {r.node: [r.visits, r.relay_only] for r in relay.itertuples()} == want_relay
     assert {r.node: [r.ims, r.fp_ims] for r in fp.itertuples()} == want_fp
     assert sum(v[1] for v in want_fp.values()) > 0 and sum(v[1] for v in want_relay.values()) > 0

@@ -38,7 +38,7 @@ from scotbed.orchestrator.backends.k8s import (
     run_namespace,
     schedulable_nodes,
 )
-from scotbed.orchestrator.backends.k8s_api import connect
+from scotbed.orchestrator.backends.k8s_api import connect, is_status
 from scotbed.orchestrator.backends.k8s_diagnose import dead_reason, pod_problem
 from scotbed.orchestrator.backends.k8s_portforward import Forwarder
 from scotbed.orchestrator.backends.k8s_transfer import (
@@ -1088,9 +1088,14 @@ def test_teardown_releases_a_finished_pod_at_once_and_never_forces_a_running_one
     kube.core.create_namespace({"metadata": {"name": ns, "labels": {MANAGED_BY: "scotbed"}}})
 
     def phase(name: str) -> str | None:
-        return kube.core.read_namespaced_pod(name, ns).status.phase if _exists(read, name, ns) else None
+        """The pod's phase; None once it is gone."""
+        try:
+            return kube.core.read_namespaced_pod(name, ns).status.phase
+        except ApiException as e:
+            if is_status(e, 404):
+                return None
+            raise
 
-    read = kube.core.read_namespaced_pod
     try:
         for attempt in range(3):
             done, draining = f"done-{attempt}", f"draining-{attempt}"
@@ -1107,20 +1112,10 @@ def test_teardown_releases_a_finished_pod_at_once_and_never_forces_a_running_one
                 continue  # the kubelet was first, between the read and the release
             assert done in released and draining not in released
             assert phase(done) is None
-            still = read(draining, ns)
+            still = kube.core.read_namespaced_pod(draining, ns)
             assert still.status.phase == "Running" and still.metadata.deletion_timestamp is not None
             break
         else:
             pytest.fail("the kubelet removed the finished pod before it was seen finished, three times")
     finally:
         assert delete_namespaces(kube, [ns]) == [ns]
-
-
-def _exists(read: Callable[..., Any], *args: str) -> bool:
-    try:
-        read(*args)
-    except ApiException as e:
-        if e.status == 404:
-            return False
-        raise
-    return True
