@@ -20,8 +20,10 @@ from scotbed.analysis.oracle import (
     decode_attrs,
     episodes,
     expected_batches,
+    expected_of_columns,
     pick_engine,
 )
+from scotbed.analysis.pub_arrow import parse_publications
 from scotbed.analysis.stats import flatten, mean_ci, t_quantile, time_to_stabilise
 from scotbed.filters import Filter
 
@@ -137,6 +139,15 @@ def test_a_batch_of_publications_gives_the_pairs_of_each_alone(
     )
     got = [b.to_pylist() for b in expected_batches([batch], exp)]
     assert sorted(tuple(r.values()) for rows in got for r in rows) == want
+    # the same publications as the workload's lines, matched as columns of Arrow's parse where it takes them
+    lines = [
+        json.dumps({"ts_ns": s, "intended_ns": t, "pub_id": f"p{k}", "attrs": a}) + "\n"
+        for k, (a, t, s) in enumerate(pubs)
+    ]
+    arrow = parse_publications("".join(lines).encode())
+    table = None if arrow is None else expected_of_columns(arrow, eps, "naive")
+    if table is not None:
+        assert sorted(tuple(r.values()) for r in table.to_pylist()) == want
 
 
 def test_attrs_are_decoded_as_json_loads_decodes_them() -> None:
@@ -205,6 +216,7 @@ def test_verdict_reads_the_typed_counts() -> None:
 def test_stability_windows_number_receives_in_spark_order() -> None:
     """Receive time, then pub_id, then sub_id (a null first, as Spark sorts); windows of 2, last partial."""
     import pandas as pd
+    import pyarrow as pa
 
     from scotbed.analysis.metrics import STABILITY_COLUMNS, in_receive_order, stability_windows
 
@@ -213,7 +225,7 @@ def test_stability_windows_number_receives_in_spark_order() -> None:
          (10, 3.0, "p1", "s1")],
         columns=["recv_ns", "delay_ms", "pub_id", "sub_id"],
     )  # fmt: skip
-    curve = stability_windows(in_receive_order(rows), 2)
+    curve = stability_windows(in_receive_order(pa.Table.from_pandas(rows)), 2)
     assert list(curve.columns) == STABILITY_COLUMNS
     # order: (10,p1,None,4) (10,p1,s1,3) | (10,p1,s2,1) (20,p0,s1,2) | (30,p2,s1,9)
     assert curve["window"].tolist() == [0, 1, 2] and curve["count"].tolist() == [2, 2, 1]

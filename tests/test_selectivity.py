@@ -85,3 +85,28 @@ def test_the_summary_block_reads_the_run_workload_files(tmp_path: Path) -> None:
         "publications": 4,
         "selectivity": {"target": 0.25, "realised": 0.375},
     }
+
+
+def test_a_stock_ticker_run_counts_over_arrow_columns_as_over_its_decoded_quotes(tmp_path: Path) -> None:
+    """The generated workload's attrs are plain numbers and strings, so the realised selectivity is counted
+    over Arrow's columns of the file; it equals the count over the decoded quotes, and a file Arrow's
+    parse refuses (an explicit null) is counted over its decoded lines."""
+    from scotbed.analysis.fidelity import realised_selectivity
+    from scotbed.analysis.pub_arrow import read_publications
+
+    workload = {"selectivity": 0.05, "publishers": 3, "notifications_per_publisher": 40, "subscribers": 60}
+    plan = plan_for(workload, SCOT, ADDR, seed=2)
+    filters = [f for s in plan.subscribers for _, f in s.subscriptions]
+    quotes = published(plan)
+    path = tmp_path / "publications.jsonl"
+    path.write_text("".join(json.dumps({"pub_id": f"p{i}", "attrs": q}) + "\n" for i, q in enumerate(quotes)))
+    pubs = read_publications(path)
+    assert pubs is not None
+    want = (len(quotes), mean_selectivity(filters, quotes))
+    assert (
+        realised_selectivity(filters, path, pubs.attrs) == realised_selectivity(filters, path, None) == want
+    )
+    path.write_text(path.read_text() + json.dumps({"pub_id": "px", "attrs": {"venue": None}}) + "\n")
+    assert read_publications(path) is None
+    with_null = [*quotes, {"venue": None}]
+    assert realised_selectivity(filters, path, None) == (len(with_null), mean_selectivity(filters, with_null))

@@ -19,6 +19,7 @@ from typing import Any, Generic, TypeVar, cast, overload
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -27,6 +28,9 @@ from scotbed import contract
 from scotbed.analysis import metrics as M
 from scotbed.analysis import oracle, unreadable
 from scotbed.analysis.events import corrupt_lines, read_publications, valid
+from scotbed.analysis.oracle import Episode
+from scotbed.analysis.pub_arrow import COLUMNS_DDL, Publications
+from scotbed.analysis.pub_arrow import read_publications as arrow_publications
 from scotbed.analysis.rundir import RunDir
 from scotbed.analysis.series import bins, sample_series
 from scotbed.analysis.store import Store, store_events
@@ -152,6 +156,7 @@ class RunData:
         for df in self._kept:
             df.unpersist()
         shutil.rmtree(self.store_dir, ignore_errors=True)
+        shutil.rmtree(self.driver_dir, ignore_errors=True)
 
     @shared_input
     def small(self) -> bool:
@@ -161,6 +166,19 @@ class RunData:
     @property
     def store_dir(self) -> Path:
         return self.run.analysis_dir / ".events.parquet"
+
+    @property
+    def driver_dir(self) -> Path:
+        """Where tables the driver made are written for Spark to read (for this analysis only)."""
+        return self.run.analysis_dir / ".driver.parquet"
+
+    def from_driver(self, table: pa.Table, name: str, ddl: str) -> DataFrame:
+        """A table the driver made, written as Parquet and read back under ``ddl``: Spark reads a
+        large one from a file for less than it builds a local relation of it."""
+        self.driver_dir.mkdir(parents=True, exist_ok=True)
+        path = self.driver_dir / f"{name}.parquet"
+        pq.write_table(table, path, compression="none")
+        return self.spark.read.schema(ddl).parquet(str(path))
 
     # --- the events, parsed once --------------------------------------------------------------
 
@@ -195,8 +213,26 @@ class RunData:
 
     @shared_input
     def publications(self) -> DataFrame | None:
+        """The workload's publications as Spark parses them, ``attrs`` as JSON text."""
         pubs = read_publications(self.spark, self.run)
         return None if pubs is None else self.keep(pubs)
+
+    @shared_input
+    def pub_arrow(self) -> Publications | None:
+        """The workload's publications parsed once by Arrow (:mod:`.pub_arrow`); None without the file
+        or where Arrow's parse cannot tell what Spark's would hold."""
+        path = self.run.publications_file
+        return arrow_publications(path) if path.exists() else None
+
+    @shared_input
+    def pub_columns(self) -> DataFrame | None:
+        """The publications without their attrs, for the publication times: a large run's from Arrow's
+        parse, else Spark's (a small run's cold JVM would pay for a Parquet scan)."""
+        arrow = None if self.small else self.pub_arrow
+        if arrow is None:
+            return self.publications
+        table = arrow.table.filter(pc.is_valid(arrow.table["pub_id"]))
+        return self.from_driver(table, "publications", COLUMNS_DDL)
 
     # --- shared results -----------------------------------------------------------------------
 
@@ -224,7 +260,7 @@ class RunData:
 
     @shared_input
     def pub_times(self) -> DataFrame:
-        return self.keep(M.publication_times(self.events, self.publications))
+        return self.keep(M.publication_times(self.events, self.pub_columns))
 
     @shared_input
     def pub_stats(self) -> PubStats:
@@ -283,7 +319,7 @@ class RunData:
         statistics and the stability windows; None above :data:`COLLECTED_EVENTS` valid events."""
         if self.line_counts[0] > COLLECTED_EVENTS:
             return None
-        return M.receives_in_order(self.deliveries, sort_in_spark=not self.small)
+        return M.receives_in_order(self.deliveries)
 
     @shared_input
     def last_receive_ns(self) -> int | None:
@@ -328,8 +364,7 @@ class RunData:
     @shared_input
     def oracle(self) -> Oracle | None:
         """The expected deliveries against the receives; None without the workload files."""
-        pubs = self.publications
-        if pubs is None or not self.run.subscriptions_file.exists():
+        if not (self.run.publications_file.exists() and self.run.subscriptions_file.exists()):
             return None
         t = self.sub_table
         eps = oracle.episodes(
@@ -340,10 +375,21 @@ class RunData:
             M.times_of(t, "unsubscribe_ns"),
             settle_ns=int(self.settle_ms * 1e6),
         )
-        in_driver = self.run.publications_file.stat().st_size < DRIVER_MATCH_BYTES
-        expected = self.keep(oracle.expected_deliveries(self.spark, pubs, eps, self.engine, in_driver))
+        expected = self._expected(eps)
         result, _, offenders = oracle.check(expected, self.deliveries, self.settings.first_n)
         self._kept.append(offenders)
         unreadable.excuse(result, offenders, *self.unreadable)
         offenders.write.mode("overwrite").parquet(str(self.run.path / contract.OFFENDERS))
         return Oracle(result, expected, frozenset(e.broker for e in eps))
+
+    def _expected(self, eps: list[Episode]) -> DataFrame:
+        """The expected pairs: a large run's matched as columns of Arrow's parse in the driver, else by
+        :func:`~scotbed.analysis.oracle.expected_deliveries` over Spark's publications."""
+        arrow = None if self.small else self.pub_arrow
+        table = None if arrow is None else oracle.expected_of_columns(arrow, eps, self.engine)
+        if table is not None:
+            return self.from_driver(table, "expected", oracle.EXPECTED_DDL)
+        pubs = self.publications
+        assert pubs is not None  # the oracle runs only with the file
+        in_driver = self.run.publications_file.stat().st_size < DRIVER_MATCH_BYTES
+        return self.keep(oracle.expected_deliveries(self.spark, pubs, eps, self.engine, in_driver))

@@ -59,9 +59,15 @@ PLAIN_COLUMNS = ("ts_ns", "pub_id", "intended_ns", "sent_ns", "us")
 
 # ``attrs`` is read as its JSON text (Spark keeps a nested object's text for a STRING field): only
 # the oracle's matcher looks inside it.
-PUBLICATION_DDL = (
-    "ts_ns BIGINT, intended_ns BIGINT, pub_id STRING, publisher STRING, broker STRING, attrs STRING"
+PUBLICATION_FIELDS: tuple[tuple[str, str], ...] = (
+    ("ts_ns", "BIGINT"),
+    ("intended_ns", "BIGINT"),
+    ("pub_id", "STRING"),
+    ("publisher", "STRING"),
+    ("broker", "STRING"),
+    ("attrs", "STRING"),
 )
+PUBLICATION_DDL = ", ".join(f"{n} {t}" for n, t in PUBLICATION_FIELDS)
 
 
 def read_raw(spark: SparkSession, paths: list[str]) -> DataFrame:

@@ -9,21 +9,36 @@ target (``workload.selectivity``; none for a scripted run).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from scotbed.analysis import jsontext
 from scotbed.analysis.rundir import RunDir
 from scotbed.analysis.summary import Workload
 from scotbed.filters import Filter
-from scotbed.workloads.subscriptions import mean_selectivity
+from scotbed.matching.columnar import Columns, exact_filter
+from scotbed.workloads.subscriptions import columnar_selectivity, mean_selectivity
 
 
-def workload_block(run: RunDir) -> Workload:
-    """The ``workload`` section of summary.json: the counts and the target and realised selectivity."""
+def workload_block(run: RunDir, attrs: Columns | None = None) -> Workload:
+    """The ``workload`` section of summary.json: the counts and the target and realised selectivity.
+    ``attrs``: the publications' attrs as Arrow parsed them (:mod:`scotbed.analysis.pub_arrow`), if it did."""
     spec_workload = run.spec.get("workload") or {}
     target = None if spec_workload.get("script") else spec_workload.get("selectivity")
     filters = [Filter.from_json(d["filter"]) for d in run.subscription_ops() if d.get("op") == "subscribe"]
-    quotes = []
-    if run.publications_file.exists():
-        with run.publications_file.open(encoding="utf-8") as f:
-            quotes = [p["attrs"] for p in jsontext.decode_lines(f)]
-    realised = mean_selectivity(filters, quotes) if filters and quotes else None
-    return Workload(len(filters), len(quotes), {"target": target, "realised": realised})
+    n_pubs, realised = realised_selectivity(filters, run.publications_file, attrs)
+    return Workload(len(filters), n_pubs, {"target": target, "realised": realised})
+
+
+def realised_selectivity(
+    filters: list[Filter], publications: Path, attrs: Columns | None
+) -> tuple[int, float | None]:
+    """(publications, realised selectivity; None without filters or publications). Counted over the
+    attrs' columns where given and every filter is exact, else over the decoded lines
+    (:func:`~scotbed.workloads.subscriptions.mean_selectivity`): the same count either way."""
+    if not publications.exists():
+        return 0, None
+    if attrs is not None and all(exact_filter(f) for f in filters):
+        return attrs.n, columnar_selectivity(filters, attrs) if filters and attrs.n else None
+    with publications.open(encoding="utf-8") as f:
+        quotes = [p["attrs"] for p in jsontext.decode_lines(f)]
+    return len(quotes), mean_selectivity(filters, quotes) if filters and quotes else None

@@ -18,6 +18,7 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -523,22 +524,19 @@ def _check_window(window: int) -> None:
 RECEIVE_COLUMNS = ["recv_ns", *DELAY_COLUMNS, "hops"]
 
 
-def receives_in_order(deliv: DataFrame, sort_in_spark: bool) -> pd.DataFrame:
-    """Every delivery's :data:`RECEIVE_COLUMNS`, collected once in receive order for the delay statistics
-    (:func:`local_delivery_stats`) and the stability windows (:func:`stability_windows`).
-
-    A small run's rows are sorted in pandas: on a cold JVM a sort's jobs cost more than the rows. A
-    larger run's are sorted in Spark and collected as Arrow (32 bytes a receive).
-    """
-    if sort_in_spark:
-        return deliv.orderBy(*STABILITY_ORDER).select(*RECEIVE_COLUMNS).toArrow().to_pandas()
-    rows = cast(pd.DataFrame, deliv.select(*RECEIVE_COLUMNS, "pub_id", "sub_id").toPandas())
-    return in_receive_order(rows)[RECEIVE_COLUMNS]
+def receives_in_order(deliv: DataFrame) -> pd.DataFrame:
+    """Every delivery's :data:`RECEIVE_COLUMNS`, collected once as Arrow (with the pair, to break ties)
+    and put in receive order for the delay statistics (:func:`local_delivery_stats`) and the stability
+    windows (:func:`stability_windows`). Sorted in the driver: a Spark sort costs a sampling job and
+    a shuffle more."""
+    return in_receive_order(deliv.select(*RECEIVE_COLUMNS, *STABILITY_ORDER[1:]).toArrow())
 
 
-def in_receive_order(rows: pd.DataFrame) -> pd.DataFrame:
-    """Collected receives in the order Spark sorts them (:data:`STABILITY_ORDER`, nulls first)."""
-    return sorted_as_spark(rows, STABILITY_ORDER)
+def in_receive_order(rows: pa.Table) -> pd.DataFrame:
+    """Collected receives in the order Spark sorts them (:data:`STABILITY_ORDER`, nulls first, strings by
+    their UTF-8 bytes), without the pair's columns."""
+    order = pc.sort_indices(rows, sort_keys=[(k, "ascending", "at_start") for k in STABILITY_ORDER])
+    return rows.drop_columns(STABILITY_ORDER[1:]).take(order).to_pandas()
 
 
 def stability_windows(ordered: pd.DataFrame, window: int) -> pd.DataFrame:

@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
+    from scotbed.analysis.pub_arrow import Publications
+
 FOREVER = 2**63 - 1
 _NONE = np.zeros(0, dtype=np.int64)
 EXPECTED_DDL = (
@@ -145,6 +147,10 @@ class Expectation:
             hits = [(p, int(i)) for p, a in enumerate(attrs) for i in self.matcher.match(a)]  # type: ignore[call-overload]
             got = np.array(hits, dtype=np.int64).reshape(-1, 2)
             return got[:, 0], got[:, 1]
+        return self.column_matches(cols)
+
+    def column_matches(self, cols: Columns) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`matches` of a batch held as columns: one mask per distinct filter (``exact`` only)."""
         pubs: list[np.ndarray] = []
         eps: list[np.ndarray] = []
         for flt, ids in self.groups:
@@ -156,10 +162,15 @@ class Expectation:
     def pairs(
         self, intended: np.ndarray, sent: np.ndarray, attrs: Sequence[Attributes], columnar: bool = True
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(publication index, episode index, in_transition) of a batch's expected deliveries: a match
+        """(publication index, episode index, in_transition) of a batch's expected deliveries."""
+        return self.in_time(intended, sent, *self.matches(attrs, columnar))
+
+    def in_time(
+        self, intended: np.ndarray, sent: np.ndarray, p: np.ndarray, e: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The matches (``p``, ``e``) that are expected deliveries, with their in_transition flag: a match
         whose episode is active at the intended time, or whose transition window overlaps the issue
         interval [min(intended, sent), max(intended, sent)]."""
-        p, e = self.matches(attrs, columnar)
         t, s = intended[p], sent[p]
         lo, hi = np.minimum(t, s), np.maximum(t, s)
         start, settled, end, unsettled = self.windows[e].T
@@ -191,22 +202,67 @@ def _expected_batches(
 def expected_batches(batches: Iterable[pa.RecordBatch], exp: Expectation) -> Iterator[pa.RecordBatch]:
     """Each Arrow batch of (pub_id, intended, sent, attrs) becomes a batch of expected pairs, taken from
     the batch's and the episodes' columns by index (no row of Python objects but the attrs)."""
-    import pyarrow as pa
-
-    schema = _expected_schema()
-    eps = exp.episodes
-    ep_cols = [
-        pa.array([getattr(e, k) for e in eps], pa.string()) for k in ("sub_id", "subscriber", "broker")
-    ]
+    ep_cols = _episode_columns(exp)
     for batch in batches:
         intended = batch.column("intended").to_numpy()
         sent = batch.column("sent").to_numpy()
         attrs = decode_attrs(batch.column("attrs").to_pylist())
-        p, e, transition = exp.pairs(intended, sent, attrs)
-        at, ep = pa.array(p), pa.array(e)
-        arrays = [batch.column("pub_id").take(at), *(c.take(ep) for c in ep_cols)]
-        arrays += [batch.column("intended").take(at), pa.array(transition, pa.bool_())]
-        yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+        found = exp.pairs(intended, sent, attrs)
+        yield _pairs_batch(batch.column("pub_id"), batch.column("intended"), ep_cols, *found)
+
+
+def expected_of_columns(pubs: Publications, eps: list[Episode], engine: str) -> pa.Table | None:
+    """The expected pairs of the publications Arrow parsed (:mod:`scotbed.analysis.pub_arrow`), matched
+    as columns in the driver, as :func:`expected_deliveries` matches them; None when a filter is not
+    exact (the engine then matches the decoded attrs)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    exp = Expectation(eps, engine)
+    if not exp.exact:
+        return None
+    t = pubs.table
+    intended = pc.coalesce(t["intended_ns"], t["ts_ns"]).combine_chunks()
+    sent = pc.coalesce(t["ts_ns"], intended).combine_chunks()
+    wanted = pc.and_(t["pub_id"].is_valid(), intended.is_valid()).to_numpy(zero_copy_only=False)
+    times = intended.fill_null(0).to_numpy(), sent.fill_null(0).to_numpy()
+    p, e, transition = exp.in_time(*times, *exp.column_matches(pubs.attrs))
+    keep = wanted[p]
+    batch = _pairs_batch(
+        t["pub_id"].combine_chunks(), intended, _episode_columns(exp), p[keep], e[keep], transition[keep]
+    )
+    return pa.Table.from_batches([batch])
+
+
+def _episode_columns(exp: Expectation) -> list[pa.Array]:
+    """The episodes' sub_id, subscriber and broker as Arrow arrays, indexed as ``exp.episodes``."""
+    import pyarrow as pa
+
+    return [
+        pa.array([getattr(e, k) for e in exp.episodes], pa.string())
+        for k in ("sub_id", "subscriber", "broker")
+    ]
+
+
+def _pairs_batch(
+    pub_id: pa.Array,
+    intended: pa.Array,
+    ep_cols: list[pa.Array],
+    p: np.ndarray,
+    e: np.ndarray,
+    transition: np.ndarray,
+) -> pa.RecordBatch:
+    """The expected pairs (:data:`EXPECTED_DDL`) of publication indices ``p`` and episode indices ``e``."""
+    import pyarrow as pa
+
+    at, ep = pa.array(p), pa.array(e)
+    arrays = [
+        pub_id.take(at),
+        *(c.take(ep) for c in ep_cols),
+        intended.take(at),
+        pa.array(transition, pa.bool_()),
+    ]
+    return pa.RecordBatch.from_arrays(arrays, schema=_expected_schema())
 
 
 def decode_attrs(texts: list[str | None]) -> list[Any]:

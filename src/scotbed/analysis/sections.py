@@ -168,7 +168,8 @@ def links_section(d: RunData) -> S.Links:
 
 
 def workload_section(d: RunData) -> S.Workload:
-    return fidelity.workload_block(d.run)
+    pubs = d.pub_arrow
+    return fidelity.workload_block(d.run, None if pubs is None else pubs.attrs)
 
 
 def load_section(d: RunData) -> S.Load:

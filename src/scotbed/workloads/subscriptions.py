@@ -28,13 +28,16 @@ import random
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from scotbed.filters import Filter, Predicate
 from scotbed.workloads.quotes import QuoteSource, sample
 from scotbed.workloads.schema import Quote
+
+if TYPE_CHECKING:
+    from scotbed.matching.columnar import Columns as NotificationColumns
 
 # Decimals a bound is rounded to, per windowed attribute (as many as the quotes carry).
 _DECIMALS = {"close": 2, "open": 2, "high": 2, "low": 2, "change": 2, "change_pct": 2, "volume": 0}
@@ -91,13 +94,18 @@ def mean_selectivity(filters: Sequence[Filter], quotes: Sequence[Mapping[str, An
         return 0.0
     cols = Columns.of(quotes) if all(exact_filter(f) for f in filters) else None
     if cols is not None:
-        return sum(cols.count(f) for f in filters) / (len(filters) * len(quotes))
+        return columnar_selectivity(filters, cols)
     m = CountingMatcher()
     for k, f in enumerate(filters):
         m.add(k, f)
     m.rebuild()  # index them all now: below its pending bound the engine would scan every filter
     hits = sum(len(m.match(q)) for q in quotes)
     return hits / (len(filters) * len(quotes))
+
+
+def columnar_selectivity(filters: Sequence[Filter], quotes: NotificationColumns) -> float:
+    """:func:`mean_selectivity` of quotes held as columns (``filters`` exact, both not empty)."""
+    return sum(quotes.count(f) for f in filters) / (len(filters) * quotes.n)
 
 
 def _round_out(attr: str, lo: float, hi: float) -> tuple[float | int, float | int]:
