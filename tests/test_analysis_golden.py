@@ -92,6 +92,22 @@ def test_summary_is_identical_to_the_golden_file(spark: Any, tmp_path: Path, run
     assert got["correctness"]["ok"] is False and got["traffic"]["false_positive"] > 0
 
 
+def test_a_workload_arrow_does_not_read_gives_the_golden_summary_too(spark: Any, tmp_path: Path) -> None:
+    """A null anywhere in the publications file keeps Arrow's parse from being used (it cannot tell a null
+    from an absent attribute): Spark parses the workload, and the engine or the decoded attrs match it."""
+    from scotbed.analysis.api import analyze
+    from scotbed.analysis.pub_arrow import read_publications
+
+    run = make_run(tmp_path)
+    pubs = run / "workload" / "publications.jsonl"
+    assert read_publications(pubs) is not None
+    lines = pubs.read_text().splitlines()
+    pubs.write_text("".join(line[:-1] + ', "note": null}\n' for line in lines))
+    assert read_publications(pubs) is None
+    got = comparable(analyze(run, spark=spark))
+    assert got == comparable(json.loads(GOLDEN.read_text()))
+
+
 def test_the_run_size_decides_whether_the_receives_are_collected(
     spark: Any, tmp_path: Path, run_size: str
 ) -> None:

@@ -173,8 +173,11 @@ class RunData:
         return self.run.analysis_dir / ".driver.parquet"
 
     def from_driver(self, table: pa.Table, name: str, ddl: str) -> DataFrame:
-        """A table the driver made, written as Parquet and read back under ``ddl``: Spark reads a
-        large one from a file for less than it builds a local relation of it."""
+        """A table the driver made (whose schema is ``ddl``'s) as Spark's: a large run's written as
+        Parquet and read back (Spark reads a file for less than it builds a large local relation), a
+        small run's a local relation (a cold JVM pays more for a new Parquet scan)."""
+        if self.small:
+            return self.spark.createDataFrame(table)
         self.driver_dir.mkdir(parents=True, exist_ok=True)
         path = self.driver_dir / f"{name}.parquet"
         pq.write_table(table, path, compression="none")
@@ -226,9 +229,9 @@ class RunData:
 
     @shared_input
     def pub_columns(self) -> DataFrame | None:
-        """The publications without their attrs, for the publication times: a large run's from Arrow's
-        parse, else Spark's (a small run's cold JVM would pay for a Parquet scan)."""
-        arrow = None if self.small else self.pub_arrow
+        """The publications without their attrs, for the publication times: from Arrow's parse where
+        it read them, else Spark's."""
+        arrow = self.pub_arrow
         if arrow is None:
             return self.publications
         table = arrow.table.filter(pc.is_valid(arrow.table["pub_id"]))
@@ -383,9 +386,10 @@ class RunData:
         return Oracle(result, expected, frozenset(e.broker for e in eps))
 
     def _expected(self, eps: list[Episode]) -> DataFrame:
-        """The expected pairs: a large run's matched as columns of Arrow's parse in the driver, else by
-        :func:`~scotbed.analysis.oracle.expected_deliveries` over Spark's publications."""
-        arrow = None if self.small else self.pub_arrow
+        """The expected pairs: matched as columns of Arrow's parse in the driver where it read them and
+        every filter is exact, else by :func:`~scotbed.analysis.oracle.expected_deliveries` over
+        Spark's publications."""
+        arrow = self.pub_arrow
         table = None if arrow is None else oracle.expected_of_columns(arrow, eps, self.engine)
         if table is not None:
             return self.from_driver(table, "expected", oracle.EXPECTED_DDL)
