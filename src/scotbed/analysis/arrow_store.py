@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 from scotbed.analysis.events import EVENT_FIELDS, PLAIN_COLUMNS
 
-#: the event schema's SQL types as Arrow's
+#: Spark SQL's types of the event and publication schemas as Arrow's
 ARROW_TYPES = {"BIGINT": pa.int64(), "STRING": pa.string(), "BOOLEAN": pa.bool_(), "DOUBLE": pa.float64()}
 SCHEMA = pa.schema([(name, ARROW_TYPES[sql]) for name, sql in EVENT_FIELDS])
 _PARSE = pj.ParseOptions(explicit_schema=SCHEMA, unexpected_field_behavior="ignore")

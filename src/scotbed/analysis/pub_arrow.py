@@ -1,6 +1,6 @@
 """The workload's publications parsed once by Arrow's JSON reader: their columns and their attrs.
 
-A large run reads ``workload/publications.jsonl`` three times over: the publication times (Spark),
+An analysis read ``workload/publications.jsonl`` three times over: for the publication times (Spark),
 the oracle's matching (every line's attrs decoded by Python's ``json``) and the realised
 selectivity (decoded again). Arrow parses the file once, in C++, into the columns Spark's schema
 reads (:data:`COLUMNS`) and a column per attribute; the oracle and the selectivity then match every
