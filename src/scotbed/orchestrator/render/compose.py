@@ -60,8 +60,8 @@ def _service(
         },
         "networks": [NETWORK],
         "volumes": [f"{config_file}:{CONFIG_PATH}:ro", f"{events_dir}:{EVENTS_DIR}"],
-        # Each probe starts a Python process in the container: 18 of them every 2 s, each cut off at
-        # 2 s, kept a slow 2-core host saturated and its brokers never healthy (300 s: stop 33's CI).
+        # Each probe starts a Python process in the container. With 18 brokers on 2 cores, a probe every
+        # 2 s cut off at 2 s timed out faster than the host could answer, and no broker became healthy.
         "healthcheck": {
             "test": ["CMD", "python", "-m", "scotbed.broker.health", f"127.0.0.1:{port}"],
             "interval": "5s",
