@@ -19,8 +19,9 @@ the first pays the JVM's warm-up (code generation, JIT) for every query; the lat
 each further run of a campaign costs, since a campaign analyses all its runs in one session.
 ``--cold RUN_DIR`` times what ``scotbed analyze RUN_DIR`` costs from nothing (e.g. ``make demo``'s run):
 the session's start and one analysis, wall and CPU, no raw pass before it to warm the JVM.
-``--java-option OPT`` (repeatable; ``none`` for no option) replaces the options ``--cold``'s JVM starts
-with (by default :func:`scotbed.analysis.api.java_options_for` the run) to try one.
+``--java-option OPT`` (repeatable; ``none`` for no option) replaces the options the JVM starts with (by
+default, none for the sizes and :func:`scotbed.analysis.api.java_options_for` the run for ``--cold``) to
+try one; the class archive is mapped either way.
 """
 
 from __future__ import annotations
@@ -128,13 +129,13 @@ def main() -> int:
     from scotbed.analysis.api import analyze
     from scotbed.analysis.session import get_session
 
+    options = None if args.java_option is None else [o for o in args.java_option if o != "none"]
     if args.cold:
-        options = None if args.java_option is None else [o for o in args.java_option if o != "none"]
         print(json.dumps({**cold(Path(args.cold), args.master, args.conf, options), "conf": args.conf}))
         return 0
 
     root = Path(args.workdir or tempfile.mkdtemp(prefix="scotbed-bench-"))
-    spark = get_session(args.master, app_name="scotbed-analysis-scale")
+    spark = get_session(args.master, app_name="scotbed-analysis-scale", java_options=options or ())
     for kv in args.conf:
         spark.conf.set(*kv.split("=", 1))
     clock = Clock(spark)

@@ -64,7 +64,7 @@ def test_the_analysis_jvm_maps_spark_classes_from_the_archive_make_setup_built(t
     # Spark's named classes (lambda proxies are generated at run time, never loaded from a file)
     lines = log.read_text().splitlines()
     spark_classes = [line for line in lines if " org.apache.spark." in line and "$$Lambda" not in line]
-    from_jars = [line for line in spark_classes if "source: shared objects file (top)" not in line]
+    from_jars = [line for line in spark_classes if "source: shared objects file" not in line]  # CDS or AOT
     assert len(spark_classes) > 1000
     assert len(from_jars) < 0.05 * len(spark_classes), from_jars[:5]
 

