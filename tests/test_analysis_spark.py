@@ -238,7 +238,9 @@ def test_stability_curve_with_burst_and_recovery(spark: Any, tmp_path: Path) -> 
     deliv = M.deliveries(ev, M.publication_times(ev, None)).repartition(3)  # index must survive partitions
     curve = M.stability_curve(deliv, 3)
     # the receives collected and sorted in the driver give the table of Spark's sort and numbering
-    pd.testing.assert_frame_equal(M.stability_windows(M.receives_in_order(deliv), 3), curve)
+    pd.testing.assert_frame_equal(
+        M.stability_windows(M.in_receive_order(M.collect_receives(deliv)), 3), curve
+    )
     assert curve["max_delay_ms"].tolist() == [5, 200, 10, 4]
     assert curve["count"].tolist() == [3, 3, 3, 1]
     assert curve["end_ns"].tolist() == [T0 + t * MS for t in (3000, 6000, 9000, 10000)]
@@ -413,9 +415,21 @@ def _check(spark: Any, run: RunDir) -> dict[str, Any]:
     result, pairs, offenders = oracle.check(exp, deliv)
     flagged = pairs.where("missing OR false_positive OR duplicate")
     assert offenders.columns == pairs.columns and sorted(offenders.collect()) == sorted(flagged.collect())
+    _same_as_local(of_columns, deliv, result, offenders)
     pairs.unpersist()
     offenders.unpersist()
     return result
+
+
+def _same_as_local(expected: Any, deliv: Any, result: dict[str, Any], offenders: Any) -> None:
+    """The driver's check (a run whose expected pairs and receives are in the driver) gives Spark's
+    result and offenders, with the offenders' schema of the contract, in their order."""
+    local, local_offenders = oracle.check_local(expected, M.collect_receives(deliv))
+    assert local == result
+    assert local_offenders.schema == oracle.arrow_schema(oracle.OFFENDERS_DDL)
+    assert local_offenders.to_pylist() == sorted(
+        (r.asDict() for r in offenders.collect()), key=lambda r: (r["t_ns"], r["pub_id"], r["sub_id"])
+    )
 
 
 def test_oracle_is_clean_on_a_correct_log_and_names_injected_faults(spark: Any, tmp_path: Path) -> None:
@@ -471,6 +485,8 @@ def test_oracle_counts_a_pair_two_episodes_expect_once(spark: Any) -> None:
     assert [(o["pub_id"], o["sub_id"], o["copies"]) for o in result["first_duplicates"]] == [("p2", "s1", 2)]
     assert [(o["pub_id"], o["sub_id"]) for o in result["first_missing"]] == [("p3", "s2")]
     assert [(o["pub_id"], o["sub_id"]) for o in result["first_false_positives"]] == [("p9", "s2")]
+    local, local_offenders = oracle.check_local(expected.toArrow(), deliv.toArrow())
+    assert local == result and local_offenders.num_rows == 3
     offenders.unpersist()
 
 

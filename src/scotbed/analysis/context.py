@@ -317,12 +317,19 @@ class RunData:
         return deliv if self.small else self.spark.read.schema(deliv.schema).parquet(path)
 
     @shared_input
-    def receives(self) -> pd.DataFrame | None:
-        """Every delivery's receive time, delays and hops in receive order, collected once for the delay
-        statistics and the stability windows; None above :data:`COLLECTED_EVENTS` valid events."""
+    def collected_receives(self) -> pa.Table | None:
+        """Every delivery's receive time, delays, hops and pair, collected once as Arrow (for the delay
+        statistics, the stability windows and the oracle's check); None above :data:`COLLECTED_EVENTS`
+        valid events."""
         if self.line_counts[0] > COLLECTED_EVENTS:
             return None
-        return M.receives_in_order(self.deliveries)
+        return M.collect_receives(self.deliveries)
+
+    @shared_input
+    def receives(self) -> pd.DataFrame | None:
+        """:attr:`collected_receives` in receive order, without the pair."""
+        rows = self.collected_receives
+        return None if rows is None else M.in_receive_order(rows)
 
     @shared_input
     def last_receive_ns(self) -> int | None:
@@ -378,21 +385,36 @@ class RunData:
             M.times_of(t, "unsubscribe_ns"),
             settle_ns=int(self.settle_ms * 1e6),
         )
-        expected = self._expected(eps)
+        brokers = frozenset(e.broker for e in eps)
+        arrow = self.pub_arrow
+        table = None if arrow is None else oracle.expected_of_columns(arrow, eps, self.engine)
+        if table is None:
+            expected = self._expected(eps)
+        else:
+            expected = self.from_driver(table, "expected", oracle.EXPECTED_DDL)
+            if (received := self.collected_receives) is not None:
+                return Oracle(self._check_local(table, received), expected, brokers)
         result, _, offenders = oracle.check(expected, self.deliveries, self.settings.first_n)
         self._kept.append(offenders)
         unreadable.excuse(result, offenders, *self.unreadable)
         offenders.write.mode("overwrite").parquet(str(self.run.path / contract.OFFENDERS))
-        return Oracle(result, expected, frozenset(e.broker for e in eps))
+        return Oracle(result, expected, brokers)
+
+    def _check_local(self, expected: pa.Table, received: pa.Table) -> dict[str, Any]:
+        """:func:`~scotbed.analysis.oracle.check_local` of the pairs in the driver, its offenders written
+        to ``contract.OFFENDERS`` (and read back by Spark only to excuse unreadable receives)."""
+        result, offenders = oracle.check_local(expected, received, self.settings.first_n)
+        path = self.run.path / contract.OFFENDERS
+        if path.is_dir():  # Spark's, of an earlier analysis
+            shutil.rmtree(path)
+        pq.write_table(offenders, path)
+        offenders_df = self.spark.read.schema(oracle.OFFENDERS_DDL).parquet(str(path))
+        unreadable.excuse(result, offenders_df, *self.unreadable)
+        return result
 
     def _expected(self, eps: list[Episode]) -> DataFrame:
-        """The expected pairs: matched as columns of Arrow's parse in the driver where it read them and
-        every filter is exact, else by :func:`~scotbed.analysis.oracle.expected_deliveries` over
-        Spark's publications."""
-        arrow = self.pub_arrow
-        table = None if arrow is None else oracle.expected_of_columns(arrow, eps, self.engine)
-        if table is not None:
-            return self.from_driver(table, "expected", oracle.EXPECTED_DDL)
+        """The expected pairs by :func:`~scotbed.analysis.oracle.expected_deliveries` over Spark's
+        publications: where Arrow's parse could not read them or a filter is not exact."""
         pubs = self.publications
         assert pubs is not None  # the oracle runs only with the file
         in_driver = self.run.publications_file.stat().st_size < DRIVER_MATCH_BYTES

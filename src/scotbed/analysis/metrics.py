@@ -524,12 +524,12 @@ def _check_window(window: int) -> None:
 RECEIVE_COLUMNS = ["recv_ns", *DELAY_COLUMNS, "hops"]
 
 
-def receives_in_order(deliv: DataFrame) -> pd.DataFrame:
-    """Every delivery's :data:`RECEIVE_COLUMNS`, collected once as Arrow (with the pair, to break ties)
-    and put in receive order for the delay statistics (:func:`local_delivery_stats`) and the stability
-    windows (:func:`stability_windows`). Sorted in the driver: a Spark sort costs a sampling job and
-    a shuffle more."""
-    return in_receive_order(deliv.select(*RECEIVE_COLUMNS, *STABILITY_ORDER[1:]).toArrow())
+def collect_receives(deliv: DataFrame) -> pa.Table:
+    """Every delivery's :data:`RECEIVE_COLUMNS` and pair, collected once as Arrow: put in receive order
+    (:func:`in_receive_order`, the pair breaking ties) for the delay statistics
+    (:func:`local_delivery_stats`) and the stability windows (:func:`stability_windows`), and the pairs
+    for the oracle's check. Sorted in the driver: a Spark sort costs a sampling job and a shuffle more."""
+    return deliv.select(*RECEIVE_COLUMNS, *STABILITY_ORDER[1:]).toArrow()
 
 
 def in_receive_order(rows: pa.Table) -> pd.DataFrame:

@@ -21,7 +21,7 @@ after an unsubscribe of the same id opens a new episode.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import astuple, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +44,20 @@ _NONE = np.zeros(0, dtype=np.int64)
 EXPECTED_DDL = (
     "pub_id STRING, sub_id STRING, subscriber STRING, broker STRING, "
     "intended_ns BIGINT, in_transition BOOLEAN"
+)
+# the oracle's offending pairs (contract.OFFENDERS), as :func:`check` and :func:`check_local` flag them
+OFFENDERS_DDL = (
+    "pub_id STRING, sub_id STRING, t_ns BIGINT, copies BIGINT, expected BOOLEAN, in_transition BOOLEAN, "
+    "missing BOOLEAN, false_positive BOOLEAN, duplicate BOOLEAN"
+)
+COUNTS = (
+    "expected_deliveries",
+    "delivered",
+    "missing",
+    "duplicates",
+    "false_positives",
+    "in_transition",
+    "in_transition_delivered",
 )
 
 
@@ -262,7 +276,7 @@ def _pairs_batch(
         intended.take(at),
         pa.array(transition, pa.bool_()),
     ]
-    return pa.RecordBatch.from_arrays(arrays, schema=_expected_schema())
+    return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema(EXPECTED_DDL))
 
 
 def decode_attrs(texts: list[str | None]) -> list[Any]:
@@ -270,12 +284,12 @@ def decode_attrs(texts: list[str | None]) -> list[Any]:
     return list(jsontext.decode(t or "{}" for t in texts))
 
 
-def _expected_schema() -> pa.Schema:
-    """:data:`EXPECTED_DDL` as an Arrow schema."""
+def arrow_schema(ddl: str) -> pa.Schema:
+    """A DDL of this module's (:data:`EXPECTED_DDL`, :data:`OFFENDERS_DDL`) as an Arrow schema."""
     import pyarrow as pa
 
     types = {"STRING": pa.string(), "BIGINT": pa.int64(), "BOOLEAN": pa.bool_()}
-    return pa.schema([(n, types[t]) for n, t in (f.split() for f in EXPECTED_DDL.split(", "))])
+    return pa.schema([(n, types[t]) for n, t in (f.split() for f in ddl.split(", "))])
 
 
 def expected_deliveries(
@@ -299,7 +313,7 @@ def expected_deliveries(
 
         exp = Expectation(eps, engine)
         pairs = expected_batches(pubs.toArrow().to_batches(), exp)
-        return spark.createDataFrame(pa.Table.from_batches(list(pairs), schema=_expected_schema()))
+        return spark.createDataFrame(pa.Table.from_batches(list(pairs), schema=arrow_schema(EXPECTED_DDL)))
     bc = spark.sparkContext.broadcast([astuple(e) for e in eps])
     return pubs.mapInArrow(lambda it: _expected_batches(it, bc.value, engine), EXPECTED_DDL)
 
@@ -341,18 +355,7 @@ def check(
         n(F.col("in_transition")).alias("in_transition"),
         n(F.col("in_transition") & (F.col("copies") > 0)).alias("in_transition_delivered"),
     ).first()
-    counts = {
-        k: int((row[k] if row else 0) or 0)
-        for k in (
-            "expected_deliveries",
-            "delivered",
-            "missing",
-            "duplicates",
-            "false_positives",
-            "in_transition",
-            "in_transition_delivered",
-        )
-    }
+    counts = {k: int((row[k] if row else 0) or 0) for k in COUNTS}
 
     offended = counts["missing"] or counts["duplicates"] or counts["false_positives"]
     # with none, an empty relation the optimiser knows is empty: writing it scans nothing
@@ -367,14 +370,112 @@ def check(
         rows = offenders.where(F.col(flag)).orderBy("t_ns", "pub_id", "sub_id").limit(first_n).collect()
         return [{"pub_id": r["pub_id"], "sub_id": r["sub_id"], "copies": int(r["copies"])} for r in rows]
 
-    result = {
+    return _result(counts, first), j, offenders
+
+
+def _result(counts: dict[str, int], first: Callable[[str, str], list[dict[str, Any]]]) -> dict[str, Any]:
+    """The correctness result: ``counts`` and the first offenders of each kind (``first(flag, count)``)."""
+    return {
         "ok": counts["missing"] == 0 and counts["duplicates"] == 0 and counts["false_positives"] == 0,
         **counts,
         "first_missing": first("missing", "missing"),
         "first_duplicates": first("duplicate", "duplicates"),
         "first_false_positives": first("false_positive", "false_positives"),
     }
-    return result, j, offenders
+
+
+def check_local(expected: pa.Table, received: pa.Table, first_n: int = 10) -> tuple[dict[str, Any], pa.Table]:
+    """:func:`check` of pairs the driver holds: the expected pairs (:data:`EXPECTED_DDL`, from
+    :func:`expected_of_columns`) against the collected receives (pub_id, sub_id, recv_ns).
+
+    The same counts and first offenders, and the offenders (:data:`OFFENDERS_DDL`) in their order, from
+    one Arrow group-by of both: no Spark job, whose union, shuffle and write cost a cold JVM seconds.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    pairs = _local_pairs(expected, received)
+    copies, exp, trans = pairs["copies"], pairs["expected"], pairs["in_transition"]
+    got = pc.greater(copies, 0)
+    flags = {
+        "missing": pc.and_(pc.and_(exp, pc.invert(trans)), pc.equal(copies, 0)),
+        "false_positive": pc.and_(pc.invert(exp), got),
+        "duplicate": pc.greater(copies, 1),
+    }
+
+    def n(mask: Any) -> int:
+        return int(pc.sum(pc.cast(mask, pa.int64())).as_py() or 0)
+
+    counts = {
+        "expected_deliveries": n(pc.and_(exp, pc.invert(trans))),
+        "delivered": int(pc.sum(copies).as_py() or 0),
+        "missing": n(flags["missing"]),
+        "duplicates": int(pc.sum(pc.if_else(flags["duplicate"], pc.subtract(copies, 1), 0)).as_py() or 0),
+        "false_positives": n(flags["false_positive"]),
+        "in_transition": n(trans),
+        "in_transition_delivered": n(pc.and_(trans, got)),
+    }
+    for flag, mask in flags.items():
+        pairs = pairs.append_column(flag, mask)
+    offenders = pairs.filter(pc.or_(pc.or_(flags["missing"], flags["false_positive"]), flags["duplicate"]))
+    order = [(k, "ascending", "at_start") for k in ("t_ns", "pub_id", "sub_id")]
+    offenders = offenders.take(pc.sort_indices(offenders, sort_keys=order)).cast(arrow_schema(OFFENDERS_DDL))
+
+    def first(flag: str, count: str) -> list[dict[str, Any]]:
+        if not counts[count]:
+            return []
+        rows = offenders.filter(offenders[flag]).slice(0, first_n).to_pylist()
+        return [{"pub_id": r["pub_id"], "sub_id": r["sub_id"], "copies": int(r["copies"])} for r in rows]
+
+    return _result(counts, first), offenders
+
+
+def _local_pairs(expected: pa.Table, received: pa.Table) -> pa.Table:
+    """:func:`_pairs` in Arrow: the expected and the received pairs as one table grouped once by pair."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    def side(rows: pa.Table, receives: bool, **times: Any) -> pa.Table:
+        """One side of the union: a receive is one copy of its pair, an expected pair one expectation."""
+        k = rows.num_rows
+        none = {"recv_ns": pa.nulls(k, pa.int64()), "intended_ns": pa.nulls(k, pa.int64())}
+        return pa.table(
+            {
+                "pub_id": pc.cast(rows["pub_id"], pa.string()),
+                "sub_id": pc.cast(rows["sub_id"], pa.string()),
+                "copy": pa.array(np.full(k, int(receives), dtype=np.int64)),
+                "expectation": pa.array(np.full(k, int(not receives), dtype=np.int8)),
+                **none,
+                **times,
+                "in_transition": pa.nulls(k, pa.bool_()) if receives else rows["in_transition"],
+            }
+        )
+
+    both = pa.concat_tables(
+        [
+            side(received, True, recv_ns=pc.cast(received["recv_ns"], pa.int64())),
+            side(expected, False, intended_ns=expected["intended_ns"]),
+        ]
+    )
+    g = both.group_by(["pub_id", "sub_id"]).aggregate(
+        [
+            ("copy", "sum"),
+            ("recv_ns", "min"),
+            ("intended_ns", "min"),
+            ("expectation", "max"),
+            ("in_transition", "any"),
+        ]
+    )
+    return pa.table(
+        {
+            "pub_id": g["pub_id"],
+            "sub_id": g["sub_id"],
+            "t_ns": pc.coalesce(g["intended_ns_min"], g["recv_ns_min"]),
+            "copies": g["copy_sum"],
+            "expected": pc.equal(g["expectation_max"], 1),
+            "in_transition": pc.fill_null(g["in_transition_any"], False),
+        }
+    )
 
 
 def _pairs(expected: DataFrame, deliv: DataFrame) -> DataFrame:
