@@ -420,12 +420,19 @@ def test_the_same_run_is_valid_unless_an_idle_process_on_the_host_lags_as_well(t
     takes = [json.loads(x) for x in out.splitlines()]
     inside = [t for t in takes if v.window["start_ns"] <= t["ts_ns"] <= v.window["end_ns"]]
     assert len(inside) >= 20
-    idle_lagging = sum(t["lag_ms_max"] > Bounds().lag_bound_ms for t in inside) / len(inside)
+    b = Bounds()
+    idle_lagging = sum(t["lag_ms_max"] > b.lag_bound_ms for t in inside) / len(inside)
+    # criterion A on the control: the delay its mean lag would explain on the run's path (3 brokers). A
+    # host with steady work but no long stall lags every loop a little: no lagging period, yet the
+    # brokers' mean lag can cross A's bound (CI, 2026-11-27: 1.76 ms, 21.1 ms explained), so such a
+    # host is not called quiet.
+    idle_explains = 3 * b.waits_per_hop * sum(t["lag_ms_mean"] for t in inside) / len(inside)
     assert v.loop_lag_ms["periods"] >= 3 * 10  # three brokers, sampled every 100 ms (later when lagging), 3 s
-    if idle_lagging < Bounds().lag_periods_max / 2:
-        assert v.verdict == VALID, f"{v.line()} (idle control lagged in {idle_lagging:.0%})"
-    elif idle_lagging >= Bounds().lag_periods_max:  # between the two the host is borderline: no claim
-        assert v.verdict == HOST_BOUND and v.suggested_time_scale is None, v.line()
+    seen = f"idle control lagged in {idle_lagging:.0%}, its mean lag explains {idle_explains:.1f} ms"
+    if idle_lagging < b.lag_periods_max / 2 and idle_explains < b.lag_bound_ms / 2:
+        assert v.verdict == VALID, f"{v.line()} ({seen})"
+    elif idle_lagging >= b.lag_periods_max:  # between the two the host is borderline: no claim
+        assert v.verdict == HOST_BOUND and v.suggested_time_scale is None, f"{v.line()} ({seen})"
 
 
 def test_lag_from_other_work_on_the_host_gets_no_time_scale_suggestion() -> None:
