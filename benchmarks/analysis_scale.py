@@ -32,20 +32,20 @@ import os
 import shutil
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from scotbed.analysis.rundir import RunDir
-from scotbed.testing.synth import SynthSpec, synthesise
+from scotbed.testing.synth import SCALE, SynthSpec, synthesise
 
 
 def spec_for(events: int) -> SynthSpec:
-    """A 13-broker tree, 200 subscribers, sized by a pilot run's events per publication."""
-    base = SynthSpec(brokers=2, fanout=3, subscribers=200, symbols=100, publishers=10, rate_per_s=2000.0)
+    """:data:`~scotbed.testing.synth.SCALE` sized by a pilot run's events per publication."""
     with tempfile.TemporaryDirectory() as tmp:
-        pilot = synthesise(Path(tmp) / "pilot", SynthSpec(**{**base.__dict__, "publications": 2000}))
+        pilot = synthesise(Path(tmp) / "pilot", replace(SCALE, publications=2000))
     per_pub = pilot["events"] / 2000
-    return SynthSpec(**{**base.__dict__, "publications": max(100, int(events / per_pub))})
+    return replace(SCALE, publications=max(100, int(events / per_pub)))
 
 
 class Clock:

@@ -96,3 +96,13 @@ def test_a_small_run_s_sql_settings_hold_for_its_analysis_only(
     assert api.analyze(run, spark=spark)["correctness"]["ok"] is True
     assert in_force == [SMALL_RUN_CONF, outside]
     assert {k: spark.conf.get(k) for k in SMALL_RUN_CONF} == outside
+
+
+def test_the_aot_cache_trains_on_a_small_run_and_one_on_the_large_run_path(tmp_path: Path) -> None:
+    """The cache's profiles cover both paths only if the large training run really takes the large one."""
+    from scotbed.analysis import jvm_archive
+    from scotbed.analysis.context import is_small
+    from scotbed.analysis.rundir import RunDir
+
+    runs = jvm_archive._training_runs(tmp_path, large=True)
+    assert [is_small(RunDir.open(run)) for run in runs] == [True, False]

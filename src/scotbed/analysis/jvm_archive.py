@@ -25,6 +25,7 @@ import os
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from scotbed import java
@@ -94,18 +95,13 @@ def build(dest: Path) -> Path:
 def _training_runs(tmp: Path, large: bool) -> list[Path]:
     """A small synthesised run and, with ``large``, one on the large-run path (beyond
     :data:`~scotbed.analysis.context.SMALL_RUN_BYTES`)."""
-    from scotbed.testing.synth import SynthSpec, synthesise
+    from scotbed.testing.synth import SCALE, SynthSpec, synthesise
 
     specs = [SynthSpec(burst_publications=50, unsubscribe_fraction=0.2, loop_lag_ms=1.0)]
-    if large:  # the shape of benchmarks/analysis_scale.py's runs
+    if large:
         specs.append(
-            SynthSpec(
-                brokers=2,
-                fanout=3,
-                subscribers=200,
-                symbols=100,
-                publishers=10,
-                rate_per_s=2000.0,
+            replace(
+                SCALE,
                 publications=TRAINING_PUBLICATIONS,
                 burst_publications=200,
                 unsubscribe_fraction=0.2,

@@ -58,6 +58,11 @@ class SynthSpec:
     client_cpu: float = 0.05
 
 
+# A 13-broker tree with 200 subscribers on 100 symbols and 10 publishers at 2,000/s: the runs of
+# benchmarks/analysis_scale.py, and the large run the analysis JVM's AOT cache is trained on.
+SCALE = SynthSpec(brokers=2, fanout=3, subscribers=200, symbols=100, publishers=10, rate_per_s=2000.0)
+
+
 class _Logs:
     """One broker-format event log per node, opened on its first event, and the two workload files."""
 
