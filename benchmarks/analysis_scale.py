@@ -18,10 +18,12 @@ ratio is the fairer one. The synthesised run is correct by construction, so ``ok
 the first pays the JVM's warm-up (code generation, JIT) for every query; the later ones are what
 each further run of a campaign costs, since a campaign analyses all its runs in one session.
 ``--cold RUN_DIR`` times what ``scotbed analyze RUN_DIR`` costs from nothing (e.g. ``make demo``'s run):
-the session's start and one analysis, wall and CPU, no raw pass before it to warm the JVM.
+``analyze`` with its own session (the JVM's start, the imports beside it, the analysis, the stop), wall
+and CPU, no raw pass before it to warm the JVM.
 ``--java-option OPT`` (repeatable; ``none`` for no option) replaces the options the JVM starts with (by
-default, none for the sizes and :func:`scotbed.analysis.api.java_options_for` the run for ``--cold``) to
-try one; the class archive is mapped either way.
+default, :data:`~scotbed.analysis.session.LONG_JVM`'s for the sizes and
+:func:`scotbed.analysis.api.jvm_for` the run's for ``--cold``) to try one; the class archive is mapped
+either way. Set JAVA_HOME to try another JDK.
 """
 
 from __future__ import annotations
@@ -131,7 +133,9 @@ def main() -> int:
 
     options = None if args.java_option is None else [o for o in args.java_option if o != "none"]
     if args.cold:
-        print(json.dumps({**cold(Path(args.cold), args.master, args.conf, options), "conf": args.conf}))
+        if args.conf:
+            ap.error("--conf sets the sizes' session; --cold times the analysis's own")
+        print(json.dumps(cold(Path(args.cold), args.master, options)))
         return 0
 
     root = Path(args.workdir or tempfile.mkdtemp(prefix="scotbed-bench-"))
@@ -168,37 +172,34 @@ def main() -> int:
     return 0
 
 
-def cold(run: Path, master: str | None, confs: list[str], java_options: list[str] | None) -> dict[str, Any]:
-    """Wall and CPU seconds of a session's start and one analysis of ``run`` in it, from a cold JVM
-    started with ``java_options`` (default: what ``scotbed analyze`` picks for the run)."""
+def cold(run: Path, master: str | None, java_options: list[str] | None) -> dict[str, Any]:
+    """Wall and CPU seconds of ``analyze(run)`` from nothing, as ``scotbed analyze`` runs it: the JVM's
+    start (with ``java_options`` in place of its own, if given), the analysis's imports beside it, the
+    analysis and the session's stop. This process has imported only the light API."""
     import psutil
 
-    from scotbed.analysis.api import analyze, java_options_for
-    from scotbed.analysis.session import get_session
+    from scotbed.analysis.api import analyze, jvm_for
+    from scotbed.analysis.session import SPARK_JVM_CLASS
 
-    options = java_options_for(RunDir.open(run)) if java_options is None else tuple(java_options)
+    jvm = jvm_for(RunDir.open(run))
+    if java_options is not None:
+        jvm = replace(jvm, options=tuple(java_options))
     me = psutil.Process()
     c0, t0 = sum(me.cpu_times()[:4]), time.monotonic()
-    spark = get_session(master, app_name="scotbed-analysis-scale", java_options=options)
-    try:
-        for kv in confs:
-            spark.conf.set(*kv.split("=", 1))
-        clock = Clock(spark)
-        session_w, session_c = time.monotonic() - t0, clock.cpu() - c0
-        summary, t_an, c_an = clock.time(lambda: analyze(run, spark=spark))
-    finally:
-        spark.stop()
+    summary = analyze(run, master, jvm=jvm)
+    wall = time.monotonic() - t0
+    jvms = [c for c in me.children() if SPARK_JVM_CLASS in c.cmdline()]  # stopped, still running
+    cpu = sum(me.cpu_times()[:4]) - c0 + sum(sum(p.cpu_times()[:4]) for p in jvms)
+    stages = summary["environment"]["stages_s"]
     return {
         "run": run.name,
         "events": summary["events"]["total"],
-        "java_options": list(options),
-        "session_s": round(session_w, 2),
-        "session_cpu_s": round(session_c, 2),
-        "analysis_s": round(t_an, 2),
-        "analysis_cpu_s": round(c_an, 2),
-        "total_s": round(session_w + t_an, 2),
-        "total_cpu_s": round(session_c + c_an, 2),
-        "stages_s": summary["environment"].get("stages_s"),
+        "java": summary["environment"]["java"],
+        "java_options": list(jvm.options),
+        "session_s": stages["session"],
+        "total_s": round(wall, 2),
+        "total_cpu_s": round(cpu, 2),
+        "stages_s": stages,
         "ok": summary["correctness"]["ok"],
         "load_avg_1m": round(os.getloadavg()[0], 1),
     }
@@ -210,13 +211,13 @@ def profile_sections(spark: Any, clock: Clock, out: list[dict[str, Any]]) -> Non
     CPU s and its own Spark jobs (an input's jobs are not its section's). Each analysis appends one
     dict, name -> [wall, cpu, jobs], to ``out``.
     """
-    from scotbed.analysis import api, context
+    from scotbed.analysis import context, pipeline
 
     sc = spark.sparkContext
 
     def timed(name: str, f: Any) -> Any:
         def run(d: Any) -> Any:
-            if name == api.PARSE_STAGE:
+            if name == pipeline.PARSE_STAGE:
                 out.append({})
             group, outer = f"profile-{len(out)}-{name}", sc.getLocalProperty("spark.jobGroup.id")
             sc.setJobGroup(group, name)
@@ -230,10 +231,10 @@ def profile_sections(spark: Any, clock: Clock, out: list[dict[str, Any]]) -> Non
 
     for attr, prop in list(vars(context.RunData).items()):
         if isinstance(prop, context.shared_input):
-            name = api.PARSE_STAGE if attr == "stored" else f"({attr})"
+            name = pipeline.PARSE_STAGE if attr == "stored" else f"({attr})"
             prop.compute = timed(name, prop.compute)
-    api.SECTION_THREADS = 1  # one section at a time, so each one's wall and CPU seconds are its own
-    api.SECTIONS = tuple((n, timed(n, f)) for n, f in api.SECTIONS)  # type: ignore[assignment]
+    pipeline.SECTION_THREADS = 1  # one section at a time, so each one's wall and CPU seconds are its own
+    pipeline.SECTIONS = tuple((n, timed(n, f)) for n, f in pipeline.SECTIONS)  # type: ignore[assignment]
 
 
 def line(

@@ -71,11 +71,11 @@ def run_size(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     as large (the Parquet store and the Spark paths, the deliveries collected in receive order) or as
     larger than the driver may collect (the delays and stability windows in Spark): all must give
     the same results."""
-    from scotbed.analysis import context
+    from scotbed.analysis import context, size
 
     bound = 1 << 40 if request.param == "memory" else 0
     monkeypatch.setattr(context, "IN_MEMORY_BYTES", bound)
-    monkeypatch.setattr(context, "SMALL_RUN_BYTES", bound)
+    monkeypatch.setattr(size, "SMALL_RUN_BYTES", bound)
     if request.param == "uncollected":
         monkeypatch.setattr(context, "COLLECTED_EVENTS", -1)
     return str(request.param)

@@ -34,33 +34,42 @@ def test_a_jvm_that_cannot_start_is_tried_again_then_reported() -> None:
 def test_a_small_run_starts_a_short_lived_jvm_and_a_large_one_the_defaults(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from scotbed.analysis import context
-    from scotbed.analysis.api import java_options_for
+    from scotbed.analysis import size
+    from scotbed.analysis.api import jvm_for
     from scotbed.analysis.rundir import RunDir
-    from scotbed.analysis.session import SHORT_JVM_OPTIONS
+    from scotbed.analysis.session import LONG_JVM, SHORT_JVM
     from scotbed.testing.synth import SynthSpec, synthesise
 
     run = tmp_path / "tiny-20260101T000000-0badc0de"
     synthesise(run, SynthSpec(brokers=1, fanout=2, subscribers=3, symbols=2, publications=5))
-    assert java_options_for(RunDir.open(run)) == SHORT_JVM_OPTIONS
-    assert "-XX:TieredStopAtLevel=1" in SHORT_JVM_OPTIONS
-    monkeypatch.setattr(context, "SMALL_RUN_BYTES", 0)
-    assert java_options_for(RunDir.open(run)) == ()
+    assert jvm_for(RunDir.open(run)) == SHORT_JVM
+    assert "-XX:TieredStopAtLevel=1" in SHORT_JVM.options
+    monkeypatch.setattr(size, "SMALL_RUN_BYTES", 0)
+    assert jvm_for(RunDir.open(run)) == LONG_JVM
+    assert LONG_JVM.options == ()
 
 
-def test_the_analysis_jvm_maps_spark_classes_from_the_archive_make_setup_built(tmp_path: Path) -> None:
-    from scotbed.analysis import jvm_archive
+@pytest.mark.parametrize("jvm", ["SHORT_JVM", "LONG_JVM"])
+def test_each_analysis_jvm_maps_spark_classes_from_the_archive_make_setup_built(
+    jvm: str, tmp_path: Path
+) -> None:
+    """Each JVM, on the JDK its run's size asks for, maps its own JDK's archive (one JDK: the same one)."""
+    from scotbed import java
+    from scotbed.analysis import jvm_archive, session
 
-    archive = jvm_archive.archive_path()
-    assert archive is not None and archive.exists(), f"make setup builds {archive}"
+    home = java.require(getattr(session, jvm).release)
+    archive = jvm_archive.archive_path(home)
+    assert archive.exists(), f"make setup builds {archive}"
     log = tmp_path / "class-load.log"
     script = (
-        "from scotbed.analysis.session import get_session\n"
-        f"s = get_session(java_options=('-Xlog:class+load=info:file={log}',))\n"
+        "from scotbed.analysis.session import get_session, " + jvm + "\n"
+        f"s = get_session(jvm={jvm}, java_options=('-Xlog:class+load=info:file={log}',))\n"
         "assert s.range(5).selectExpr('sum(id)').first()[0] == 10\n"
+        "print(s.sparkContext._jvm.java.lang.System.getProperty('java.home'))\n"
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
+    assert Path(out.stdout.split()[-1]).resolve() == home.resolve()
     # Spark's named classes (lambda proxies are generated at run time, never loaded from a file)
     lines = log.read_text().splitlines()
     spark_classes = [line for line in lines if " org.apache.spark." in line and "$$Lambda" not in line]
@@ -72,27 +81,27 @@ def test_the_analysis_jvm_maps_spark_classes_from_the_archive_make_setup_built(t
 def test_a_small_run_s_sql_settings_hold_for_its_analysis_only(
     tmp_path: Path, spark: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from scotbed.analysis import api, context
+    from scotbed.analysis import api, pipeline, size
     from scotbed.analysis.session import SMALL_RUN_CONF
     from scotbed.testing.synth import SynthSpec, synthesise
 
     run = tmp_path / "tiny-20260101T000000-0badc0de"
     synthesise(run, SynthSpec(brokers=1, fanout=2, subscribers=3, symbols=2, publications=5))
     in_force: list[dict[str, str]] = []
-    inner = api._analyze
+    inner = pipeline.analyze
 
     def seen(session: Any, *args: Any) -> dict[str, Any]:
         in_force.append({k: session.conf.get(k) for k in SMALL_RUN_CONF})
         return inner(session, *args)
 
-    monkeypatch.setattr(api, "_analyze", seen)
+    monkeypatch.setattr(pipeline, "analyze", seen)
     # a shared session's own settings: Spark's defaults, compiled queries
     outside = {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode": "FALLBACK"}
     assert set(outside) == set(SMALL_RUN_CONF) and all(outside[k] != v for k, v in SMALL_RUN_CONF.items())
     for k, v in outside.items():
         spark.conf.set(k, v)
     assert api.analyze(run, spark=spark)["correctness"]["ok"] is True
-    monkeypatch.setattr(context, "SMALL_RUN_BYTES", 0)  # the same run, taken as large
+    monkeypatch.setattr(size, "SMALL_RUN_BYTES", 0)  # the same run, taken as large
     assert api.analyze(run, spark=spark)["correctness"]["ok"] is True
     assert in_force == [SMALL_RUN_CONF, outside]
     assert {k: spark.conf.get(k) for k in SMALL_RUN_CONF} == outside
@@ -101,8 +110,8 @@ def test_a_small_run_s_sql_settings_hold_for_its_analysis_only(
 def test_the_aot_cache_trains_on_a_small_run_and_one_on_the_large_run_path(tmp_path: Path) -> None:
     """The cache's profiles cover both paths only if the large training run really takes the large one."""
     from scotbed.analysis import jvm_archive
-    from scotbed.analysis.context import is_small
     from scotbed.analysis.rundir import RunDir
+    from scotbed.analysis.size import is_small
 
     runs = jvm_archive._training_runs(tmp_path, large=True)
     assert [is_small(RunDir.open(run)) for run in runs] == [True, False]

@@ -544,15 +544,15 @@ def test_analyze_writes_the_contract_outputs(analysed_run: tuple[Path, dict[str,
     on_disk = json.loads((run / "analysis" / "summary.json").read_text())
     assert on_disk == json.loads(json.dumps(s, default=str))
     assert (s["schema_version"], s["run_id"], s["routing"]) == (1, run.name, "rpf")
-    from scotbed.analysis import api
+    from scotbed.analysis import pipeline
 
     stages = s["environment"]["stages_s"]  # every stage timed once, and they add up to the analysis
     assert list(stages) == [
-        api.SESSION_STAGE,
-        api.PARSE_STAGE,
-        *(n for n, _ in api.SECTIONS),
-        api.TABLES_STAGE,
-        api.RENDER_STAGE,
+        pipeline.SESSION_STAGE,
+        pipeline.PARSE_STAGE,
+        *(n for n, _ in pipeline.SECTIONS),
+        pipeline.TABLES_STAGE,
+        pipeline.RENDER_STAGE,
     ]
     assert abs(sum(stages.values()) - s["environment"]["analysis_s"]) < 1e-6
     assert s["topology"] == {"brokers": 6, "clusters": 1, "regions": 6, "acols": 5, "icols": 0}

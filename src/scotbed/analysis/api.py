@@ -8,34 +8,32 @@ self-contained ``report.html`` at the run directory's top.
 The summary is assembled from the section registry
 (:data:`scotbed.analysis.sections.SECTIONS`); a campaign analyses all its runs
 in one SparkSession (pass ``spark=``, or run inside :func:`scotbed.analysis.session.shared_session`).
+This module imports little, so that Spark's JVM starts at once; the analysis's own code
+(:mod:`scotbed.analysis.pipeline`) and matplotlib are imported while it starts.
 """
 
 from __future__ import annotations
 
 import importlib
-import json
 import math
 import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-from pyspark.sql import SparkSession
-
-from scotbed import contract, java
-from scotbed.analysis import faultwindows, report
-from scotbed.analysis.context import RunData, Settings, is_small
 from scotbed.analysis.rundir import RunDir
-from scotbed.analysis.sections import SECTIONS
-from scotbed.analysis.session import SHORT_JVM_OPTIONS, SMALL_RUN_CONF, get_session, is_shared
-from scotbed.analysis.summary import SCHEMA_VERSION, Section, Summary
+from scotbed.analysis.session import LONG_JVM, SHORT_JVM, SMALL_RUN_CONF, Jvm, get_session, is_shared
+from scotbed.analysis.size import is_small
+from scotbed.analysis.summary import SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 __all__ = ["SCHEMA_VERSION", "analyze"]
-PLOTTER_MODULE = "scotbed.analysis.run_plots"
+PIPELINE_MODULE = "scotbed.analysis.pipeline"
+PLOTTER_MODULE = "scotbed.analysis.run_plots"  # matplotlib: 0.4 s
 FIRST_N = 10
 BYTES_PER_SHUFFLE_PARTITION = 64 << 20
 
@@ -48,6 +46,7 @@ def analyze(
     settle_ms: float | None = None,
     engine: str | None = None,
     first_n: int = FIRST_N,
+    jvm: Jvm | None = None,
 ) -> dict[str, Any]:
     """Analyse one run; returns the summary (also written to ``analysis/summary.json``).
 
@@ -56,25 +55,30 @@ def analyze(
     engine of the oracle (default ``counting``, else ``naive``: every engine gives the same match
     sets, so this is a speed choice) for the publications whose values numpy cannot compare exactly;
     the rest are matched as columns (:mod:`scotbed.matching.columnar`, the same semantics, tested).
-    A session this call starts is stopped at the end; a given, shared or already active one is kept.
+    A session this call starts (its JVM ``jvm``, by default :func:`jvm_for` the run's) is stopped at the
+    end; a given, shared or already active one is kept.
     """
+    from pyspark.sql import SparkSession
+
     t0 = time.monotonic()
     run = RunDir.open(run_dir)
-    # matplotlib (0.4 s) is imported while the JVM starts; _analyze's own import waits for it
-    threading.Thread(target=importlib.import_module, args=(PLOTTER_MODULE,), daemon=True).start()
+    for module in (PIPELINE_MODULE, PLOTTER_MODULE):  # while the JVM starts; an import of either waits
+        threading.Thread(target=importlib.import_module, args=(module,), daemon=True).start()
     own = spark is None and SparkSession.getActiveSession() is None and not is_shared()
-    session = spark or get_session(spark_master, java_options=java_options_for(run))
+    session = spark or get_session(spark_master, jvm=jvm or jvm_for(run))
     try:
+        from scotbed.analysis import pipeline
+
         with _sql_conf(session, _conf_for(session, run)):
-            return _analyze(session, run, Settings(settle_ms, engine, first_n), t0)
+            return pipeline.analyze(session, run, pipeline.Settings(settle_ms, engine, first_n), t0)
     finally:
         if own:
             session.stop()
 
 
-def java_options_for(run: RunDir) -> tuple[str, ...]:
-    """The options of a JVM started for this run's analysis: a short-lived one's for a small run."""
-    return SHORT_JVM_OPTIONS if is_small(run) else ()
+def jvm_for(run: RunDir) -> Jvm:
+    """The JVM started for this run's analysis: a short-lived one for a small run."""
+    return SHORT_JVM if is_small(run) else LONG_JVM
 
 
 def _conf_for(spark: SparkSession, run: RunDir) -> dict[str, str]:
@@ -100,108 +104,3 @@ def _sql_conf(spark: SparkSession, conf: dict[str, str]) -> Iterator[None]:
                 spark.conf.unset(key)
             else:
                 spark.conf.set(key, old)
-
-
-# Sections computed at once, in the registry's order: a small run's Spark jobs are mostly fixed costs
-# (planning, scheduling, calls into the JVM), so a second job overlaps the first's. On `make demo`'s run
-# (cold, 3 alternating runs each) 1 thread took 13.7-14.8 s, 2 threads 11.7-12.8 s, 3 no better.
-# A section's stage is the time from the previous stage's end until its result is in.
-SECTION_THREADS = 2
-# The stages of an analysis that are not summary sections (whose names they must not share): the
-# session's start or join, the parse of the logs, writing the small tables, the plots and the report.
-SESSION_STAGE, PARSE_STAGE, TABLES_STAGE, RENDER_STAGE = "session", "parse", "write_tables", "render"
-
-
-def _analyze(spark: SparkSession, run: RunDir, settings: Settings, started: float) -> dict[str, Any]:
-    """The summary; ``environment.stages_s`` holds every stage from ``started`` on, so they add up to
-    ``analysis_s`` (the session's start included)."""
-    stages: dict[str, float] = {}
-    last = [started]
-
-    def stage(name: str) -> None:
-        assert name not in stages, f"stage {name} timed twice"
-        now = time.monotonic()
-        stages[name] = round(now - last[0], 3)
-        last[0] = now
-
-    stage(SESSION_STAGE)
-    run.plots_dir.mkdir(parents=True, exist_ok=True)
-    data = RunData(spark, run, settings)
-    plotter = importlib.import_module(PLOTTER_MODULE).Plotter(data)
-    try:
-        data.line_counts  # noqa: B018 - parse the logs once, before any section reads them
-        stage(PARSE_STAGE)
-        sections: dict[str, Section] = {}
-        with ThreadPoolExecutor(SECTION_THREADS, thread_name_prefix="scotbed-section") as pool:
-            running = [(name, pool.submit(section, data)) for name, section in SECTIONS]
-            try:
-                for name, result in running:
-                    sections[name] = result.result()
-                    stage(name)
-                    plotter.done(sections)
-            except BaseException:
-                pool.shutdown(wait=True, cancel_futures=True)
-                raise
-        for name, df in data.tables.items():
-            df.to_parquet(run.analysis_dir / f"{name}.parquet", index=False)
-        stage(TABLES_STAGE)
-        made = plotter.made()
-    except BaseException:
-        plotter.cancel()
-        raise
-    finally:
-        data.close()
-    summary = Summary(run.run_id, run.routing, run.topology_counts(), sections)
-    doc = _write(run, summary, spark, stages)
-    _report(run, doc, data, made)
-    stage(RENDER_STAGE)
-    return _write(run, summary, spark, stages)  # again, with the render's time
-
-
-def _write(run: RunDir, summary: Summary, spark: SparkSession, stages: dict[str, float]) -> dict[str, Any]:
-    """``summary.json`` with the environment (the analysis's time is the sum of its stages) and the
-    losses attributed to declared fault windows: the one verdict of summary.json and the report."""
-    elapsed = sum(stages.values())
-    n_events = int(summary.sections["events"].to_json()["total"])
-    summary.environment = {
-        "spark_version": spark.version,
-        "spark_master": spark.sparkContext.master,
-        "java": java.describe(),
-        "analysis_s": round(elapsed, 3),
-        "events_per_s": round(n_events / elapsed, 1) if elapsed > 0 else None,
-        "stages_s": dict(stages),
-    }
-    doc = summary.to_json()
-    faultwindows.attribute(doc, run.path)
-    (run.path / contract.SUMMARY).write_text(json.dumps(doc, indent=2, default=str))
-    return doc
-
-
-def _report(run: RunDir, summary: dict[str, Any], data: RunData, made: dict[str, Path]) -> None:
-    t, v = data.tables, data.plot_data["loop_lag"][1]
-    traffic = {}
-    if "relay" in t:
-        traffic["Traffic overhead per broker"] = t["relay"].merge(
-            t["false_positive_traffic"], on="node", how="outer"
-        )
-    pruning_tables = {}
-    if "released_subscriptions" in t:
-        pruning_tables["Released subscription messages per broker (from the first unsubscription)"] = t[
-            "released_subscriptions"
-        ]
-    report.render_run(
-        run.path / contract.REPORT,
-        summary,
-        run.spec_text,
-        made,
-        {
-            "Per-broker load": t["load"],
-            "Matching and notification IMs per broker": t["matching"],
-            **data.plot_data.get("script_tables", {}),
-            "Hops per delivery": t["hops"],
-            "Routing-table size per broker": t["table_sizes"],
-            **({"Brokers whose loop lagged": pd.DataFrame(v.brokers)} if v.brokers else {}),
-            **traffic,
-            **pruning_tables,
-        },
-    )

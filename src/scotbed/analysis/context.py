@@ -33,6 +33,7 @@ from scotbed.analysis.pub_arrow import COLUMNS_DDL, Publications
 from scotbed.analysis.pub_arrow import read_publications as arrow_publications
 from scotbed.analysis.rundir import RunDir
 from scotbed.analysis.series import bins, sample_series
+from scotbed.analysis.size import is_small
 from scotbed.analysis.store import Store, store_events
 
 # Runs with less event text than this keep their parsed events in Spark's memory cache, not in Parquet
@@ -52,21 +53,12 @@ HOPS_COUNTED = 32
 # against 64.2-71.6 s, 2nd 44.5-47.9 s against 48.4-58.8 s). For the matches see
 # :func:`scotbed.analysis.metrics.matching_delays`.
 COLLECTED_EVENTS = 20_000_000
-# Runs with less event text than this (a demo writes about 5 MB) are small: a section may collect its
-# per-delivery or per-subscription rows to pandas once and compute there, since on a cold JVM every
-# further Spark query costs its code generation and JIT (about 0.5 s each) while the rows cost little.
-# The golden test checks both paths give the same summary.
-SMALL_RUN_BYTES = 64 << 20
 # Runs whose publication workload has less text than this match it in the driver (collected as Arrow),
 # not in Python workers: at 0.86M events (8.6 MB, 55k publications) the expected pairs cost 0.34-0.59 s
 # there against 2.0 s on a cold session's workers; at 8.5M events (86 MB, 550k publications) the driver's
 # pairs, a large local relation, cost 2.5-2.9 s and the check after them 4.3-5.2 s, against 1.7-2.0 s
 # and 1.6-2.0 s from the workers (warm, with the columnar matching).
 DRIVER_MATCH_BYTES = 16 << 20
-
-
-def is_small(run: RunDir) -> bool:
-    return run.event_text_bytes() < SMALL_RUN_BYTES
 
 
 T = TypeVar("T")
@@ -160,7 +152,8 @@ class RunData:
 
     @shared_input
     def small(self) -> bool:
-        """Below :data:`SMALL_RUN_BYTES` of event text: sections may compute from collected rows."""
+        """Below :data:`~scotbed.analysis.size.SMALL_RUN_BYTES` of event text: sections may compute from
+        collected rows."""
         return is_small(self.run)
 
     @property

@@ -10,11 +10,11 @@ also linked, and the method profiles of a training run, so the JIT compiles the 
 analysis sooner. Its training analyses, with the JIT's defaults, a small run and one of
 :data:`TRAINING_PUBLICATIONS` publications on the large-run path. At 1M events a first analysis took
 19.3-20.2 s against 22.6-22.9 s on JDK 17 with its CDS archive (21.7-22.2 s on JDK 25 without a
-cache), a further one 10.5-12.3 s against 13.3-14.6 s. A small run gains nothing: its JVM compiles
-with C1 only, which uses no profiles.
+cache), a further one 10.5-12.3 s against 13.3-14.6 s. A small run's JVM asks for a JDK 17
+(:data:`~scotbed.analysis.session.SHORT_JVM`), so where both are installed each has its archive.
 
-``make setup`` builds it (``python -m scotbed.analysis.jvm_archive --ensure``). Its file name
-fingerprints the JDK and the Spark install, so a new JDK or Spark gets a new archive. A JVM whose
+``make setup`` builds them (``python -m scotbed.analysis.jvm_archive --ensure``). A file name
+fingerprints its JDK and the Spark install, so a new JDK or Spark gets a new archive. A JVM whose
 archive is missing or unusable runs without it (``-Xshare:auto``, the default): slower, never wrong.
 """
 
@@ -38,63 +38,67 @@ AOT_MAJOR = 25  # the first JDK with both the one-step AOT cache (JEP 514) and m
 TRAINING_PUBLICATIONS = 48_000  # of the AOT training's large run: about 0.73M events, 73 MB of text
 
 
-def archive_path() -> Path | None:
-    """Where this JDK's and this Spark's archive lives (``.aot``: an AOT cache, ``.jsa``: a CDS
-    archive); None without a JDK."""
+def archive_path(home: Path) -> Path:
+    """Where the archive of the JDK at ``home`` and of this Spark lives (``.aot``: an AOT cache,
+    ``.jsa``: a CDS archive)."""
     import pyspark
 
-    found = java.java_home()
-    if found is None:
-        return None
-    binary = Path(os.path.realpath(found[0] / "bin" / "java"))
+    binary = Path(os.path.realpath(home / "bin" / "java"))
     spark_jars = Path(pyspark.__file__).parent / "jars"
     key = f"{binary}:{binary.stat().st_mtime_ns}:{pyspark.__version__}:{spark_jars.stat().st_mtime_ns}"
-    suffix = "aot" if (java.major(str(binary)) or 0) >= AOT_MAJOR else "jsa"
+    suffix = "aot" if _is_aot(home) else "jsa"
     return (
         ARCHIVE_DIR / f"spark-{pyspark.__version__}-{hashlib.sha256(key.encode()).hexdigest()[:12]}.{suffix}"
     )
 
 
-def java_options() -> tuple[str, ...]:
-    """The JVM option that maps the archive, when it exists."""
-    path = archive_path()
-    if path is None or not path.exists():
+def _is_aot(home: Path) -> bool:
+    return (java.major(str(home / "bin" / "java")) or 0) >= AOT_MAJOR
+
+
+def java_options(home: Path) -> tuple[str, ...]:
+    """The JVM option that maps the archive of the JDK at ``home``, when it exists."""
+    path = archive_path(home)
+    if not path.exists():
         return ()
     return (f"-XX:AOTCache={path}",) if path.suffix == ".aot" else (f"-XX:SharedArchiveFile={path}",)
 
 
-def build(dest: Path) -> Path:
-    """Dump the archive of the training analyses (:func:`_training_runs`) to ``dest`` (atomically)."""
+def build(dest: Path, home: Path) -> Path:
+    """Dump the archive of the JDK at ``home`` after its training analyses (:func:`_training_runs`) to
+    ``dest`` (atomically). A CDS archive's training JVM is a small run's (C1 only), an AOT cache's keeps
+    the JIT's defaults, whose profiles it records."""
     from scotbed.analysis import session as spark_session
     from scotbed.analysis.api import analyze
 
     dest.parent.mkdir(parents=True, exist_ok=True)
     partial = dest.with_name(f"{dest.name}.{os.getpid()}.partial")
-    aot = dest.suffix == ".aot"
+    aot = _is_aot(home)
     if aot:  # -Xlog: the cache skips the classes of signed jars, with a warning for each
         options: tuple[str, ...] = (f"-XX:AOTCacheOutput={partial}", "-Xlog:aot=off,cds=off")
     else:
-        options = (*spark_session.SHORT_JVM_OPTIONS, f"-XX:ArchiveClassesAtExit={partial}", "-Xlog:cds=error")
+        options = (*spark_session.SHORT_JVM.options, f"-XX:ArchiveClassesAtExit={partial}", "-Xlog:cds=error")
+    jvm = spark_session.Jvm(java.major(str(home / "bin" / "java")) or java.MIN_MAJOR, options)
     with tempfile.TemporaryDirectory(prefix="scotbed-jvm-archive-") as tmp:
         runs = _training_runs(Path(tmp), large=aot)
-        spark = spark_session.get_session(java_options=options, archive=False)
+        spark = spark_session.get_session(jvm=jvm, archive=False)
         gateway = spark.sparkContext._gateway
         assert gateway is not None, "a local session has a gateway"
-        jvm = gateway.proc
+        process = gateway.proc
         for run in runs:
             analyze(run, spark=spark)
         spark.stop()
-        jvm.stdin.close()  # Spark's gateway exits on EOF; the JVM dumps the archive as it exits
-        jvm.wait(timeout=DUMP_TIMEOUT_S)
+        process.stdin.close()  # Spark's gateway exits on EOF; the JVM dumps the archive as it exits
+        process.wait(timeout=DUMP_TIMEOUT_S)
     if not partial.exists():
-        raise RuntimeError(f"the JVM exited ({jvm.returncode}) without writing its class archive {partial}")
+        raise RuntimeError(f"the JVM exited ({process.returncode}) without writing its archive {partial}")
     os.replace(partial, dest)
     return dest
 
 
 def _training_runs(tmp: Path, large: bool) -> list[Path]:
     """A small synthesised run and, with ``large``, one on the large-run path (beyond
-    :data:`~scotbed.analysis.context.SMALL_RUN_BYTES`)."""
+    :data:`~scotbed.analysis.size.SMALL_RUN_BYTES`)."""
     from scotbed.testing.synth import SCALE, SynthSpec, synthesise
 
     specs = [SynthSpec(burst_publications=50, unsubscribe_fraction=0.2, loop_lag_ms=1.0)]
@@ -114,26 +118,35 @@ def _training_runs(tmp: Path, large: bool) -> list[Path]:
     return runs
 
 
-def ensure() -> Path:
-    """The archive, built when missing."""
-    path = archive_path()
-    if path is None:
-        raise RuntimeError("no Java 17+ for Spark: run `python -m scotbed.java --ensure` first")
-    if path.exists():
-        return path
+def homes() -> list[Path]:
+    """The JDKs the analysis's JVMs run on (:data:`~scotbed.analysis.session.SHORT_JVM`'s and
+    :data:`~scotbed.analysis.session.LONG_JVM`'s: one, or two where both releases are installed)."""
+    from scotbed.analysis.session import LONG_JVM, SHORT_JVM
+
+    return list(dict.fromkeys(java.require(jvm.release) for jvm in (SHORT_JVM, LONG_JVM)))
+
+
+def ensure() -> list[Path]:
+    """The archive of every JDK in :func:`homes`, each built when missing; others' archives removed."""
+    wanted = {home: archive_path(home) for home in homes()}
     for stale in [*ARCHIVE_DIR.glob("spark-*.jsa*"), *ARCHIVE_DIR.glob("spark-*.aot*")]:
-        stale.unlink()
-    started = time.monotonic()
-    build(path)
-    print(f"Spark class archive: {path} ({time.monotonic() - started:.0f} s to build)", file=sys.stderr)
-    return path
+        if stale not in wanted.values():
+            stale.unlink()
+    for home, path in wanted.items():
+        if not path.exists():
+            started = time.monotonic()
+            build(path, home)
+            took = time.monotonic() - started
+            print(f"Spark class archive: {path} ({took:.0f} s to build)", file=sys.stderr)
+    return list(wanted.values())
 
 
 def main(argv: list[str]) -> int:
     if "--ensure" not in argv:
         print("usage: python -m scotbed.analysis.jvm_archive --ensure", file=sys.stderr)
         return 2
-    print(f"Spark class archive: {ensure()}")
+    for path in ensure():
+        print(f"Spark class archive: {path}")
     return 0
 
 

@@ -24,6 +24,7 @@ import warnings
 import zipfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -44,12 +45,29 @@ JVM_STOP_S = 5.0  # what a JVM gets to exit on SIGTERM at our exit before it is 
 # runs each shuffle stage as a job of its own, which costs more than it saves on the analysis's
 # many small queries.
 LOCAL_CONF = {"spark.sql.adaptive.enabled": "false"}
-# A local JVM that lives for one small analysis (seconds of work, about a thousand distinct generated
-# classes) never repays the optimising JIT's compile time: C1 only. On `make demo`'s run (29.6k events,
-# cold JVM, 3 runs each) it cut the CPU from 45.0 to 28.7 s and the wall time from 28.2 to 24.6 s; the
-# serial collector gave no measurable gain. A large analysis keeps the JVM's defaults: its hot loops
-# need C2. Every local JVM also maps the class archive (:mod:`scotbed.analysis.jvm_archive`).
-SHORT_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1",)
+
+
+@dataclass(frozen=True)
+class Jvm:
+    """A local analysis JVM: the JDK feature release it asks for (:func:`scotbed.java.java_home`; a
+    JAVA_HOME the user set decides) and its options. Every local JVM also maps its JDK's class archive
+    (:mod:`scotbed.analysis.jvm_archive`)."""
+
+    release: int
+    options: tuple[str, ...] = ()
+
+
+# A JVM that lives for one small analysis (seconds of work, about a thousand distinct generated classes)
+# never repays the optimising JIT's compile time: C1 only. On `make demo`'s run (29.6k events, cold JVM,
+# 3 runs each) it cut the CPU from 45.0 to 28.7 s and the wall time from 28.2 to 24.6 s; the serial
+# collector gave no measurable gain. It asks for a JDK 17: a small run parsed 0.3-0.8 s slower on JDK 25,
+# with an AOT cache or a CDS archive alike (the demo's run, cold, five runs each: 10.2-13.3 s on JDK 17
+# against 11.7-14.2 s on JDK 25).
+SHORT_JVM = Jvm(17, ("-XX:TieredStopAtLevel=1",))
+# A large analysis (and a campaign's shared session) keeps the JIT's defaults: its hot loops need C2. It
+# asks for a JDK 25, whose AOT cache holds a training run's method profiles (1M events: a first analysis
+# 19.3-20.2 s against 22.6-22.9 s on JDK 17 with its CDS archive).
+LONG_JVM = Jvm(java.PREFERRED_MAJOR)
 # A small run's queries are interpreted, not compiled: on a few thousand rows per query, generating and
 # compiling Java for every plan (whole-stage code generation, then each expression's own class) costs
 # more than it saves. On `make demo`'s run (cold JVM) it cut the analysis from 14.8 to 12.6 s.
@@ -79,11 +97,12 @@ def get_session(
     master: str | None = None,
     app_name: str = "scotbed-analyze",
     shuffle_partitions: int = SHUFFLE_PARTITIONS_LOCAL,
+    jvm: Jvm = LONG_JVM,
     java_options: Sequence[str] = (),
     archive: bool = True,
 ) -> SparkSession:
-    """The session; ``java_options`` are the local JVM's (e.g. :data:`SHORT_JVM_OPTIONS`), to which
-    ``archive`` adds the class archive's (:mod:`scotbed.analysis.jvm_archive`) when it exists."""
+    """The session; a JVM it starts runs ``jvm``'s JDK with ``jvm``'s options, ``java_options`` and,
+    with ``archive``, the options that map that JDK's class archive when it exists."""
     from pyspark.sql import SparkSession
 
     warnings.filterwarnings(
@@ -92,8 +111,8 @@ def get_session(
     active = SparkSession.getActiveSession()
     if active is not None and master is None:
         return active
-    if not _under_spark_submit():
-        java.configure_environment()
+    home = None if _under_spark_submit() else java.require(jvm.release)
+    if home is not None:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = (
@@ -117,13 +136,14 @@ def get_session(
         )
         for key, value in LOCAL_CONF.items():
             builder = builder.config(key, value)
-        options = [*java_options, *(jvm_archive.java_options() if archive else ())]
+        options = [*jvm.options, *java_options, *(jvm_archive.java_options(home) if archive and home else ())]
         if options:
             builder = builder.config("spark.driver.extraJavaOptions", " ".join(options))
     if not _under_spark_submit() and not _reaper:  # before the start: a signal may cut it short
         _reaper.append(True)
         atexit.register(_reap_jvm)
-    spark = _start(builder)
+    with java.launching_with(home) if home is not None else contextlib.nullcontext():
+        spark = _start(builder)
     spark.sparkContext.setLogLevel("ERROR")
     if not is_local:
         spark.sparkContext.addPyFile(str(package_zip(Path(tempfile.mkdtemp(prefix="scotbed-pyfiles-")))))
