@@ -64,9 +64,9 @@ class Jvm:
 # with an AOT cache or a CDS archive alike (the demo's run, cold, five runs each: 10.2-13.3 s on JDK 17
 # against 11.7-14.2 s on JDK 25).
 SHORT_JVM = Jvm(17, ("-XX:TieredStopAtLevel=1",))
-# A large analysis (and a campaign's shared session) keeps the JIT's defaults: its hot loops need C2. It
-# asks for a JDK 25, whose AOT cache holds a training run's method profiles (1M events: a first analysis
-# 19.3-20.2 s against 22.6-22.9 s on JDK 17 with its CDS archive).
+# A large analysis keeps the JIT's defaults: its hot loops need C2. It asks for a JDK 25, whose AOT cache
+# holds a training run's method profiles (1M events: a first analysis 19.3-20.2 s against 22.6-22.9 s on
+# JDK 17 with its CDS archive). A campaign's shared session starts with its first run's JVM.
 LONG_JVM = Jvm(java.PREFERRED_MAJOR)
 # A small run's queries are interpreted, not compiled: on a few thousand rows per query, generating and
 # compiling Java for every plan (whole-stage code generation, then each expression's own class) costs
