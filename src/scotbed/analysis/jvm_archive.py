@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -67,7 +68,8 @@ def java_options(home: Path) -> tuple[str, ...]:
 def build(dest: Path, home: Path) -> Path:
     """Dump the archive of the JDK at ``home`` after its training analyses (:func:`_training_runs`) to
     ``dest`` (atomically). A CDS archive's training JVM is a small run's (C1 only), an AOT cache's keeps
-    the JIT's defaults, whose profiles it records."""
+    the JIT's defaults, whose profiles it records. The JVM exits for the dump, and PySpark launches one
+    gateway per process: no Spark session can start in this process after it."""
     from scotbed.analysis import session as spark_session
     from scotbed.analysis.api import analyze
 
@@ -133,17 +135,22 @@ def ensure() -> list[Path]:
         if stale not in wanted.values():
             stale.unlink()
     for home, path in wanted.items():
-        if not path.exists():
+        if not path.exists():  # each in a process of its own: PySpark starts one gateway per process
             started = time.monotonic()
-            build(path, home)
+            subprocess.run([sys.executable, "-m", __spec__.name, "--build", str(home), str(path)], check=True)
             took = time.monotonic() - started
             print(f"Spark class archive: {path} ({took:.0f} s to build)", file=sys.stderr)
     return list(wanted.values())
 
 
 def main(argv: list[str]) -> int:
-    if "--ensure" not in argv:
-        print("usage: python -m scotbed.analysis.jvm_archive --ensure", file=sys.stderr)
+    if argv[:1] == ["--build"] and len(argv) == 3:
+        build(Path(argv[2]), Path(argv[1]))
+        return 0
+    if argv != ["--ensure"]:
+        print(
+            "usage: python -m scotbed.analysis.jvm_archive --ensure | --build JAVA_HOME DEST", file=sys.stderr
+        )
         return 2
     for path in ensure():
         print(f"Spark class archive: {path}")
