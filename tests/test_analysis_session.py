@@ -49,6 +49,16 @@ def test_a_small_run_starts_a_short_lived_jvm_and_a_large_one_the_defaults(
     assert LONG_JVM.options == ()
 
 
+def test_the_api_imports_none_of_the_analysis_s_heavy_modules_so_the_jvm_starts_first() -> None:
+    """analyze() imports pandas, pyarrow, pyspark's SQL and the sections while the JVM starts; an import
+    of any of them by the API itself would put it back before the start."""
+    heavy = ("pandas", "pyarrow", "pyspark", "matplotlib", "scotbed.analysis.pipeline")
+    script = f"import sys, scotbed.analysis.api\nprint([m for m in {heavy!r} if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]"
+
+
 @pytest.mark.parametrize("jvm", ["SHORT_JVM", "LONG_JVM"])
 def test_each_analysis_jvm_maps_spark_classes_from_the_archive_make_setup_built(
     jvm: str, tmp_path: Path

@@ -84,8 +84,8 @@ def _installed() -> list[tuple[Path, str, int]]:
     return list(found.values())
 
 
-def describe(preferred_major: int = PREFERRED_MAJOR) -> str:
-    found = java_home(preferred_major)
+def describe() -> str:
+    found = java_home()
     if found is None:
         return "none"
     home, source = found
