@@ -4,6 +4,7 @@ where one is installed (a JDK 25 for a large analysis, a JDK 17 for a small one)
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -90,3 +91,24 @@ def test_java_home_is_set_for_a_launch_only(jdks: Path, monkeypatch: pytest.Monk
     with java.launching_with(chosen):
         assert os.environ["JAVA_HOME"] == str(chosen)
     assert os.environ["JAVA_HOME"] == str(mine)
+
+
+def test_a_jdks_release_file_names_its_feature_release_without_running_it(jdks: Path) -> None:
+    home = _jdk(jdks, "temurin-25", "17.0.15")  # its java would say 17: the release file is read first
+    (home / "release").write_text('IMPLEMENTOR="Eclipse Adoptium"\nJAVA_VERSION="25.0.1"\n')
+    assert java.major(str(home / "bin" / "java")) == 25
+    legacy = _jdk(jdks, "legacy", "17.0.15")
+    (legacy / "release").write_text('JAVA_VERSION="1.8.0_392"\n')
+    assert java.major(str(legacy / "bin" / "java")) == 8
+    unnamed = _jdk(jdks, "unnamed", "21.0.2")
+    (unnamed / "release").write_text('IMPLEMENTOR="nobody"\n')
+    assert java.major(str(unnamed / "bin" / "java")) == 21  # asked of java -version
+
+
+def test_the_release_file_and_java_version_agree_on_every_jdk_installed_here() -> None:
+    homes = [home for home, _, _ in java._installed() if (home / "release").exists()]
+    assert homes, "no JDK with a release file on this machine (make setup installs one)"
+    for home in homes:
+        said = subprocess.run([home / "bin" / "java", "-version"], capture_output=True, text=True).stderr
+        java.major.cache_clear()
+        assert java.major(str(home / "bin" / "java")) == java._feature(r'version "', said), home

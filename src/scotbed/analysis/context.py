@@ -59,6 +59,9 @@ COLLECTED_EVENTS = 20_000_000
 # pairs, a large local relation, cost 2.5-2.9 s and the check after them 4.3-5.2 s, against 1.7-2.0 s
 # and 1.6-2.0 s from the workers (warm, with the columnar matching).
 DRIVER_MATCH_BYTES = 16 << 20
+# The one part file of a table a small run's driver writes (:meth:`RunData.written`), named as Spark
+# names its parts so that a table's directory reads alike whoever wrote it.
+SMALL_RUN_PART = "part-00000-driver.snappy.parquet"
 
 
 T = TypeVar("T")
@@ -164,6 +167,22 @@ class RunData:
     def driver_dir(self) -> Path:
         """Where tables the driver made are written for Spark to read (for this analysis only)."""
         return self.run.analysis_dir / ".driver.parquet"
+
+    def written(self, df: DataFrame, name: str) -> DataFrame:
+        """``df`` written to ``analysis/<name>.parquet`` (a directory of part files); returns what later
+        queries read. A large run's is written by Spark and read back. A small run's rows are collected
+        as Arrow and written by the driver as one part file, and later queries read ``df`` itself: on a
+        cold JVM, Spark's first Parquet write loads its writer (0.9-1.6 s on `make demo`'s run) and a
+        new Parquet scan costs more than ``df``'s cached rows."""
+        path = self.run.analysis_dir / f"{name}.parquet"
+        if not self.small:
+            df.write.mode("overwrite").parquet(str(path))
+            return self.spark.read.schema(df.schema).parquet(str(path))
+        table = df.toArrow()
+        shutil.rmtree(path, ignore_errors=True)
+        path.mkdir(parents=True)
+        pq.write_table(table, path / SMALL_RUN_PART)
+        return df
 
     def from_driver(self, table: pa.Table, name: str, ddl: str) -> DataFrame:
         """A table the driver made (whose schema is ``ddl``'s) as Spark's: a large run's written as
@@ -303,11 +322,7 @@ class RunData:
         (8.5M events: write 2.9-3.1 s, read 0.23 s; cache and write 3.35 s, read 0.18 s). A small run's
         stay in the cache the write fills: on a cold JVM a new Parquet scan costs more."""
         deliv = M.deliveries(self.events, self.pub_times)
-        path = str(self.run.analysis_dir / "deliveries.parquet")
-        if self.small:
-            deliv = self.keep(deliv)
-        deliv.write.mode("overwrite").parquet(path)
-        return deliv if self.small else self.spark.read.schema(deliv.schema).parquet(path)
+        return self.written(self.keep(deliv) if self.small else deliv, "deliveries")
 
     @shared_input
     def collected_receives(self) -> pa.Table | None:

@@ -41,9 +41,15 @@ from scotbed import contract
 from scotbed.analysis.summary import Links
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from pyspark.sql import DataFrame
 
     from scotbed.analysis.rundir import RunDir
+
+    #: writes a table under ``analysis/`` by name and returns what later queries read
+    #: (:meth:`scotbed.analysis.context.RunData.written`)
+    TableWriter = Callable[[DataFrame, str], DataFrame]
 
 #: the event of each message kind (the sender's ``*_out``)
 KINDS = {contract.NOTIF_OUT: "notif", contract.SUB_OUT: "sub", contract.UNSUB_OUT: "unsub"}
@@ -171,14 +177,14 @@ def summarise(
 
 
 def analyse(
-    events: DataFrame, pub_times: DataFrame, run: RunDir, sent: Mapping[str, int]
+    events: DataFrame, pub_times: DataFrame, run: RunDir, sent: Mapping[str, int], write: TableWriter
 ) -> tuple[Links, dict[str, pd.DataFrame]]:
-    """Write the two link tables under ``analysis/``; return the summary block and, for a scripted
-    run, the report tables. ``pub_times`` has one row per published notification (``pub_id``);
-    ``sent`` counts the messages of each ``*_out`` event to another broker (the per-broker facts')."""
+    """Write the two link tables under ``analysis/`` with ``write``; return the summary block and, for
+    a scripted run, the report tables. ``pub_times`` has one row per published notification
+    (``pub_id``); ``sent`` counts the messages of each ``*_out`` event to another broker (the per-broker
+    facts'). The copies per publication are counted from what ``write`` returns for their table."""
     from pyspark.sql import functions as F
 
-    out = run.analysis_dir
     from scotbed.analysis.metrics import of, to_broker
 
     msgs = of(events, *KINDS).where(to_broker())
@@ -190,12 +196,8 @@ def analyse(
         "sub_id", F.when(F.col("ev") == contract.SUB_OUT, "sub").otherwise("unsub").alias("kind"),
         F.col("node").alias("from"), F.col("link").alias("to"), "ts_ns",
     )  # fmt: skip
-    notif_path = str(out / "link_notifications.parquet")
-    notif.write.mode("overwrite").parquet(notif_path)
-    subs.write.mode("overwrite").parquet(str(out / "link_subscriptions.parquet"))
-
-    # the copies read back from their table (one narrow column), not picked out of all the events again
-    copies = events.sparkSession.read.schema(notif.schema).parquet(notif_path)
+    copies = write(notif, "link_notifications")
+    write(subs, "link_subscriptions")
     per_pub = (
         pub_times.select("pub_id")
         .join(copies.groupBy("pub_id").agg(F.count("*").alias("links")), "pub_id", "left")

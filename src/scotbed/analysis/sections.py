@@ -162,7 +162,7 @@ def traffic_section(d: RunData) -> S.Traffic:
 def links_section(d: RunData) -> S.Links:
     """Per-link accounting; a scripted run's per-line tables go to the report (``plot_data``)."""
     sent = d.node_facts.groupby("ev")["to_broker"].sum()
-    section, script_tables = links.analyse(d.events, d.pub_times, d.run, sent.to_dict())
+    section, script_tables = links.analyse(d.events, d.pub_times, d.run, sent.to_dict(), d.written)
     d.plot_data["script_tables"] = script_tables
     return section
 
