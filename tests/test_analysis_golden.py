@@ -108,6 +108,41 @@ def test_a_workload_arrow_does_not_read_gives_the_golden_summary_too(spark: Any,
     assert got == comparable(json.loads(GOLDEN.read_text()))
 
 
+WRITTEN_TABLES = ("deliveries", "link_notifications", "link_subscriptions")
+
+
+def test_a_small_runs_tables_written_by_the_driver_equal_those_spark_writes(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A small run's per-delivery and link tables are collected as Arrow and written by the driver; a
+    large run's by Spark. Both are directories of part files with the same rows, columns and types."""
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    from scotbed.analysis import context, size
+    from scotbed.analysis.api import analyze
+
+    tables: dict[str, dict[str, pd.DataFrame]] = {}
+    for kind, bound in (("small", 1 << 40), ("large", 0)):
+        monkeypatch.setattr(context, "IN_MEMORY_BYTES", bound)
+        monkeypatch.setattr(size, "SMALL_RUN_BYTES", bound)
+        run = make_run(tmp_path / kind)
+        analyze(run, spark=spark)
+        tables[kind] = {}
+        for name in WRITTEN_TABLES:
+            path = run / "analysis" / f"{name}.parquet"
+            assert path.is_dir(), (kind, name)
+            table = pq.read_table(path)
+            df = table.to_pandas()
+            tables[kind][name] = df.sort_values(list(df.columns)).reset_index(drop=True)
+            tables[kind][f"{name} schema"] = pd.DataFrame(
+                {"name": table.schema.names, "type": [str(t) for t in table.schema.types]}
+            )
+    for name, small in tables["small"].items():
+        assert len(small) > 0, name
+        pd.testing.assert_frame_equal(small, tables["large"][name], obj=name)
+
+
 def test_the_run_size_decides_whether_the_receives_are_collected(
     spark: Any, tmp_path: Path, run_size: str
 ) -> None:
