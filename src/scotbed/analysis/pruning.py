@@ -38,11 +38,13 @@ def core_brokers(broker_ids: Sequence[str]) -> list[str]:
     return core if set(core) <= set(broker_ids) else []
 
 
-def first_unsubscribe_ns(events: DataFrame) -> int | None:
-    """When the burst starts: the first client unsubscription but a mobile monitor's move."""
-    unsubs = of(events, contract.UNSUBSCRIBE).where(~F.col("sub_id").startswith(MONITOR_PREFIX))
-    row = unsubs.agg(F.min("ts_ns")).first()
-    return None if row is None or row[0] is None else int(row[0])
+def first_unsubscribe_ns(sub_table: pd.DataFrame) -> int | None:
+    """When the burst starts: the first client unsubscription but a mobile monitor's move, from the
+    subscription facts every run collects (each sub_id's first ``unsubscribe``; no query of its own)."""
+    ids = sub_table["sub_id"]
+    clients = sub_table[ids.notna() & ~ids.astype(str).str.startswith(MONITOR_PREFIX)]
+    first = clients["unsubscribe_ns"].min()
+    return None if pd.isna(first) else int(first)
 
 
 def released_per_broker(events: DataFrame, since_ns: int) -> pd.DataFrame:

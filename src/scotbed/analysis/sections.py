@@ -185,7 +185,7 @@ def drops_section(d: RunData) -> S.Drops:
 def pruning_section(d: RunData) -> S.Pruning:
     """Selective pruning's burst metrics, on a tiered run that unsubscribed (:mod:`.pruning`)."""
     core = pruning.core_brokers(d.run.broker_ids())
-    since = pruning.first_unsubscribe_ns(d.events) if core else None
+    since = pruning.first_unsubscribe_ns(d.sub_table) if core else None
     if since is None:
         return S.Pruning()
     released = pruning.released_per_broker(d.events, since)
