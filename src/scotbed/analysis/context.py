@@ -320,7 +320,7 @@ class RunData:
         """One row per receive, written to ``deliveries.parquet``. A large run's sections read them back
         from there: cheaper than Spark's memory cache, whose columnar build costs more than the write
         (8.5M events: write 2.9-3.1 s, read 0.23 s; cache and write 3.35 s, read 0.18 s). A small run's
-        stay in the cache the write fills: on a cold JVM a new Parquet scan costs more."""
+        stay in Spark's memory cache, which their collection for the write fills (:meth:`written`)."""
         deliv = M.deliveries(self.events, self.pub_times)
         return self.written(self.keep(deliv) if self.small else deliv, "deliveries")
 
