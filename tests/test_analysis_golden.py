@@ -132,6 +132,7 @@ def test_a_small_runs_tables_written_by_the_driver_equal_those_spark_writes(
         for name in WRITTEN_TABLES:
             path = run / "analysis" / f"{name}.parquet"
             assert path.is_dir(), (kind, name)
+            assert (path / context.SMALL_RUN_PART).exists() == (kind == "small"), (kind, name)  # who wrote it
             table = pq.read_table(path)
             df = table.to_pandas()
             tables[kind][name] = df.sort_values(list(df.columns)).reset_index(drop=True)
