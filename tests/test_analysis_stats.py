@@ -192,6 +192,34 @@ def test_delay_axis_follows_the_data() -> None:
     assert not delay_axis_is_log([])
 
 
+def test_a_plot_is_drawn_once_and_looks_as_tight_layout_draws_it(tmp_path, monkeypatch) -> None:
+    """``plots._save`` draws each figure once (``savefig`` would lay out again an engine left on it)
+    and its PNG has the pixels of a plain ``tight_layout`` and ``savefig``."""
+    import numpy as np
+    from matplotlib.figure import Figure
+    from PIL import Image
+
+    from scotbed.analysis import plots
+
+    def figure() -> Figure:
+        fig, ax = plots.plt.subplots(figsize=(4, 3))
+        ax.plot([0.0, 1.0, 2.0], [3.0, 1.0, 2.0], label="a long label for the legend")
+        ax.set_xlabel("time since the first receive (s)")
+        ax.legend()
+        return fig
+
+    plain = figure()
+    plain.tight_layout()
+    plain.savefig(tmp_path / "plain.png", dpi=plots.DPI)
+    draws: list[Figure] = []
+    draw = Figure.draw
+    monkeypatch.setattr(Figure, "draw", lambda fig, renderer: draws.append(fig) or draw(fig, renderer))
+    plots._save(figure(), tmp_path / "saved.png")
+    assert len(draws) == 1
+    got, want = (np.asarray(Image.open(tmp_path / f"{n}.png")) for n in ("saved", "plain"))
+    assert got.shape == want.shape and (got == want).all()
+
+
 def test_verdict_reads_the_typed_counts() -> None:
     import json
     from pathlib import Path
