@@ -98,10 +98,14 @@ def test_the_committed_scripts_are_the_generators(
 
 
 def test_core_brokers_only_on_a_tiered_overlay() -> None:
-    assert core_brokers([b.id for b in topology.tree(topology.paper_tiered_small()).brokers]) == [
-        "b-a-0", "b-b-0", "b-c-0", "b-d-0", "b-e-0",
-    ]  # fmt: skip
-    assert core_brokers([b.id for b in topology.tree(topology.paper_fig8()).brokers]) == []
+    for factor in (topology.paper_tiered_small(), topology.paper_tiered()):
+        assert core_brokers(topology.tree(factor).to_json()) == [
+            "b-a-0", "b-b-0", "b-c-0", "b-d-0", "b-e-0",
+        ]  # fmt: skip
+    assert core_brokers(topology.tree(topology.paper_fig8()).to_json()) == []
+    demo = topology.Scot(topology.paper_fig2(), 3).to_json()  # the quickstart's SCOT: a path a–f
+    assert {"b-a-0", "b-b-0", "b-c-0", "b-d-0", "b-e-0"} <= {b["id"] for b in demo["brokers"]}
+    assert core_brokers(demo) == []
 
 
 def test_the_block_from_per_broker_tables() -> None:

@@ -20,7 +20,7 @@ The false-positive traffic share is the ``traffic`` section's (one home).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 import pandas as pd
@@ -32,10 +32,13 @@ from scotbed.analysis.metrics import distribution, input_longest, of
 from scotbed.workloads.pruning_burst import MONITOR_PREFIX, PROBE_PREFIX
 
 
-def core_brokers(broker_ids: Sequence[str]) -> list[str]:
-    """The tiered core a–e, in chain order; [] when the run's overlay is not tiered."""
+def core_brokers(topology_doc: Mapping[str, Any]) -> list[str]:
+    """The tiered core a–e, in chain order, from a run's ``topology.json``; [] when its factor is not
+    tiered. Broker ids alone do not tell: the demo's path a–f has brokers b-a-0 … b-e-0 too."""
+    if topology_doc.get("acyclic") not in topology.TIERED_FACTORS:
+        return []
     core = [topology.broker_id(v, 0) for v in topology.TIERED_CORE]
-    return core if set(core) <= set(broker_ids) else []
+    return core if set(core) <= {b["id"] for b in topology_doc.get("brokers", [])} else []
 
 
 def first_unsubscribe_ns(sub_table: pd.DataFrame) -> int | None:

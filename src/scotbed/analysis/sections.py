@@ -184,7 +184,7 @@ def drops_section(d: RunData) -> S.Drops:
 
 def pruning_section(d: RunData) -> S.Pruning:
     """Selective pruning's burst metrics, on a tiered run that unsubscribed (:mod:`.pruning`)."""
-    core = pruning.core_brokers(d.run.broker_ids())
+    core = pruning.core_brokers(d.run.topology)
     since = pruning.first_unsubscribe_ns(d.sub_table) if core else None
     if since is None:
         return S.Pruning()
