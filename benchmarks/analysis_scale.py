@@ -2,14 +2,18 @@
 
     .venv/bin/python benchmarks/analysis_scale.py --events 1000000 10000000 [--master local[*]]
 
-Per size it synthesises contract-format event logs of about N events, then times in the same
-SparkSession: a *raw pass* (read the logs with the event schema, one group-by, collect: the least
+Per size it synthesises contract-format event logs of about N events, then times, in one process and
+SparkSession on the JVM ``scotbed analyze`` starts for that run (each size in a process of its own): a
+*raw pass* (read the logs with the event schema, one group-by, collect: the least
 any analysis must do; it parses only ``ev``, so the same pass over every column is printed too, as
 ``raw_all_columns_s``, but is not the baseline) and the full analysis (the job ``scotbed analyze``
 runs), and prints one JSON line with both times (wall and CPU seconds), their ratios and the
 analysis's events/s. The raw pass runs before and after the analysis and the faster of the two is
-the baseline (so a warm JVM favours the baseline, never the analysis). On a shared machine the CPU
-ratio is the fairer one. The synthesised run is correct by construction, so ``ok`` must be true.
+the baseline (so a warm JVM favours the baseline, never the analysis). The baseline runs on the run's
+JVM too: on the short-lived one (C1 only, up to :data:`~scotbed.analysis.size.SHORT_JVM_BYTES`) Spark's
+JSON parse is about twice as slow, so compare the analysis's seconds across JVMs, not its ratios
+(``java`` says which ran). On a shared machine the CPU ratio is the fairer one. The synthesised run is
+correct by construction, so ``ok`` must be true.
 ``--workdir DIR --keep`` keeps the runs, and a later call with the same DIR reuses them.
 ``--profile`` adds, per analysis, one JSON line of each section's wall and CPU seconds and its Spark jobs
 (``load`` is the parse of the logs, before the first section).
@@ -21,9 +25,8 @@ each further run of a campaign costs, since a campaign analyses all its runs in 
 ``analyze`` with its own session (the JVM's start, the imports beside it, the analysis, the stop), wall
 and CPU, no raw pass before it to warm the JVM.
 ``--java-option OPT`` (repeatable; ``none`` for no option) replaces the options the JVM starts with (by
-default, :data:`~scotbed.analysis.session.LONG_JVM`'s for the sizes and
-:func:`scotbed.analysis.api.jvm_for` the run's for ``--cold``) to try one; the class archive is mapped
-either way. Set JAVA_HOME to try another JDK.
+default those of the JVM :func:`scotbed.analysis.api.jvm_for` picks for the run, as ``scotbed analyze``
+does) to try one; the class archive is mapped either way. Set JAVA_HOME to try another JDK.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ import argparse
 import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import replace
@@ -128,9 +133,6 @@ def main() -> int:
     ap.add_argument("--java-option", action="append", default=None, help="the local JVM's options")
     args = ap.parse_args()
     os.environ.setdefault("SCOTBED_SPARK_DRIVER_MEMORY", args.driver_memory)
-    from scotbed.analysis.api import analyze
-    from scotbed.analysis.session import get_session
-
     options = None if args.java_option is None else [o for o in args.java_option if o != "none"]
     if args.cold:
         if args.conf:
@@ -138,8 +140,54 @@ def main() -> int:
         print(json.dumps(cold(Path(args.cold), args.master, options)))
         return 0
 
+    if len(args.events) > 1:  # a process, so a JVM, per size: PySpark keeps one JVM per process
+        for n in args.events:
+            subprocess.run(
+                [sys.executable, __file__, *_argv_without_events(sys.argv[1:]), "--events", str(n)],
+                check=True,
+            )
+        return 0
     root = Path(args.workdir or tempfile.mkdtemp(prefix="scotbed-bench-"))
-    spark = get_session(args.master, app_name="scotbed-analysis-scale", java_options=options or ())
+    try:
+        run = root / f"bench-{int(args.events[0])}"
+        measure(run, args, options)
+        if not args.keep:
+            shutil.rmtree(run, ignore_errors=True)
+    finally:
+        if not args.keep and args.workdir is None:
+            shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+def _argv_without_events(argv: list[str]) -> list[str]:
+    """``argv`` less ``--events`` and its numbers."""
+    out: list[str] = []
+    in_events = False
+    for arg in argv:
+        if arg == "--events":
+            in_events = True
+            continue
+        if in_events:
+            try:
+                float(arg)
+                continue
+            except ValueError:
+                in_events = False
+        out.append(arg)
+    return out
+
+
+def measure(run: Path, args: argparse.Namespace, options: list[str] | None) -> None:
+    """Synthesise ``run`` (or reuse it), then time the raw passes and ``args.repeat`` analyses of it in one
+    session on the JVM ``scotbed analyze`` starts for it (:func:`~scotbed.analysis.api.jvm_for`)."""
+    from scotbed.analysis.api import analyze, jvm_for
+    from scotbed.analysis.session import get_session
+
+    events, t_synth = prepare(run, int(args.events[0]))
+    jvm = jvm_for(RunDir.open(run))
+    if options is not None:
+        jvm = replace(jvm, options=tuple(options))
+    spark = get_session(args.master, app_name="scotbed-analysis-scale", jvm=jvm)
     for kv in args.conf:
         spark.conf.set(*kv.split("=", 1))
     clock = Clock(spark)
@@ -147,29 +195,31 @@ def main() -> int:
     if args.profile:
         profile_sections(spark, clock, profile)
     try:
-        for n in args.events:
-            run = root / f"bench-{int(n)}"
-            events, t_synth = prepare(run, int(n))
-            files = RunDir.open(run).event_files()
-            _, raw_w1, raw_c1 = clock.time(lambda: raw_pass(spark, files))  # noqa: B023
-            timed = [clock.time(lambda: analyze(run, spark=spark)) for _ in range(args.repeat)]  # noqa: B023
-            _, raw_w2, raw_c2 = clock.time(lambda: raw_pass(spark, files))  # noqa: B023
-            _, all_w, all_c = clock.time(lambda: raw_pass_all_columns(spark, files))  # noqa: B023
-            raw, raw_c = min(raw_w1, raw_w2), min(raw_c1, raw_c2)
-            for k, (summary, t_an, c_an) in enumerate(timed, 1):
-                got = line(k, events, files, t_synth, (raw, raw_c), (t_an, c_an), summary, spark)
-                every = {"raw_all_columns_s": round(all_w, 2), "raw_all_columns_cpu_s": round(all_c, 2)}
-                print(json.dumps({**got, **every, "conf": args.conf}))
-            for k, p in enumerate(profile, 1):
-                print(json.dumps({"analysis": k, "events": events, "profile": p}))
-            profile.clear()
-            if not args.keep:
-                shutil.rmtree(run, ignore_errors=True)
+        files = RunDir.open(run).event_files()
+        _, raw_w1, raw_c1 = clock.time(lambda: raw_pass(spark, files))
+        timed = [clock.time(lambda: analyze(run, spark=spark)) for _ in range(args.repeat)]
+        _, raw_w2, raw_c2 = clock.time(lambda: raw_pass(spark, files))
+        _, all_w, all_c = clock.time(lambda: raw_pass_all_columns(spark, files))
+        raw, raw_c = min(raw_w1, raw_w2), min(raw_c1, raw_c2)
+        for k, (summary, t_an, c_an) in enumerate(timed, 1):
+            got = line(k, events, files, t_synth, (raw, raw_c), (t_an, c_an), summary, spark)
+            every = {"raw_all_columns_s": round(all_w, 2), "raw_all_columns_cpu_s": round(all_c, 2)}
+            print(json.dumps({**got, **every, "java": _java(spark), "conf": args.conf}), flush=True)
+        for k, p in enumerate(profile, 1):
+            print(json.dumps({"analysis": k, "events": events, "profile": p}), flush=True)
     finally:
         spark.stop()
-        if not args.keep and args.workdir is None:
-            shutil.rmtree(root, ignore_errors=True)
-    return 0
+
+
+def _java(spark: Any) -> str:
+    """The JVM's release and its options, as printed."""
+    jvm = spark.sparkContext._jvm
+    args = [
+        a
+        for a in jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()
+        if a.startswith("-XX:TieredStopAtLevel")
+    ]
+    return " ".join([str(jvm.java.lang.System.getProperty("java.version")), *args])
 
 
 def cold(run: Path, master: str | None, java_options: list[str] | None) -> dict[str, Any]:

@@ -31,7 +31,7 @@ def test_a_jvm_that_cannot_start_is_tried_again_then_reported() -> None:
     assert len(retries) == GATEWAY_ATTEMPTS - 1, out.stderr[-2000:]
 
 
-def test_a_small_run_starts_a_short_lived_jvm_and_a_large_one_the_defaults(
+def test_a_small_or_medium_run_starts_a_short_lived_jvm_and_a_large_one_the_defaults(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from scotbed.analysis import size
@@ -44,7 +44,10 @@ def test_a_small_run_starts_a_short_lived_jvm_and_a_large_one_the_defaults(
     synthesise(run, SynthSpec(brokers=1, fanout=2, subscribers=3, symbols=2, publications=5))
     assert jvm_for(RunDir.open(run)) == SHORT_JVM
     assert "-XX:TieredStopAtLevel=1" in SHORT_JVM.options
-    monkeypatch.setattr(size, "SMALL_RUN_BYTES", 0)
+    assert size.SMALL_RUN_BYTES < size.SHORT_JVM_BYTES
+    monkeypatch.setattr(size, "SMALL_RUN_BYTES", 0)  # a medium run: large-run path, short JVM
+    assert not size.is_small(RunDir.open(run)) and jvm_for(RunDir.open(run)) == SHORT_JVM
+    monkeypatch.setattr(size, "SHORT_JVM_BYTES", 0)
     assert jvm_for(RunDir.open(run)) == LONG_JVM
     assert LONG_JVM.options == ()
 

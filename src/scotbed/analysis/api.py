@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from scotbed.analysis.rundir import RunDir
 from scotbed.analysis.session import LONG_JVM, SHORT_JVM, SMALL_RUN_CONF, Jvm, get_session, is_shared
-from scotbed.analysis.size import is_small
+from scotbed.analysis.size import is_small, wants_short_jvm
 from scotbed.analysis.summary import SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -77,8 +77,9 @@ def analyze(
 
 
 def jvm_for(run: RunDir) -> Jvm:
-    """The JVM started for this run's analysis: a short-lived one for a small run."""
-    return SHORT_JVM if is_small(run) else LONG_JVM
+    """The JVM started for this run's analysis: a short-lived one up to
+    :data:`~scotbed.analysis.size.SHORT_JVM_BYTES` of event text."""
+    return SHORT_JVM if wants_short_jvm(run) else LONG_JVM
 
 
 def _conf_for(spark: SparkSession, run: RunDir) -> dict[str, str]:

@@ -57,14 +57,14 @@ class Jvm:
     options: tuple[str, ...] = ()
 
 
-# A JVM that lives for one small analysis (seconds of work, about a thousand distinct generated classes)
-# never repays the optimising JIT's compile time: C1 only. On `make demo`'s run (29.6k events, cold JVM,
-# 3 runs each) it cut the CPU from 45.0 to 28.7 s and the wall time from 28.2 to 24.6 s; the serial
-# collector gave no measurable gain. It asks for a JDK 17: a small run parsed 0.3-0.8 s slower on JDK 25,
-# with an AOT cache or a CDS archive alike (the demo's run, cold, five runs each: 10.2-13.3 s on JDK 17
-# against 11.7-14.2 s on JDK 25).
+# A JVM that lives for one small or medium analysis (up to size.SHORT_JVM_BYTES of event text: seconds of
+# work, about a thousand distinct generated classes) never repays the optimising JIT's compile time: C1 only.
+# On `make demo`'s run (29.6k events, cold JVM, 3 runs each) it cut the CPU from 45.0 to 28.7 s and the wall
+# time from 28.2 to 24.6 s; the serial collector gave no measurable gain. It asks for a JDK 17: a small run
+# parsed 0.3-0.8 s slower on JDK 25, with an AOT cache or a CDS archive alike (the demo's run, cold, five runs
+# each: 10.2-13.3 s on JDK 17 against 11.7-14.2 s on JDK 25).
 SHORT_JVM = Jvm(17, ("-XX:TieredStopAtLevel=1",))
-# A large analysis keeps the JIT's defaults: its hot loops need C2. It asks for a JDK 25, whose AOT cache
+# A larger analysis keeps the JIT's defaults: its hot loops need C2. It asks for a JDK 25, whose AOT cache
 # holds a training run's method profiles (1M events: a first analysis 19.3-20.2 s against 22.6-22.9 s on
 # JDK 17 with its CDS archive). A campaign's shared session starts with its first run's JVM.
 LONG_JVM = Jvm(java.PREFERRED_MAJOR)
