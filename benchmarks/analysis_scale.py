@@ -212,7 +212,7 @@ def measure(run: Path, args: argparse.Namespace, options: list[str] | None) -> N
 
 
 def _java(spark: Any) -> str:
-    """The JVM's release and its options, as printed."""
+    """The JVM's release, and its C1-only option when it has it (the short-lived JVM)."""
     jvm = spark.sparkContext._jvm
     args = [
         a
