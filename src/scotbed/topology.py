@@ -231,8 +231,8 @@ def paper_tiered_small() -> AcyclicFactor:
     return tiered("paper-tiered-small", (1, 1, 1, 1, 0), (2, 2, 2, 2), 2)
 
 
-#: the named factors of :func:`tiered`'s shape, the only overlays with the selective-pruning paper's core
-TIERED_FACTORS = frozenset({"paper-tiered", "paper-tiered-small"})
+#: the names of the factors of :func:`tiered`'s shape: the only overlays with the selective-pruning core
+TIERED_FACTORS = frozenset(make().name for make in (paper_tiered, paper_tiered_small))
 
 #: the named acyclic factors a spec may give as a bare string
 NAMED_FACTORS: dict[str, Callable[[], AcyclicFactor]] = {

@@ -37,8 +37,7 @@ def core_brokers(topology_doc: Mapping[str, Any]) -> list[str]:
     tiered. Broker ids alone do not tell: the demo's path a–f has brokers b-a-0 … b-e-0 too."""
     if topology_doc.get("acyclic") not in topology.TIERED_FACTORS:
         return []
-    core = [topology.broker_id(v, 0) for v in topology.TIERED_CORE]
-    return core if set(core) <= {b["id"] for b in topology_doc.get("brokers", [])} else []
+    return [topology.broker_id(v, 0) for v in topology.TIERED_CORE]
 
 
 def first_unsubscribe_ns(sub_table: pd.DataFrame) -> int | None:
