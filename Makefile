@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup demo test test-fast fuzz lint proto image base-image wheelhouse kind-up local-cluster local-cluster-down clean
+.PHONY: setup demo test test-fast fuzz lint proto schemas image base-image wheelhouse kind-up local-cluster local-cluster-down clean
 
 # The Spark class archive (scotbed.analysis.jvm_archive) is built once per JDK and Spark install.
 setup: $(VENV)/.installed
@@ -35,6 +35,10 @@ fuzz: setup
 
 test-fast: setup
 	$(BIN)/pytest -q -m "not slow and not docker and not spark"
+
+# The spec's and the campaign file's JSON Schemas (tests/test_schemas.py keeps them current).
+schemas: setup
+	$(BIN)/python -m scotbed.orchestrator.schemas docs/schemas
 
 proto: setup
 	$(BIN)/python -m grpc_tools.protoc -Isrc --python_out=src --pyi_out=src --grpc_python_out=src src/scotbed/v1/scotbed.proto

@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from scipy import stats as scipy_stats
 from test_matching import events, filters
 
 from scotbed.analysis.forwarding import false_positive_edges, useful_brokers
@@ -24,24 +26,49 @@ from scotbed.analysis.oracle import (
     pick_engine,
 )
 from scotbed.analysis.pub_arrow import parse_publications
-from scotbed.analysis.stats import flatten, mean_ci, t_quantile, time_to_stabilise
+from scotbed.analysis.stats import (
+    BOOTSTRAP_RESAMPLES,
+    BOOTSTRAP_SEED,
+    bootstrap_mean_ci,
+    flatten,
+    mean_ci,
+    time_to_stabilise,
+)
 from scotbed.filters import Filter
 
 MS = 1_000_000
 
 
-@pytest.mark.parametrize(("df", "expected"), [(1, 12.7062), (4, 2.7764), (10, 2.2281), (30, 2.0423)])
-def test_t_quantile_matches_tables(df: int, expected: float) -> None:
-    assert t_quantile(0.975, df) == pytest.approx(expected, abs=1e-3)
+@pytest.mark.parametrize("values", [[1.0, 2.0, 3.0], [10.0, 12.0], [3.5, 9.0, 1.25, 7.0, 7.5, 2.0]])
+def test_mean_ci_is_scipys_t_interval(values: list[float]) -> None:
+    ci = mean_ci(values)
+    sem = scipy_stats.sem(values)
+    low, high = scipy_stats.t.interval(0.95, len(values) - 1, loc=np.mean(values), scale=sem)
+    assert (ci.n, ci.mean, ci.method) == (len(values), pytest.approx(np.mean(values)), "t")
+    assert (ci.low, ci.high) == (pytest.approx(low, rel=1e-12), pytest.approx(high, rel=1e-12))
 
 
-def test_mean_ci_three_values() -> None:
-    ci = mean_ci([1.0, 2.0, 3.0])
-    assert ci.mean == 2.0
-    assert ci.half_width == pytest.approx(4.3027 / math.sqrt(3), abs=1e-3)
+def test_mean_ci_of_one_value_has_no_interval_and_equal_values_a_zero_width_one() -> None:
     one = mean_ci([5.0])
-    assert (one.low, one.high) == (5.0, 5.0)
-    assert mean_ci([]).n == 0
+    assert (one.n, one.mean, one.has_interval, one.method) == (1, 5.0, False, "none")
+    assert math.isnan(one.low) and math.isnan(one.high)
+    same = mean_ci([4.0, 4.0, 4.0])
+    assert (same.low, same.high, same.has_interval) == (4.0, 4.0, True)
+    assert mean_ci([]).n == 0 and mean_ci([None, float("nan")]).n == 0
+
+
+def test_bootstrap_needs_five_values_and_then_is_scipys() -> None:
+    assert bootstrap_mean_ci([1.0, 2.0, 4.0, 8.0]).method == "t"
+    xs = [1.0, 2.0, 4.0, 8.0, 16.0]
+    ci = bootstrap_mean_ci(xs)
+    ref = scipy_stats.bootstrap(
+        (np.asarray(xs),),
+        np.mean,
+        n_resamples=BOOTSTRAP_RESAMPLES,
+        method="percentile",
+        rng=np.random.default_rng(BOOTSTRAP_SEED),
+    ).confidence_interval
+    assert (ci.method, ci.low, ci.high) == ("bootstrap", ref.low, ref.high)
 
 
 def _w(i: int, max_ms: float) -> dict[str, float]:

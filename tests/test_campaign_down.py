@@ -13,6 +13,7 @@ from scotbed.orchestrator import down as down_mod
 from scotbed.orchestrator.campaign import (
     CampaignError,
     CampaignIndex,
+    Cell,
     load_campaign,
     run_campaign,
 )
@@ -70,11 +71,10 @@ def test_interrupted_campaign_resumes_without_redoing_finished_runs(tmp_path: Pa
     calls: list[list[str]] = []
     interrupt = [True]
 
-    def run_one(spec: Path, sets: list[str], runs: Path) -> Path:
-        calls.append(sets)
+    def run_one(cell: Cell, d: Path) -> Path:
+        calls.append(list(cell.sets))
         if len(calls) == 2 and interrupt and interrupt.pop():
             raise Interrupted  # the user stops the campaign during its second run
-        d = runs / "-".join(sets)
         (d / "analysis").mkdir(parents=True)
         (d / "analysis" / "summary.json").write_text("{}")
         return d
@@ -96,12 +96,11 @@ def test_failed_cell_is_recorded_and_retried_on_resume(tmp_path: Path) -> None:
     c = load_campaign(_campaign_file(tmp_path, "name: t\nbase: BASE\nmatrix: {routing: [snr]}\n"))
     attempts = []
 
-    def run_one(spec: Path, sets: list[str], runs: Path) -> Path:
+    def run_one(cell: Cell, d: Path) -> Path:
         attempts.append(1)
+        (d / "analysis").mkdir(parents=True)
         if len(attempts) == 1:
             raise RuntimeError("broker b-a-0 died")
-        d = runs / "ok"
-        (d / "analysis").mkdir(parents=True)
         (d / "analysis" / "summary.json").write_text("{}")
         return d
 
@@ -109,6 +108,8 @@ def test_failed_cell_is_recorded_and_retried_on_resume(tmp_path: Path) -> None:
     assert first[0].status == "failed" and "b-a-0" in first[0].error
     _, second = run_campaign(c, tmp_path / "out", run_one)
     assert second[0].status == "done"
+    runs = tmp_path / "out" / "t" / "runs"
+    assert sorted(p.name for p in runs.iterdir()) == ["routing=snr,r0", "routing=snr,r0.attempt-1"]
 
 
 def test_down_stops_recorded_processes_and_forgets_the_run(tmp_path: Path) -> None:

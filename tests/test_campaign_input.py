@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from scotbed.orchestrator.campaign import CampaignError, CampaignIndex, load_campaign, run_campaign
+from scotbed.orchestrator.campaign import CampaignError, CampaignIndex, Cell, load_campaign, run_campaign
 
 REPO = Path(__file__).resolve().parents[1]
 QUICKSTART = REPO / "experiments" / "quickstart.yaml"
@@ -27,10 +27,10 @@ def _write(tmp_path: Path, body: str) -> Path:
 
 
 def _fake_run(calls: list[list[str]]):  # type: ignore[no-untyped-def]
-    def run_one(spec: Path, sets: list[str], runs: Path) -> Path:
-        calls.append(sets)
-        d = runs / f"run-{len(calls)}"
+    def run_one(cell: Cell, d: Path) -> Path:
+        calls.append(list(cell.sets))
         (d / "analysis").mkdir(parents=True)
+        (d / "analysis" / "attempt").write_text(str(len(calls)))
         (d / "analysis" / "summary.json").write_text("{}")
         return d
 
@@ -54,9 +54,9 @@ def test_a_cell_whose_resolved_spec_changed_runs_again(tmp_path: Path) -> None:
     assert [o.key for o in rerun] == ["routing=snr,rep=0", "routing=bid,rep=0"]
     assert all("workload.subscribers=5" in sets for sets in calls[2:])
     index = CampaignIndex(tmp_path / "out" / "t" / "index.json")
-    assert index.cells["routing=snr,rep=0"]["run_dir"].endswith(
-        "run-3"
-    )  # the new run, not the old relabelled
+    run_dir = Path(index.cells["routing=snr,rep=0"]["run_dir"])
+    assert run_dir.name == "routing=snr,r0"
+    assert (run_dir / "analysis" / "attempt").read_text() == "3"  # the new run, not the old relabelled
 
 
 @pytest.mark.parametrize("name", ["../../x", "a/b", ".hidden", "", "x" * 101])
@@ -105,3 +105,53 @@ def test_an_unusable_out_is_a_one_line_error_exit_2(tmp_path: Path, where: str) 
         proc = _cli(*cmd, "--out", str(out), "--quiet")
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
         assert proc.stderr.count("\n") == 1 and f"--out {out}" in proc.stderr, proc.stderr
+
+
+def test_cells_are_named_by_their_values_and_record_them(tmp_path: Path) -> None:
+    c = load_campaign(
+        _write(tmp_path, "name: t\nbase: BASE\nmatrix: {routing: [snr], workload.subscribers: [5]}\n")
+    )
+    calls: list[list[str]] = []
+    cdir, _ = run_campaign(c, tmp_path / "out", _fake_run(calls))
+    assert [p.name for p in (cdir / "runs").iterdir()] == ["routing=snr,workload.subscribers=5,r0"]
+    rec = CampaignIndex(cdir / "index.json").cells["routing=snr,workload.subscribers=5,rep=0"]
+    assert rec["values"] == {"routing": "snr", "workload.subscribers": 5, "repetition": 0, "seed": 7}
+
+
+def test_a_swept_seed_is_each_cells_seed_and_no_two_cells_share_a_spec(tmp_path: Path) -> None:
+    c = load_campaign(_write(tmp_path, "name: t\nbase: BASE\nmatrix: {seed: [1, 5]}\nrepetitions: 2\n"))
+    assert [cell.seed for cell in c.cells()] == [1, 2, 5, 6]
+    assert all(cell.sets.count(f"seed={cell.seed}") == 1 and len(cell.sets) == 1 for cell in c.cells())
+    with pytest.raises(CampaignError, match=r"cells seed=1,rep=1 and seed=2,rep=0 resolve to the same spec"):
+        load_campaign(_write(tmp_path, "name: t\nbase: BASE\nmatrix: {seed: [1, 2]}\nrepetitions: 2\n"))
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            "repetitions: 100000000\n",
+            "repetitions: 100000000 is not allowed: input should be less than or equal to 1000",
+        ),
+        ("repetitions: 0\n", "repetitions: 0 is not allowed"),
+        ("backend: moon\n", "backend: 'moon' is not allowed"),
+        ("saturate: {param: x}\n", "saturate"),
+        ("matrix2: {}\n", "matrix2: unknown key; allowed here:"),
+    ],
+)
+def test_validate_refuses_bad_campaign_files_naming_the_key(tmp_path: Path, body: str, message: str) -> None:
+    f = _write(tmp_path, "name: t\nbase: BASE\nmatrix: {routing: [snr]}\n" + body)
+    proc = _cli("validate", str(f))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert message in proc.stderr and str(f) in proc.stderr, proc.stderr
+
+
+def test_validate_accepts_a_campaign_and_applies_set_to_every_cell(tmp_path: Path) -> None:
+    f = _write(tmp_path, "name: t\nbase: BASE\nmatrix: {routing: [snr, bid]}\nrepetitions: 2\n")
+    proc = _cli("validate", str(f))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("ok: campaign t: 4 cells (routing (2) × 2 repetitions)")
+    bad = _cli("validate", str(f), "--set", "workload.subscribers=-1")
+    assert bad.returncode == 2 and "workload.subscribers" in bad.stderr, bad.stderr
+    c = load_campaign(f, ["workload.subscribers=4"])
+    assert all("workload.subscribers=4" in cell.sets for cell in c.cells())

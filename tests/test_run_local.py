@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 from scotbed.orchestrator.run import RunOptions, run_spec
@@ -200,13 +201,14 @@ def test_sigterm_tears_down_and_keeps_the_logs(tmp_path: Path) -> None:
     assert any((run_dir / "events").glob("locust-*.jsonl"))
 
 
-def test_campaign_interrupted_after_its_first_run_resumes_without_redoing_it(tmp_path: Path) -> None:
+def test_campaign_resumes_after_an_interruption_and_pools_its_repetitions(tmp_path: Path) -> None:
+    """2 routings × 2 repetitions, stopped during its second run: the resumed campaign reruns only the
+    unfinished cells, and every aggregate point is the mean of its two runs' summary values."""
     env = {**os.environ, "SCOTBED_STATE_DIR": str(tmp_path / "state")}
     campaign = tmp_path / "c.yaml"
     campaign.write_text(
-        f"name: resume\nbase: {QUICKSTART}\nmatrix: {{routing: [snr, bid]}}\nset: {SMALL!r}\n".replace(
-            "'", '"'
-        )
+        f"name: resume\nbase: {QUICKSTART}\nmatrix: {{routing: [snr, bid]}}\nrepetitions: 2\n"
+        f"set: {json.dumps(SMALL)}\n"
     )
     out = tmp_path / "out"
     index = out / "resume" / "index.json"
@@ -228,12 +230,42 @@ def test_campaign_interrupted_after_its_first_run_resumes_without_redoing_it(tmp
     assert load_all() == []  # the interrupted second run was torn down
 
     second = _cli("campaign", str(campaign), "--out", str(out), env=env)
-    _, err = second.communicate(timeout=400)
+    stdout, err = second.communicate(timeout=600)
     assert second.returncode == 0, err
-    assert "routing=snr,rep=0: skipped (finished earlier)" in err
+    assert "[1/4 routing=snr,r0] skipped (finished earlier)" in err
+    assert "[2/4 routing=snr,r1] publish" in err  # each cell's phases, named by the cell
     cells = json.loads(index.read_text())["cells"]
     assert cells["routing=snr,rep=0"]["run_dir"] == snr_run
-    assert cells["routing=bid,rep=0"]["status"] == "done"
-    finished = [d for d in (out / "resume" / "runs").iterdir() if (d / "analysis" / "summary.json").exists()]
-    assert len(finished) == 2  # snr once, bid once (an interrupted bid directory may stay beside them)
-    assert (out / "resume" / "report.html").is_file()
+    assert all(c["status"] == "done" for c in cells.values()) and len(cells) == 4
+    runs = out / "resume" / "runs"
+    assert {d.name for d in runs.iterdir() if (d / "analysis" / "summary.json").exists()} == {
+        "routing=snr,r0",
+        "routing=snr,r1",
+        "routing=bid,r0",
+        "routing=bid,r1",
+    }
+    report = out / "resume" / "report.html"
+    assert stdout.strip().splitlines()[-1] == str(report)
+
+    table = pd.read_parquet(out / "resume" / "analysis" / "aggregate.parquet")
+    assert set(table["parameter"]) == {"routing"} and (table["n"] == 2).all()
+    for _, row in table.iterrows():
+        values = [
+            _dotted(
+                json.loads(
+                    (runs / f"routing={row['series']},r{r}" / "analysis" / "summary.json").read_text()
+                ),
+                row["metric"],
+            )
+            for r in (0, 1)
+        ]
+        assert row["mean"] == pytest.approx(sum(values) / 2, rel=1e-12), row["metric"]
+    html = report.read_text()
+    assert all(f'href="runs/routing={r},r{i}/report.html"' in html for r in ("snr", "bid") for i in (0, 1))
+
+
+def _dotted(doc: dict[str, Any], path: str) -> float:
+    node: Any = doc
+    for part in path.split("."):
+        node = node[part]
+    return float(node)

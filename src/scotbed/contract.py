@@ -37,6 +37,15 @@ SCRIPT_OPS = f"{WORKLOAD_DIR}/script_ops.jsonl"
 SUMMARY = f"{ANALYSIS_DIR}/summary.json"
 PLOTS_DIR = f"{ANALYSIS_DIR}/plots"
 OFFENDERS = f"{ANALYSIS_DIR}/correctness_offenders.parquet"  # the oracle's missing/duplicate/false pairs
+DELAY_CDF = f"{ANALYSIS_DIR}/delay_cdf.parquet"  # series, quantile, delay_ms
+#: the delay CDF's series: (label in the table, the deliveries' column it is a quantile of)
+DELAY_CDF_SERIES = (("intended → receive", "delay_ms"), ("sent → receive", "send_delay_ms"))
+
+# --- campaign directory (scotbed campaign): the campaign as it ran, its cells, their runs ------------
+
+CAMPAIGN_FILE = "campaign.yaml"  # the campaign's matrix, repetitions and set: values
+CAMPAIGN_INDEX = "index.json"  # {"cells": {key: {status, run_dir, values, fingerprint, ...}}}
+CAMPAIGN_RUNS = "runs"  # one run directory per cell, named by the cell
 
 LOCUST_CSV_PREFIX = f"{LOCUST_DIR}/locust"  # Locust's --csv prefix
 LOCUST_HTML = f"{LOCUST_DIR}/{REPORT}"  # Locust's --html report

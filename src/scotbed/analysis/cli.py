@@ -19,12 +19,17 @@ from scotbed.analysis.rundir import RunDirError
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="scotbed analyze", description=__doc__.splitlines()[0])
-    p.add_argument("run_dir", help="a run directory (DESIGN §5), or a campaign directory holding runs/*/")
+    p.add_argument("run_dir", help="a run directory (DESIGN §5), or a campaign directory (with index.json)")
     p.add_argument("--spark-master", default=None, help="Spark master URL (default: local[*])")
     p.add_argument(
         "--settle-ms", type=float, default=None, help="oracle settle bound after (un)subscribe (ms)"
     )
     p.add_argument("--engine", default=None, help="matching engine of the oracle (naive, counting, pst)")
+    p.add_argument(
+        "--exclude-host-bound",
+        action="store_true",
+        help="a campaign directory: leave host-bound runs out of the statistics (the report counts them)",
+    )
     return p
 
 
@@ -32,12 +37,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     path = Path(args.run_dir)
     try:
-        if (path / "runs").is_dir() and not (path / contract.EVENTS_DIR).is_dir():
-            from scotbed.analysis.campaign import aggregate
+        if (path / contract.CAMPAIGN_INDEX).is_file():
+            from scotbed.analysis.campaign import CampaignDirError, aggregate
 
-            result = aggregate(path)
+            try:
+                result = aggregate(path, exclude_host_bound=args.exclude_host_bound)
+            except CampaignDirError as e:
+                print(f"scotbed analyze: {e}", file=sys.stderr)
+                return 2
             print(f"campaign report: {result['report']}")
-            return 0 if result.get("all_ok") is not False else 1
+            return 0 if result["all_ok"] else 1
         from scotbed.analysis.api import analyze
 
         summary = analyze(path, args.spark_master, settle_ms=args.settle_ms, engine=args.engine)

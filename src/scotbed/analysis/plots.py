@@ -39,6 +39,15 @@ def _save(fig: Any, out: Path) -> Path:
     return out
 
 
+def save_laid_out(fig: Any, out: Path) -> Path:
+    """Save a figure made with its own layout engine (``layout="constrained"``: room for a legend
+    outside the axes, no clipped labels), at the same resolution and compression as :func:`_save`."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=DPI, pil_kwargs={"compress_level": PNG_COMPRESS_LEVEL})
+    plt.close(fig)
+    return out
+
+
 LOG_SPREAD = 50  # a delay range wider than this factor is drawn on a log axis
 
 
@@ -236,29 +245,6 @@ def topology(doc: Mapping[str, Any], out: Path) -> Path:
                 )
     ax.set_title(f"{doc.get('acyclic', '')} □ K{m}: {len(doc.get('brokers', []))} brokers (square = inner)")
     ax.axis("off")
-    return _save(fig, out)
-
-
-def metric_vs_param(table: pd.DataFrame, param: str, metric: str, out: Path, series: str = "routing") -> Path:
-    """One line per ``series`` value, mean with 95% CI error bars (OctopiS Fig. 9/10 layout).
-
-    ``table`` has columns param, series, mean, low, high.
-    """
-    fig, ax = plt.subplots(figsize=(5.5, 4))
-    for name, part in table.groupby(series):
-        part = part.sort_values(param)
-        yerr = [part["mean"] - part["low"], part["high"] - part["mean"]]
-        ax.errorbar(part[param], part["mean"], yerr=yerr, marker="o", capsize=3, label=str(name))
-        if "host_bound" in part:
-            hb = part[part["host_bound"] > 0]
-            ax.plot(hb[param], hb["mean"], "x", color="red", markersize=10, label="_host-bound")
-    if "host_bound" in table and (table["host_bound"] > 0).any():
-        ax.plot([], [], "x", color="red", label="host-bound (docs/host-bound.md)")
-    ax.set_xlabel(param)
-    ax.set_ylabel(metric)
-    ax.set_title(f"{metric} vs {param}")
-    ax.grid(alpha=0.3)
-    ax.legend()
     return _save(fig, out)
 
 

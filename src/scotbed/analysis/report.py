@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -62,25 +63,57 @@ def render_run(
     return out
 
 
+def fmt_number(v: Any) -> str:
+    """A figure as a person reads it: integers without decimals, others to four significant digits."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "—"
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return str(v)
+    if float(v).is_integer() and abs(v) < 1e15:
+        return f"{int(v):,}"
+    return f"{v:.4g}"
+
+
+def interval_text(row: Mapping[str, Any]) -> str:
+    """``[low, high]`` and how it was computed, or why a point has none."""
+    if row["n"] <= 1 or pd.isna(row["low"]):
+        return f"n = {int(row['n'])}, no interval"
+    return f"[{fmt_number(row['low'])}, {fmt_number(row['high'])}] ({row['interval']})"
+
+
 def render_campaign(
     out: Path,
+    *,
     title: str,
-    runs: pd.DataFrame,
-    params: list[str],
+    overview: Sequence[Mapping[str, Any]],
+    matrix: Mapping[str, Sequence[Any]],
+    params: Sequence[str],
+    series: str | None,
     plots: Mapping[str, Path],
     table: pd.DataFrame,
+    host_bound: int,
+    excluded: int,
+    all_ok: bool,
 ) -> Path:
+    rows = [
+        {**r, "mean_text": fmt_number(r["mean"]), "interval_text": interval_text(r)}
+        for r in table.to_dict("records")
+    ]
     html = (
         _env()
         .get_template("campaign.html.j2")
         .render(
             title=title,
+            overview=overview,
+            matrix=matrix,
             params=params,
-            n_runs=len(runs),
-            runs=table_html(runs),
-            table=table_html(table, max_rows=2000),
+            series=series,
+            n_runs=len(overview),
+            rows=rows,
             images={k: image_data_uri(p) for k, p in plots.items() if p.exists()},
-            all_ok=bool(runs["correctness.ok"].fillna(False).all()) if "correctness.ok" in runs else None,
+            host_bound=host_bound,
+            excluded=excluded,
+            all_ok=all_ok,
         )
     )
     out.write_text(html)

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from scotbed import contract
-from scotbed.analysis import plots, report
+from scotbed.analysis import plots_campaign, report
 
 SERIES = "routing"  # the series of every plot and the pairs of the ratios, as in a campaign's aggregate
 
@@ -72,7 +72,9 @@ def sweep_report(root: Path, cells: Sequence[Mapping[str, Any]], criterion: str)
     for key in [k for k in swept if table[k].nunique() > 1] or [SERIES if SERIES in table else swept[0]]:
         name = re.sub(r"[^A-Za-z0-9]+", "_", f"sustainable_{param}_vs_{key}").strip("_")
         png = root / contract.PLOTS_DIR / f"{name}.png"
-        made[name] = plots.metric_vs_param(_plot_table(table, key), key, f"sustainable {param}", png, SERIES)
+        made[name] = plots_campaign.metric_vs_param(
+            _plot_table(table, key), key, f"sustainable {param}", png, SERIES
+        )
     html = (
         report._env()
         .get_template("saturation.html.j2")

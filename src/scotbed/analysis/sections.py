@@ -98,7 +98,7 @@ def drain_section(d: RunData) -> S.Drain:
     return S.drain_of(record, d.oracle.result["missing"] if d.oracle is not None else 0)
 
 
-CDF_SERIES = (("intended → receive", "delay_ms"), ("sent → receive", "send_delay_ms"))
+CDF_SERIES = contract.DELAY_CDF_SERIES
 
 
 def stability_section(d: RunData) -> S.Stability:

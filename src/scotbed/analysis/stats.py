@@ -1,4 +1,4 @@
-"""Small pure statistics the analysis needs: Student-t intervals, burst recovery, flattening.
+"""Small pure statistics the analysis needs: t and bootstrap intervals, burst recovery, flattening.
 
 No Spark and no I/O here: everything takes plain Python or pandas values, so
 each function is tested with plain asserts on a known answer.
@@ -12,63 +12,81 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-
-
-def _t_pdf(x: float, df: int) -> float:
-    c = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
-    return math.exp(c - (df + 1) / 2 * math.log1p(x * x / df))
-
-
-def _t_cdf_upper_half(x: float, df: int, steps: int = 4000) -> float:
-    """P(0 <= T <= x) by Simpson's rule on the density (smooth, so this is accurate to ~1e-10)."""
-    h = x / steps
-    s = _t_pdf(0.0, df) + _t_pdf(x, df)
-    for k in range(1, steps):
-        s += (4 if k % 2 else 2) * _t_pdf(k * h, df)
-    return s * h / 3
-
-
-def t_quantile(p: float, df: int) -> float:
-    """The p-quantile (p > 0.5) of Student's t with ``df`` degrees of freedom (no SciPy needed)."""
-    if not 0.5 < p < 1 or df < 1:
-        raise ValueError(f"t_quantile needs 0.5 < p < 1 and df >= 1, got p={p}, df={df}")
-    target = p - 0.5
-    lo, hi = 0.0, 1.0
-    while _t_cdf_upper_half(hi, df) < target:
-        hi *= 2
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        if _t_cdf_upper_half(mid, df) < target:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2
+from scipy import stats as scipy_stats
 
 
 @dataclass(frozen=True)
 class MeanCI:
+    """A mean over ``n`` values with a two-sided interval; ``low``/``high`` are NaN when there is
+    none (one value, or no values). ``method`` says how the interval was computed."""
+
     n: int
     mean: float
     low: float
     high: float
+    method: str = "t"
 
     @property
     def half_width(self) -> float:
         return (self.high - self.low) / 2
 
+    @property
+    def has_interval(self) -> bool:
+        return not math.isnan(self.low)
 
-def mean_ci(values: Sequence[float], level: float = 0.95) -> MeanCI:
-    """Mean with a two-sided t confidence interval; one value gives a zero-width interval."""
-    xs = [float(v) for v in values if v is not None and not math.isnan(float(v))]
+
+#: the fewest values a bootstrap interval is computed from; below it the t interval stands
+BOOTSTRAP_MIN_N = 5
+BOOTSTRAP_RESAMPLES = 9999
+BOOTSTRAP_SEED = 0  # the same values always give the same interval
+
+
+def _finite(values: Sequence[float | None]) -> list[float]:
+    return [float(v) for v in values if v is not None and not math.isnan(float(v))]
+
+
+def mean_ci(values: Sequence[float | None], level: float = 0.95) -> MeanCI:
+    """Mean with a two-sided Student-t interval (``scipy.stats.t``); one value has no interval.
+
+    Values without spread (all equal) give a zero-width interval, which is what the data say.
+    """
+    xs = _finite(values)
     n = len(xs)
     if n == 0:
-        return MeanCI(0, math.nan, math.nan, math.nan)
-    mean = sum(xs) / n
+        return MeanCI(0, math.nan, math.nan, math.nan, "none")
+    mean = float(np.mean(xs))
     if n == 1:
-        return MeanCI(1, mean, mean, mean)
-    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
-    half = t_quantile(0.5 + level / 2, n - 1) * sd / math.sqrt(n)
-    return MeanCI(n, mean, mean - half, mean + half)
+        return MeanCI(1, mean, math.nan, math.nan, "none")
+    sem = float(scipy_stats.sem(xs))
+    if sem == 0.0:
+        return MeanCI(n, mean, mean, mean, "t")
+    low, high = scipy_stats.t.interval(level, n - 1, loc=mean, scale=sem)
+    return MeanCI(n, mean, float(low), float(high), "t")
+
+
+def bootstrap_mean_ci(values: Sequence[float | None], level: float = 0.95) -> MeanCI:
+    """Mean with a percentile bootstrap interval (``scipy.stats.bootstrap``, seeded) from
+    :data:`BOOTSTRAP_MIN_N` values on; fewer values get :func:`mean_ci`'s t interval.
+
+    For statistics that are themselves percentiles (a run's p99 delay), whose spread across
+    repetitions is rarely normal enough for a t interval.
+    """
+    xs = _finite(values)
+    if len(xs) < BOOTSTRAP_MIN_N:
+        return mean_ci(xs, level)
+    mean = float(np.mean(xs))
+    if float(np.ptp(xs)) == 0.0:
+        return MeanCI(len(xs), mean, mean, mean, "bootstrap")
+    res = scipy_stats.bootstrap(
+        (np.asarray(xs),),
+        np.mean,
+        confidence_level=level,
+        n_resamples=BOOTSTRAP_RESAMPLES,
+        method="percentile",
+        rng=np.random.default_rng(BOOTSTRAP_SEED),
+    )
+    ci = res.confidence_interval
+    return MeanCI(len(xs), mean, float(ci.low), float(ci.high), "bootstrap")
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """`scotbed campaign`: a base spec × a matrix of `--set` values × repetitions.
 
-A campaign file::
+The file format (:class:`CampaignFile`, documented in docs/campaigns.md)::
 
     name: subscriber-scalability
     base: octopis-static.yaml          # relative to the campaign file
@@ -10,19 +10,18 @@ A campaign file::
     repetitions: 3                     # each cell runs this often; repetition r uses seed + r
     set: [workload.time_scale=2]       # optional --set values for every run
     backend: local                     # optional; the command line wins
-    saturate:                          # optional: every cell is a `scotbed saturate` bisection
-      {param: workload.rate_per_minute, lo: 300, hi: 6000, tolerance: 0.1, max_probes: 6}
 
-Runs go in sequence into one campaign directory ``OUT/<name>/`` whose
-``index.json`` records every cell's run directory and outcome. The directory
-name has no timestamp on purpose: running the same campaign again resumes it
-— finished runs are skipped, failed or unfinished ones are run again — and
-then the aggregate analysis runs over everything. A cell counts as finished
-only for the resolved spec it ran (its fingerprint is in ``index.json``): a
-cell whose spec changed since (a new ``set:``, an edited base) runs again.
-The name is one path component, so the directory stays inside ``--out``.
-With ``saturate:`` a cell records the sustainable interval its bisection found instead of one run
-(:mod:`scotbed.orchestrator.saturate_campaign`), fingerprinted by its resolved spec and the search.
+Runs go in sequence into one campaign directory ``OUT/<name>/``, each into
+``runs/<cell>/`` (``routing=snr,workload.subscribers=100,r0``); ``index.json``
+records every cell's values, run directory and outcome, and the aggregate takes
+the swept parameters from it, never from the specs. The directory name has no
+timestamp on purpose: running the same campaign again resumes it — finished
+runs are skipped, failed or unfinished ones are run again — and then the
+aggregate analysis runs over everything. A cell counts as finished only for the
+resolved spec it ran (its fingerprint is in ``index.json``): a cell whose spec
+changed since (a new ``set:``, an edited base) runs again. With ``saturate:`` a
+cell records the sustainable interval its bisection found instead of one run
+(:mod:`scotbed.orchestrator.saturate_campaign`).
 """
 
 from __future__ import annotations
@@ -31,42 +30,83 @@ import hashlib
 import itertools
 import json
 import re
+import shutil
 import sys
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from scotbed import contract
 from scotbed.errors import UserError
 from scotbed.loader import read_document
 from scotbed.orchestrator.saturation import Sweep
 from scotbed.orchestrator.spec import SpecError, dump_spec, load_spec
+from scotbed.orchestrator.spec_errors import describe
 
-NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 CHECKS_FAILED = "run finished but its checks failed"
-INDEX = "index.json"  # in the campaign directory
+INDEX = contract.CAMPAIGN_INDEX
+#: bounds that keep a typo from planning a campaign no machine finishes
+MAX_REPETITIONS = 1000
+MAX_CELLS = 10_000
 
 
 class CampaignError(UserError):
     """A campaign file that cannot be run; the message names the key."""
 
 
-@dataclass(frozen=True)
-class Cell:
-    """One run of the campaign: the matrix values, the repetition, and its --set list."""
+class CampaignFile(BaseModel):
+    """The campaign file (YAML): a base spec × a matrix of ``--set`` values × repetitions."""
 
-    values: tuple[tuple[str, Any], ...]
-    repetition: int
-    sets: tuple[str, ...]
+    model_config = ConfigDict(extra="forbid")
 
-    @property
-    def key(self) -> str:
-        parts = [f"{k}={_fmt(v)}" for k, v in self.values]
-        return ",".join([*parts, f"rep={self.repetition}"])
+    name: str = Field(
+        description="the campaign directory's name under --out (letters, digits, '.', '_', '-')"
+    )
+    base: str = Field(description="the base spec, relative to the campaign file")
+    matrix: dict[str, Annotated[list[Any], Field(min_length=1)]] = Field(
+        min_length=1,
+        description="key.path -> list of values; every combination is one cell; "
+        "the keys are the campaign's swept parameters (routing is drawn as the series)",
+    )
+    repetitions: int = Field(
+        default=1,
+        ge=1,
+        le=MAX_REPETITIONS,
+        description="runs per cell; repetition r runs with the cell's seed + r, and they pool into one point",
+    )
+    set: list[str] = Field(default_factory=list, description="key.path=value applied to every run")
+    backend: Literal["local", "compose", "k8s"] | None = Field(
+        default=None, description="every run's backend; the command line's --backend wins"
+    )
+    saturate: dict[str, Any] | None = Field(
+        default=None,
+        description="{param, lo, hi[, tolerance, max_probes]}: every cell is a `scotbed saturate` "
+        "bisection of param instead of one run",
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _one_directory(cls, v: str) -> str:
+        if not re.fullmatch(NAME, v):
+            raise ValueError(
+                "must be one directory name (letters, digits, '.', '_', '-'; not starting with '.'; "
+                "at most 100 characters), so the campaign stays inside --out"
+            )
+        return v
+
+    @field_validator("saturate", mode="before")
+    @classmethod
+    def _sweep(cls, v: Any) -> Any:
+        if v is not None:
+            Sweep.from_doc(v)
+        return v
 
 
 def _fmt(v: Any) -> str:
@@ -75,6 +115,37 @@ def _fmt(v: Any) -> str:
     if v is None:
         return "null"
     return str(v)
+
+
+def path_safe(text: str) -> str:
+    """``text`` as one directory name: every character but letters, digits and ``=,._+-`` becomes ``_``."""
+    return re.sub(r"[^A-Za-z0-9=,._+-]", "_", text).lstrip(".")[:200] or "_"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One run of the campaign: the matrix values, the repetition, its seed and its --set list."""
+
+    values: tuple[tuple[str, Any], ...]
+    repetition: int
+    seed: int
+    sets: tuple[str, ...]
+
+    @property
+    def key(self) -> str:
+        parts = [f"{k}={_fmt(v)}" for k, v in self.values]
+        return ",".join([*parts, f"rep={self.repetition}"])
+
+    @property
+    def dirname(self) -> str:
+        """The cell's run directory under ``runs/``: ``routing=snr,workload.subscribers=100,r0``."""
+        parts = [f"{k}={_fmt(v)}" for k, v in self.values]
+        return path_safe(",".join([*parts, f"r{self.repetition}"]))
+
+    @property
+    def record_values(self) -> dict[str, Any]:
+        """What ``index.json`` records of the cell: its matrix values, repetition and seed."""
+        return {**dict(self.values), "repetition": self.repetition, "seed": self.seed}
 
 
 @dataclass
@@ -87,62 +158,59 @@ class Campaign:
     backend: str | None = None
     saturate: Sweep | None = None  # every cell is a bisection of saturate.param, not one run
 
-    def cells(self, base_seed: int) -> list[Cell]:
+    def base_seed(self) -> int:
+        """The seed of repetition 0: the base spec's after the campaign's ``set:`` values."""
+        return load_spec(self.base, self.sets).seed
+
+    def cells(self, base_seed: int | None = None) -> list[Cell]:
+        """Every combination of the matrix × repetitions; repetition r runs with seed + r, where
+        seed is the cell's ``seed`` when the matrix sweeps it and the base seed otherwise."""
+        seed0 = self.base_seed() if base_seed is None else base_seed
         keys = list(self.matrix)
         out = []
         for combo in itertools.product(*(self.matrix[k] for k in keys)):
             values = tuple(zip(keys, combo, strict=True))
+            first = int(dict(values).get("seed", seed0))
             for r in range(self.repetitions):
-                sets = [*self.sets, *(f"{k}={_fmt(v)}" for k, v in values), f"seed={base_seed + r}"]
-                out.append(Cell(values, r, tuple(sets)))
+                sets = (*self.sets, *(f"{k}={_fmt(v)}" for k, v in values if k != "seed"))
+                out.append(Cell(values, r, first + r, (*sets, f"seed={first + r}")))
         return out
 
+    def as_doc(self) -> dict[str, Any]:
+        """What the campaign directory's ``campaign.yaml`` records (the aggregate reads its matrix)."""
+        return {
+            "name": self.name,
+            "base": str(self.base),
+            "matrix": self.matrix,
+            "repetitions": self.repetitions,
+            "set": self.sets,
+            **({"saturate": asdict(self.saturate)} if self.saturate else {}),
+        }
 
-def load_campaign(path: str | Path) -> Campaign:
+
+def load_campaign(path: str | Path, extra_sets: Sequence[str] = ()) -> Campaign:
+    """The campaign file at ``path``, with ``extra_sets`` (the command line's ``--set``) applied to
+    every cell after the file's own; every cell's spec is validated before anything runs."""
     p = Path(path)
     doc = read_document(p, "campaign", CampaignError, "yaml")
     if not isinstance(doc, dict):
         raise CampaignError(f"{p}: a campaign is a mapping with name, base, matrix")
-    allowed = {"name", "base", "matrix", "repetitions", "set", "backend", "saturate"}
-    unknown = sorted(set(doc) - allowed)
-    if unknown:
-        raise CampaignError(
-            f"{p}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}"
-        )
-    for key in ("name", "base", "matrix"):
-        if key not in doc:
-            raise CampaignError(f"{p}: '{key}' is required")
-    matrix = doc["matrix"]
-    if not isinstance(matrix, dict) or not matrix:
-        raise CampaignError(f"{p}: matrix: a mapping of key.path -> list of values")
-    for k, vs in matrix.items():
-        if not isinstance(vs, list) or not vs:
-            raise CampaignError(f"{p}: matrix.{k}: a non-empty list of values, got {vs!r}")
-    if not isinstance(doc["name"], str) or not NAME.fullmatch(doc["name"]):
-        raise CampaignError(
-            f"{p}: name: {doc['name']!r} must be one directory name (letters, digits, '.', '_', '-'; "
-            "not starting with '.'), so the campaign stays inside --out"
-        )
-    reps = doc.get("repetitions", 1)
-    if not isinstance(reps, int) or isinstance(reps, bool) or reps < 1:
-        raise CampaignError(f"{p}: repetitions: a whole number >= 1, got {reps!r}")
-    sets = doc.get("set", [])
-    if not isinstance(sets, list) or not all(isinstance(s, str) for s in sets):
-        raise CampaignError(f"{p}: set: a list of key.path=value strings")
     try:
-        sweep = Sweep.from_doc(doc["saturate"]) if "saturate" in doc else None
-    except ValueError as e:
-        raise CampaignError(f"{p}: saturate: {e}") from None
+        model = CampaignFile.model_validate(doc)
+    except ValidationError as e:
+        raise CampaignError(
+            "\n".join(f"{p}: {describe(err, doc, CampaignFile, ())}" for err in e.errors())
+        ) from None
     campaign = Campaign(
-        name=str(doc["name"]),
-        base=(p.parent / str(doc["base"])).resolve(),
-        matrix={str(k): list(v) for k, v in matrix.items()},
-        repetitions=reps,
-        sets=list(sets),
-        backend=doc.get("backend"),
-        saturate=sweep,
+        name=model.name,
+        base=(p.parent / model.base).resolve(),
+        matrix={str(k): list(v) for k, v in model.matrix.items()},
+        repetitions=model.repetitions,
+        sets=[*model.set, *extra_sets],
+        backend=model.backend,
+        saturate=Sweep.from_doc(model.saturate) if model.saturate is not None else None,
     )
-    _check_cells(campaign)
+    _check_cells(p, campaign)
     return campaign
 
 
@@ -151,16 +219,31 @@ def fingerprint(base: Path, sets: list[str] | tuple[str, ...]) -> str:
     return hashlib.sha256(dump_spec(load_spec(base, sets)).encode()).hexdigest()[:16]
 
 
-def _check_cells(c: Campaign) -> None:
-    """Validate every cell's spec before the first run, so a typo fails in a second, not an hour in."""
-    spec = load_spec(c.base)
-    for cell in c.cells(spec.seed):
+def _check_cells(path: Path, c: Campaign) -> None:
+    """Validate every cell's spec before the first run, so a typo fails in a second, not an hour in;
+    two cells that resolve to the same spec would be counted as independent samples, so they are
+    refused too."""
+    try:
+        cells = c.cells()
+    except SpecError as e:
+        raise CampaignError(f"{path}: base {c.base}: {e}") from None
+    if len(cells) > MAX_CELLS:
+        raise CampaignError(f"{path}: {len(cells)} cells (matrix × repetitions); at most {MAX_CELLS}")
+    seen: dict[str, Cell] = {}
+    for cell in cells:
         try:
-            load_spec(c.base, cell.sets)
+            fp = fingerprint(c.base, cell.sets)
             if c.saturate is not None:  # the searched key must be a spec key that takes a number
                 load_spec(c.base, [*cell.sets, f"{c.saturate.param}={c.saturate.search.lo:g}"])
         except SpecError as e:
-            raise CampaignError(f"cell {cell.key}: {e}") from None
+            raise CampaignError(f"{path}: cell {cell.key}: {e}") from None
+        if fp in seen:
+            raise CampaignError(
+                f"{path}: cells {seen[fp].key} and {cell.key} resolve to the same spec (seed {cell.seed}), "
+                "so they would count as independent samples; space the matrix's seeds by at least "
+                "repetitions, or sweep no seed"
+            )
+        seen[fp] = cell
 
 
 @dataclass
@@ -233,8 +316,18 @@ class CampaignIndex(RecordIndex):
         )
 
 
-RunOne = Callable[[Path, list[str], Path], Path]
-"""(spec path, --set values, runs directory) -> the run directory; raises on a failed run."""
+RunOne = Callable[["Cell", Path], Path]
+"""(cell, the run directory to create) -> the run directory; raises on a failed run."""
+
+
+def _set_aside(run_dir: Path) -> None:
+    """An earlier, unfinished attempt's directory moves to ``<dir>.attempt-N``, its logs kept."""
+    if not run_dir.exists():
+        return
+    n = 1
+    while run_dir.with_name(f"{run_dir.name}.attempt-{n}").exists():
+        n += 1
+    shutil.move(str(run_dir), run_dir.with_name(f"{run_dir.name}.attempt-{n}"))
 
 
 def run_campaign(
@@ -245,22 +338,10 @@ def run_campaign(
 ) -> tuple[Path, list[CellOutcome]]:
     """Run every unfinished cell in sequence; returns the campaign directory and this call's outcomes."""
     cdir = out / campaign.name
-    (cdir / "runs").mkdir(parents=True, exist_ok=True)
-    (cdir / "campaign.yaml").write_text(
-        yaml.safe_dump(
-            {
-                "name": campaign.name,
-                "base": str(campaign.base),
-                "matrix": campaign.matrix,
-                "repetitions": campaign.repetitions,
-                "set": campaign.sets,
-            },
-            sort_keys=False,
-        )
-    )
+    (cdir / contract.CAMPAIGN_RUNS).mkdir(parents=True, exist_ok=True)
+    (cdir / contract.CAMPAIGN_FILE).write_text(yaml.safe_dump(campaign.as_doc(), sort_keys=False))
     index = CampaignIndex(cdir / INDEX)
-    base_seed = load_spec(campaign.base).seed
-    cells = campaign.cells(base_seed)
+    cells = campaign.cells()
     outcomes = []
     for i, cell in enumerate(cells, 1):
         fp = fingerprint(campaign.base, cell.sets)
@@ -269,29 +350,49 @@ def run_campaign(
             continue
         on_cell(i, len(cells), cell, "running")
         t0 = time.monotonic()
-        values = {**dict(cell.values), "repetition": cell.repetition}
+        run_dir = cdir / contract.CAMPAIGN_RUNS / cell.dirname
+        _set_aside(run_dir)
         try:
-            run_dir = run_one(campaign.base, list(cell.sets), cdir / "runs")
-            outcome = CellOutcome(cell.key, "done", str(run_dir), time.monotonic() - t0, "", fp)
+            done = run_one(cell, run_dir)
+            outcome = CellOutcome(cell.key, "done", str(done), time.monotonic() - t0, "", fp)
         except Exception as e:  # a failed run is recorded; Ctrl-C (BaseException) stops the campaign
             run_dir_attr = getattr(e, "run_dir", None)
             run_dir_text = str(run_dir_attr) if run_dir_attr else None
             outcome = CellOutcome(cell.key, "failed", run_dir_text, time.monotonic() - t0, str(e), fp)
-        index.record(outcome, values)
+        index.record(outcome, cell.record_values)
         outcomes.append(outcome)
         on_cell(i, len(cells), cell, outcome.status)
     return cdir, outcomes
 
 
+class CellProgress:
+    """A run's progress inside a campaign: every phase line names the cell (``[2/4 routing=snr,r1]``)."""
+
+    def __init__(self, inner: Any, label: str) -> None:
+        self.inner = inner
+        self.label = label
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[Any]:
+        with self.inner.phase(f"[{self.label}] {name}") as ph:
+            yield ph
+
+    def info(self, text: str) -> None:
+        self.inner.info(f"[{self.label}] {text}")
+
+    def warn(self, text: str) -> None:
+        self.inner.warn(f"[{self.label}] {text}")
+
+
 def main(args: Any) -> int:
-    """`scotbed campaign CAMPAIGN.yaml [--backend B] [--out DIR]`."""
+    """`scotbed campaign CAMPAIGN.yaml [--backend B] [--out DIR] [--set k=v]...`."""
     from scotbed.orchestrator.commands import CommandError
     from scotbed.orchestrator.outdir import writable_dir
     from scotbed.orchestrator.progress import make_progress
     from scotbed.orchestrator.run import RunFailed, SignalGuard, options_from_args, run_spec
 
     try:
-        campaign = load_campaign(args.campaign)
+        campaign = load_campaign(args.campaign, getattr(args, "sets", None) or ())
     except CampaignError as e:
         raise CommandError(str(e)) from None
     writable_dir(Path(args.out))
@@ -301,16 +402,26 @@ def main(args: Any) -> int:
         from scotbed.orchestrator.saturate_campaign import run_sweep
 
         return run_sweep(campaign, campaign.saturate, args, progress)
+    n_cells = len(campaign.cells())
+    position = {"i": 0}
 
-    def run_one(spec: Path, sets: list[str], runs: Path) -> Path:
-        options = options_from_args(args, backend=backend, out=runs, quiet=True)
-        result = run_spec(spec, sets, options)
+    def run_one(cell: Cell, run_dir: Path) -> Path:
+        options = options_from_args(args, backend=backend, out=run_dir.parent, run_dir_name=run_dir.name)
+        cell_progress = CellProgress(progress, f"{position['i']}/{n_cells} {cell.dirname}")
+        result = run_spec(campaign.base, list(cell.sets), options, cell_progress)
+        cell_progress.info(result.verdict)
+        if result.summary and "validity" in result.summary:
+            from scotbed.analysis.validity import line
+
+            cell_progress.info(line(result.summary["validity"]))
         if not result.ok:
             raise RunFailed(f"{CHECKS_FAILED}: {result.verdict}", result.run_dir)
         return result.run_dir
 
     def on_cell(i: int, n: int, cell: Cell, status: str) -> None:
-        progress.info(f"[{i}/{n}] {cell.key}: {status}")
+        position["i"] = i
+        if status != "running":
+            progress.info(f"[{i}/{n} {cell.dirname}] {status}")
 
     from scotbed.analysis.session import shared_session
 
@@ -332,9 +443,9 @@ def main(args: Any) -> int:
     with progress.phase("aggregate"):
         from scotbed.analysis.campaign import aggregate
 
-        aggregate(cdir)
+        result = aggregate(cdir, exclude_host_bound=getattr(args, "exclude_host_bound", False))
     progress.info(f"campaign directory: {cdir}")
-    progress.info(f"report: {cdir / contract.REPORT}")
+    print(result["report"])
     if any(not o.error.startswith(CHECKS_FAILED) for o in failed):
         return 3
     return 1 if failed else 0

@@ -79,6 +79,7 @@ class RunOptions:
     spark_master: str | None = None
     workers: int = 2  # Locust worker processes
     analyse: bool = True
+    run_dir_name: str | None = None  # the run directory under ``out`` (None: the run id; a campaign's cell)
 
 
 @dataclass
@@ -169,7 +170,7 @@ class Lifecycle:
             security.validate(spec)
             ph.update(f"{spec.name}: routing {spec.routing}, backend {backend_name}")
         run_id = deploy_plan.make_run_id(spec.name)
-        run_dir = (self.options.out / run_id).resolve()
+        run_dir = (self.options.out / (self.options.run_dir_name or run_id)).resolve()
         self.run_dir = run_dir
         for sub in contract.RUN_DIRS:
             (run_dir / sub).mkdir(parents=True, exist_ok=True)

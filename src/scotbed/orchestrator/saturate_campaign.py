@@ -20,7 +20,6 @@ from typing import Any
 from scotbed.orchestrator.campaign import INDEX, Campaign, CampaignIndex, RecordIndex, fingerprint
 from scotbed.orchestrator.saturate import search
 from scotbed.orchestrator.saturation import Criterion, Sweep
-from scotbed.orchestrator.spec import load_spec
 
 PROBES = "probes.json"  # in the campaign directory: every probe of every cell
 
@@ -40,7 +39,7 @@ def run_cells(campaign: Campaign, sweep: Sweep, cdir: Path, options: Any, progre
     """Search every unfinished cell in sequence; returns how many failed in this call."""
     index = CampaignIndex(cdir / INDEX)
     probes = RecordIndex(cdir / PROBES, "probes")
-    cells = campaign.cells(load_spec(campaign.base).seed)
+    cells = campaign.cells()
     failed = 0
     for i, cell in enumerate(cells, 1):
         fp = sweep_fingerprint(campaign.base, cell.sets, sweep)
@@ -89,7 +88,7 @@ def run_sweep(campaign: Campaign, sweep: Sweep, args: Any, progress: Any) -> int
     with SignalGuard():  # SIGTERM between two probes stops the campaign as cleanly as during one
         failed = run_cells(campaign, sweep, cdir, options, progress)
     index = CampaignIndex(cdir / INDEX)
-    cells = campaign.cells(load_spec(campaign.base).seed)
+    cells = campaign.cells()
     current = {c.key: sweep_fingerprint(campaign.base, c.sets, sweep) for c in cells}
     done = [index.cells[k] for k, fp in current.items() if finished(index, k, fp)]  # this spec's only
     if not done:

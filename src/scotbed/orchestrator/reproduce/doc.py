@@ -56,7 +56,7 @@ def plot_row(m: Measured, path: Path) -> None:
 
     labels = [_tick_label(j) for j in m.judged]
     means = [0.0 if math.isnan(j.measured.mean) else j.measured.mean * 100 for j in m.judged]
-    err = [0.0 if math.isnan(j.measured.mean) else j.measured.half_width * 100 for j in m.judged]
+    err = [j.measured.half_width * 100 if j.measured.has_interval else 0.0 for j in m.judged]
     fig, ax = plt.subplots(figsize=(3.2 + BAR_IN * len(labels), 3.9))
     xs = range(len(labels))
     ax.bar(xs, means, yerr=err, capsize=4, color="#4c78a8", label="scotbed (95 % CI)")

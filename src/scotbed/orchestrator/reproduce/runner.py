@@ -10,12 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from scotbed import contract
-from scotbed.orchestrator.campaign import INDEX, Campaign, CampaignIndex, fingerprint, run_campaign
+from scotbed.orchestrator.campaign import INDEX, Campaign, CampaignIndex, Cell, fingerprint, run_campaign
 from scotbed.orchestrator.reproduce.doc import Measured, write_doc
 from scotbed.orchestrator.reproduce.effects import judge, relative_changes
 from scotbed.orchestrator.reproduce.rows import Row, RowsError, load_rows, select
 from scotbed.orchestrator.saturation import Sweep
-from scotbed.orchestrator.spec import load_spec
 
 REPO = Path(__file__).resolve().parents[4]
 
@@ -59,7 +58,7 @@ def _summaries(campaign: Campaign, index: CampaignIndex) -> Found:
     from scotbed.orchestrator.saturate_campaign import finished, sweep_fingerprint
 
     out = {}
-    for cell in campaign.cells(load_spec(campaign.base).seed):  # only runs of this scale count
+    for cell in campaign.cells():  # only runs of this scale count
         rec = index.cells.get(cell.key, {})
         if campaign.saturate is not None:
             if not finished(index, cell.key, sweep_fingerprint(campaign.base, cell.sets, campaign.saturate)):
@@ -81,9 +80,11 @@ def measure(row: Row, quick: bool, out: Path, args: Any, progress: Any) -> Measu
     campaign = campaign_of(row, quick, getattr(args, "repetitions", None))
     verdicts: dict[str, str] = {}
 
-    def run_one(spec: Path, sets: list[str], runs: Path) -> Path:
-        options = options_from_args(args, backend=None, out=runs, quiet=True)
-        result = run_spec(spec, sets, options)
+    def run_one(cell: Cell, run_dir: Path) -> Path:
+        options = options_from_args(
+            args, backend=None, out=run_dir.parent, quiet=True, run_dir_name=run_dir.name
+        )
+        result = run_spec(campaign.base, list(cell.sets), options)
         verdicts[result.run_dir.name] = result.verdict
         return result.run_dir
 
