@@ -1,5 +1,5 @@
 """``scotbed campaign CAMPAIGN.yaml``: a matrix of runs and one aggregate report, implemented in
-:mod:`scotbed.orchestrator.campaign` (which provides ``main(args) -> int``)."""
+:mod:`scotbed.orchestrator.campaign_command` (which provides ``main(args) -> int``)."""
 
 from __future__ import annotations
 
@@ -29,4 +29,4 @@ def add_parser(sub: Any) -> None:
         help="leave runs whose validity verdict is host-bound out of the statistics (the report counts them)",
     )
     add_run_options(p)
-    p.set_defaults(handler=lambda args: call_lazy("campaign", "scotbed.orchestrator.campaign", args))
+    p.set_defaults(handler=lambda args: call_lazy("campaign", "scotbed.orchestrator.campaign_command", args))
