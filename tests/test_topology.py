@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import typing
 from collections import Counter
+from pathlib import Path
 
 import networkx as nx
 import pytest
@@ -207,7 +209,7 @@ def test_links_are_unique_and_kinds_match_coordinates() -> None:
 
 @pytest.mark.parametrize("factor", [topo.paper_fig2(), topo.paper_fig8(), topo.kary(3, 2), topo.star(5)])
 def test_drawing_layout_puts_clusters_in_rows_and_regions_in_columns(factor: topo.AcyclicFactor) -> None:
-    from scotbed.orchestrator.draw import column_order, layout
+    from scotbed.analysis.plots_topology import column_order, layout
 
     scot = topo.Scot(factor, 3)
     pos = layout(scot)
@@ -231,3 +233,16 @@ def test_the_selective_pruning_tiered_topologies() -> None:
         assert all(set(e) == {"e", p} for p in pubs for e in f.edges if p in e)  # publishers hang on E
     assert big.diameter() == 8  # s – n – a – b – c – d – e – n – s
     assert set(typing.get_args(NamedFactor.model_fields["kind"].annotation)) == set(topo.NAMED_FACTORS)
+
+
+@pytest.mark.parametrize("spec", ["quickstart.yaml", "octopis-static.yaml"])
+def test_the_report_draws_the_scot_topology_json_describes(spec: str) -> None:
+    """A run's topology.json gives back the same SCOT, so the report and `topology --draw` draw alike."""
+    from scotbed.analysis.plots_topology import scot_of
+    from scotbed.orchestrator.spec import build_scot, load_spec
+
+    scot = build_scot(load_spec(Path(__file__).resolve().parents[1] / "experiments" / spec))
+    again = scot_of(json.loads(json.dumps(scot.to_json())))
+    assert again is not None
+    assert again.brokers == scot.brokers and again.links == scot.links
+    assert scot_of({"kind": "peers", "n": 5}) is None

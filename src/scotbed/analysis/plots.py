@@ -5,8 +5,6 @@ Each function takes small, already-aggregated data and writes one file.
 
 from __future__ import annotations
 
-import math
-from collections import deque
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -174,77 +172,6 @@ def broker_load(load: pd.DataFrame, out: Path) -> Path:
     ax.set_ylabel("messages in + out")
     ax.set_title("Per-broker load")
     ax.legend()
-    return _save(fig, out)
-
-
-def _layout(vertices: Sequence[str], edges: Sequence[Sequence[str]]) -> dict[str, tuple[float, float]]:
-    """Layered tree layout: depth from the first vertex down, leaves spread evenly, parents centred."""
-    adj: dict[str, list[str]] = {v: [] for v in vertices}
-    for u, v in edges:
-        adj[u].append(v)
-        adj[v].append(u)
-    root = vertices[0]
-    parent: dict[str, str | None] = {root: None}
-    order = [root]
-    q = deque([root])
-    while q:
-        x = q.popleft()
-        for y in adj[x]:
-            if y not in parent:
-                parent[y] = x
-                order.append(y)
-                q.append(y)
-    children = {v: [c for c in adj[v] if parent.get(c) == v] for v in vertices}
-    pos: dict[str, tuple[float, float]] = {}
-    next_x = [0.0]
-
-    def place(v: str, depth: int) -> float:
-        if not children[v]:
-            x = next_x[0]
-            next_x[0] += 1
-        else:
-            xs = [place(c, depth + 1) for c in children[v]]
-            x = sum(xs) / len(xs)
-        pos[v] = (x, -depth)
-        return x
-
-    place(root, 0)
-    return pos
-
-
-def topology(doc: Mapping[str, Any], out: Path) -> Path:
-    """Draw a topology.json: each cluster a copy of the tree side by side, iCOLs as light arcs."""
-    vertices = doc.get("factor", {}).get("vertices", [])
-    edges = doc.get("factor", {}).get("edges", [])
-    m = int(doc.get("connectivity", 1) or 1)
-    fig, ax = plt.subplots(figsize=(7, 4))
-    if vertices:
-        base = _layout(vertices, edges)
-        width = max(x for x, _ in base.values()) + 1.5
-        pos = {}
-        for b in doc.get("brokers", []):
-            x, y = base[b["vertex"]]
-            pos[b["id"]] = (x + b["index"] * width, y)
-        colours = plt.get_cmap("tab10")
-        for link in doc.get("links", []):
-            (x1, y1), (x2, y2) = pos[link["a"]], pos[link["b"]]
-            if link["kind"] == "aCOL":
-                ax.plot([x1, x2], [y1, y2], color="black", linewidth=1.2, zorder=1)
-            else:
-                bend = 0.15 * abs(x2 - x1) / width
-                xs = [x1 + (x2 - x1) * t / 20 for t in range(21)]
-                ys = [y1 + (y2 - y1) * t / 20 + bend * math.sin(math.pi * t / 20) for t in range(21)]
-                ax.plot(xs, ys, color="grey", linewidth=0.6, alpha=0.5, zorder=0)
-        for b in doc.get("brokers", []):
-            x, y = pos[b["id"]]
-            marker = "s" if b["type"] == "inner" else "o"
-            ax.scatter([x], [y], s=140, marker=marker, color=colours(b["index"] % 10), zorder=2)
-            if len(pos) <= 40:
-                ax.annotate(
-                    b["id"], (x, y), textcoords="offset points", xytext=(0, 9), ha="center", fontsize=6
-                )
-    ax.set_title(f"{doc.get('acyclic', '')} □ K{m}: {len(doc.get('brokers', []))} brokers (square = inner)")
-    ax.axis("off")
     return _save(fig, out)
 
 

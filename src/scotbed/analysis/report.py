@@ -20,6 +20,7 @@ from scotbed.analysis.summary import verdict_of_json
 def _env() -> Environment:
     env = Environment(loader=PackageLoader("scotbed.analysis", "templates"), autoescape=select_autoescape())
     env.filters["tojson_pretty"] = lambda v: json.dumps(v, indent=2, default=str)
+    env.filters["number"] = fmt_number
     return env
 
 
@@ -27,11 +28,18 @@ def image_data_uri(png: Path) -> str:
     return "data:image/png;base64," + base64.b64encode(png.read_bytes()).decode("ascii")
 
 
+#: what a "—" cell of a report table means, printed under every table that has one
+BLANK_NOTE = "— : no value, nothing of this kind was recorded for that row (e.g. a broker that sent none)."
+
+
 def table_html(df: pd.DataFrame, max_rows: int = 200) -> Markup:
-    """A pandas table as escaped HTML (pandas escapes cell text)."""
-    return Markup(
-        df.head(max_rows).to_html(index=False, classes="data", border=0, float_format=lambda x: f"{x:.3f}")
-    )
+    """A pandas table as escaped HTML (pandas escapes cell text), every figure through
+    :func:`fmt_number`: whole numbers as integers, others to four significant digits, none as "—"."""
+    shown = df.head(max_rows)
+    cells = shown.astype(object).map(fmt_number) if len(shown.columns) else shown
+    html = cells.to_html(index=False, classes="data", border=0)
+    blank = bool(shown.isna().to_numpy().any()) if len(shown) else False
+    return Markup(html + (f'<p class="note">{BLANK_NOTE}</p>' if blank else ""))
 
 
 def summary_rows(summary: Mapping[str, Any]) -> list[tuple[str, Any]]:
@@ -64,13 +72,16 @@ def render_run(
 
 
 def fmt_number(v: Any) -> str:
-    """A figure as a person reads it: integers without decimals, others to four significant digits."""
+    """A figure as a person reads it: integers without decimals, others to four significant digits
+    (no exponent below a million), a missing value as "—"; anything else as text."""
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "—"
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return str(v)
     if float(v).is_integer() and abs(v) < 1e15:
-        return f"{int(v):,}"
+        return str(int(v))
+    if 1e-3 <= abs(v) < 1e6:
+        return f"{float(f'{v:.4g}'):g}" if abs(v) < 1e4 else f"{v:.0f}"
     return f"{v:.4g}"
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scotbed.analysis import plots, plots_selforg
+from scotbed.analysis import plots, plots_selforg, plots_topology
 from scotbed.analysis.context import RunData
 
 Sections = Mapping[str, Any]
@@ -41,7 +41,8 @@ def _loop_lag(d: RunData, _: Sections, out: Path) -> Path:
 
 
 def _topology(d: RunData, _: Sections, out: Path) -> Path | None:
-    return plots.topology(d.run.topology, out) if d.run.topology else None
+    scot = plots_topology.scot_of(d.run.topology) if d.run.topology else None
+    return plots_topology.draw(scot, out) if scot is not None else None
 
 
 def _selforg_cost(d: RunData, s: Sections, out: Path) -> Path | None:

@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
         for key, value in summary.items():
             print(f"{key:<{width}}  {value}")
     if args.draw:
-        from scotbed.orchestrator.draw import draw
+        from scotbed.analysis.plots_topology import draw
 
         out = draw(scot, args.draw)
         if not (args.json or args.full):

@@ -1,4 +1,4 @@
-"""``scotbed topology --draw FILE.png``: a SCOT drawn as clusters × regions.
+"""A SCOT drawn as clusters × regions: ``scotbed topology --draw FILE.png`` and every run report.
 
 Cluster C_i is horizontal layer i, region R_a is a column, so the product
 structure is visible at a glance. Within a layer the tree is drawn as an arc
@@ -10,9 +10,15 @@ skip a layer are curved so each region's clique shows all its m(m-1)/2 links.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from scotbed import topology as topo
+from scotbed.analysis import plots
+
+LABEL_FONT = 8  # broker ids: legible at the report's half-width plots
+MAX_LABELLED = 120  # beyond this many brokers the ids are left off (they would overlap)
 
 
 def column_order(factor: topo.AcyclicFactor) -> list[str]:
@@ -48,6 +54,16 @@ def column_order(factor: topo.AcyclicFactor) -> list[str]:
     return order
 
 
+def scot_of(doc: Mapping[str, Any]) -> topo.Scot | None:
+    """The SCOT a run's ``topology.json`` describes (None for a document without a factor: peers)."""
+    factor = doc.get("factor")
+    if not isinstance(factor, Mapping) or not factor.get("vertices"):
+        return None
+    edges = tuple((str(u), str(v)) for u, v in factor.get("edges", []))
+    acyclic = topo.AcyclicFactor(str(doc.get("acyclic", "factor")), tuple(factor["vertices"]), edges)
+    return topo.Scot(acyclic, int(doc.get("connectivity", 1) or 1))
+
+
 def layout(scot: topo.Scot) -> dict[str, tuple[float, float]]:
     """Broker id -> (x, y): x is the region's column, y the cluster's layer (cluster 0 on top)."""
     col = {v: k for k, v in enumerate(column_order(scot.factor))}
@@ -56,16 +72,14 @@ def layout(scot: topo.Scot) -> dict[str, tuple[float, float]]:
 
 def draw(scot: topo.Scot, path: str | Path, title: str | None = None) -> Path:
     """Write a PNG of ``scot`` to ``path``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
     from matplotlib.patches import FancyArrowPatch
 
     pos = layout(scot)
     n_cols = len(scot.factor.vertices)
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.7 * n_cols + 2), max(3.0, 1.3 * scot.m + 1.5)))
+    size = (max(6.0, 0.8 * n_cols + 2.5), max(3.0, 1.3 * scot.m + 1.5))
+    fig, ax = plt.subplots(figsize=size, layout="constrained")
     styles = {topo.ACOL: ("tab:blue", 1.8, "-"), topo.ICOL: ("tab:orange", 1.2, "--")}
     for link in scot.links:
         (xa, ya), (xb, yb) = pos[link.a], pos[link.b]
@@ -95,12 +109,16 @@ def draw(scot: topo.Scot, path: str | Path, title: str | None = None) -> Path:
         if pts:
             xs, ys = zip(*pts, strict=True)
             ax.scatter(xs, ys, s=90, marker=marker, c=colour, edgecolors="black", zorder=3)
-    if len(scot.brokers) <= 120:
+    if len(scot.brokers) <= MAX_LABELLED:
         for b in scot.brokers:
             x, y = pos[b.id]
-            ax.annotate(b.id, (x, y), xytext=(0, -12), textcoords="offset points", ha="center", fontsize=6)
+            ax.annotate(
+                b.id, (x, y), xytext=(0, -14), textcoords="offset points", ha="center", fontsize=LABEL_FONT
+            )
     order = column_order(scot.factor)
-    ax.set_xticks(range(n_cols), [f"R_{v}" for v in order], fontsize=7, rotation=90 if n_cols > 20 else 0)
+    ax.set_xticks(
+        range(n_cols), [f"R_{v}" for v in order], fontsize=LABEL_FONT, rotation=90 if n_cols > 20 else 0
+    )
     ax.set_yticks([-i for i in range(scot.m)], [f"C_{i}" for i in range(scot.m)])
     ax.set_xlim(-0.8, n_cols - 0.2)
     ax.set_ylim(-scot.m + 0.3, 0.9)
@@ -113,7 +131,7 @@ def draw(scot: topo.Scot, path: str | Path, title: str | None = None) -> Path:
         title
         or f"{s['kind']} {s['acyclic']} × K{scot.m}: {s['brokers']} brokers, "
         f"{s['acols']} aCOLs, {s['icols']} iCOLs, diameter {s['diameter']}",
-        fontsize=9,
+        fontsize=10,
     )
     handles = [
         Line2D([], [], color=styles[topo.ACOL][0], linewidth=1.8, linestyle="-", label="aCOL"),
@@ -131,10 +149,5 @@ def draw(scot: topo.Scot, path: str | Path, title: str | None = None) -> Path:
                 label=label,
             )
         )
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7, frameon=False)
-    fig.tight_layout()
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=130)
-    plt.close(fig)
-    return out
+    fig.legend(handles=handles, loc="outside right upper", fontsize=LABEL_FONT, frameon=False)
+    return plots.save_laid_out(fig, Path(path))
