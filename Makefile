@@ -24,6 +24,7 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 test: setup lint
 	$(BIN)/pytest -q -ra --durations=30

@@ -9,10 +9,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scotbed import topology
-from scotbed.broker.routing.covering import _Covering
 from scotbed.broker.sim import SimNetwork
 from scotbed.filters import Filter
 from scotbed.messages import Publication, Subscription, Unsubscription
+from scotbed.routing.covering import _Covering
 
 TREE = topology.tree(topology.kary(2, 2))  # v0; v1, v2; v3, v4 under v1; v5, v6 under v2
 FIG2 = topology.tree(topology.paper_fig2())  # the path a-b-c-d-e-f

@@ -12,10 +12,10 @@ from scotbed import contract, topology
 from scotbed.broker.client import BrokerClient, SubscriptionStream
 from scotbed.broker.launcher import LocalCluster
 from scotbed.broker.rejoin import SentLog, replay_count
-from scotbed.broker.routing import ALGORITHMS, algorithm_class
 from scotbed.filters import Filter
 from scotbed.messages import Subscription, Unsubscription
 from scotbed.orchestrator.faults import FaultSpec, Injector
+from scotbed.routing import ALGORITHMS, algorithm_class
 from scotbed.v1 import scotbed_pb2 as pb
 
 VICTIM = "b-v1-0"

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from scotbed.broker import routing
+from scotbed import routing
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "scotbed"
-REGISTRY = SRC / "broker" / "routing" / "__init__.py"
+REGISTRY = SRC / "routing" / "__init__.py"
 
 
 def _modules() -> list[Path]:

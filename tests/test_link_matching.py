@@ -8,9 +8,9 @@ import pytest
 from broker_workload import make_workload
 
 from scotbed import topology
-from scotbed.broker.routing.link_matching import cluster_of
 from scotbed.broker.sim import SimNetwork
 from scotbed.messages import Publication, Subscription
+from scotbed.routing.link_matching import cluster_of
 
 FIG2_K3 = topology.Scot(topology.paper_fig2(), 3)
 FIG8_K5 = topology.Scot(topology.paper_fig8(), 5)

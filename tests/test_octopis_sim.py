@@ -9,11 +9,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scotbed.broker.routing.base import LinkState
-from scotbed.broker.routing.octopis import DynamicNotificationRouting, cbv_clusters, cbv_of
 from scotbed.broker.sim import SimNetwork
 from scotbed.filters import Filter
 from scotbed.messages import Publication, Subscription, SubState
+from scotbed.routing.base import LinkState
+from scotbed.routing.octopis import DynamicNotificationRouting, cbv_clusters, cbv_of
 from scotbed.topology import AcyclicFactor, Scot, broker_id, paper_fig2, paper_fig8
 
 FIG2_K3 = Scot(paper_fig2(), 3)

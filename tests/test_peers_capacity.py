@@ -19,10 +19,10 @@ import pytest
 from scotbed import contract
 from scotbed.analysis import peers as peer_analysis
 from scotbed.broker.eventlog import read_events
-from scotbed.broker.routing import DEFAULT_PEER_ROUTING
 from scotbed.peerproc.cluster import PeerCluster
 from scotbed.peers.config import PeerConfig
 from scotbed.peers.workload import SKEWED, Draw, Shape, distinct_ids
+from scotbed.routing import DEFAULT_PEER_ROUTING
 
 X = 4
 N = 8

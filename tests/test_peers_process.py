@@ -16,10 +16,10 @@ from test_vinifera import CFG, FIG2, FIG2_SUBS, P, Q, R, S, T, U, V, wired
 from scotbed import contract
 from scotbed.analysis import peers as peer_analysis
 from scotbed.broker.eventlog import read_events
-from scotbed.broker.routing import DEFAULT_PEER_ROUTING, PEER_ALGORITHMS
 from scotbed.peerproc.cluster import PeerCluster, accounted, link_counts
 from scotbed.peers.config import PeerConfig
 from scotbed.peers.workload import SKEWED, Draw, Shape, distinct_ids
+from scotbed.routing import DEFAULT_PEER_ROUTING, PEER_ALGORITHMS
 
 
 def _events(cluster: PeerCluster) -> list[dict]:

@@ -11,12 +11,12 @@ import yaml
 
 from scotbed import contract
 from scotbed.analysis import peers as peer_analysis
-from scotbed.broker.routing import PEER_ALGORITHMS
 from scotbed.orchestrator.progress import QuietProgress
 from scotbed.orchestrator.run import RunOptions, run_spec
 from scotbed.orchestrator.spec import SpecError, parse_spec
 from scotbed.orchestrator.spec_peers import peer_config
 from scotbed.peers.config import PeerConfig
+from scotbed.routing import PEER_ALGORITHMS
 
 VINIFERA = "vinifera"
 assert VINIFERA in PEER_ALGORITHMS

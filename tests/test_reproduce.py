@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from scotbed_cli import scotbed
 
-from scotbed.broker.routing import ALGORITHMS
 from scotbed.orchestrator.reproduce.effects import judge, metric, relative_changes
 from scotbed.orchestrator.reproduce.rows import Effect, RowsError, load_rows, select
+from scotbed.routing import ALGORITHMS
 
 IMS = Effect("SBP IMs", "subscriptions.ims_total", "snr", "bid", -0.89)
 

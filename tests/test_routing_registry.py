@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scotbed.broker import routing
+from scotbed import routing
 from scotbed.config import BrokerConfig, ConfigError
 from scotbed.orchestrator.spec import SpecError, parse_spec
 
@@ -34,7 +34,7 @@ def test_overlay_requirements_are_declared_by_the_plugins() -> None:
 
 
 def test_unbuilt_algorithm_is_refused_with_the_implemented_list(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(routing.ALGORITHMS, "not-built", "scotbed.broker.routing.not_built:NotBuilt")
+    monkeypatch.setitem(routing.ALGORITHMS, "not-built", "scotbed.routing.not_built:NotBuilt")
     with pytest.raises(ValueError, match=r"'not-built' is not implemented in this build; implemented: f"):
         routing.algorithm_class("not-built")
 

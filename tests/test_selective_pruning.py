@@ -15,16 +15,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scotbed import topology
-from scotbed.broker.routing import check_params
-from scotbed.broker.routing.selective_pruning import (
+from scotbed.broker.sim import Sent, SimNetwork
+from scotbed.filters import Filter
+from scotbed.messages import Publication, Unsubscription
+from scotbed.routing import check_params
+from scotbed.routing.selective_pruning import (
     SelectivePruning,
     critical_distance,
     header_after,
     prune_tuples,
 )
-from scotbed.broker.sim import Sent, SimNetwork
-from scotbed.filters import Filter
-from scotbed.messages import Publication, Unsubscription
 from scotbed.wire import envelope, from_envelope
 
 

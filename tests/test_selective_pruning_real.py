@@ -28,8 +28,8 @@ from pathlib import Path
 import pytest
 from test_known_answer import Links, chain, check, msg, play, scenario, simulate
 
-from scotbed.broker.routing.selective_pruning import SelectivePruning
 from scotbed.broker.sim import SimNetwork
+from scotbed.routing.selective_pruning import SelectivePruning
 
 NAME = "selective-path5"
 _COMMON: dict[int, Links] = {

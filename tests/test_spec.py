@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from scotbed.broker import routing as routing_registry
+from scotbed import routing as routing_registry
 from scotbed.orchestrator import plan
 from scotbed.orchestrator.overrides import apply_sets
 from scotbed.orchestrator.spec import SpecError, build_scot, dump_spec, load_spec, parse_spec
@@ -128,7 +128,7 @@ def test_acyclic_routing_on_a_scot(routing: str) -> None:
 
 def test_known_but_unimplemented_routing_is_refused_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
     routing = "not-built"  # every registered algorithm is built: register one whose module is absent
-    monkeypatch.setitem(routing_registry.ALGORITHMS, routing, "scotbed.broker.routing.not_built:NotBuilt")
+    monkeypatch.setitem(routing_registry.ALGORITHMS, routing, "scotbed.routing.not_built:NotBuilt")
     (msg,) = errors({"name": "x", "topology": {"kind": "tree"}, "routing": routing})
     assert msg.startswith(f"routing: {routing!r} is a known algorithm but not implemented in this build")
     assert "snr" in msg and "bid" in msg  # names what is implemented

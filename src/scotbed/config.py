@@ -12,7 +12,7 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
-from scotbed.broker import routing as routing_registry
+from scotbed import routing as routing_registry
 from scotbed.errors import UserError
 from scotbed.loader import read_document
 

@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         cfg = load(args.config, args.id)
-        from scotbed.broker.routing import algorithm_class
+        from scotbed.routing import algorithm_class
 
         algorithm_class(cfg.routing)
     except ConfigError as e:

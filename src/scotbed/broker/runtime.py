@@ -5,7 +5,7 @@ Data path. Every message that enters the broker (from a local client through
 decoded once into a domain message and put on the *input queue*. A single
 processing loop takes messages off it and calls the routing plug-in — the
 plug-in is never called from anywhere else, so it needs no locks. The
-plug-in's :class:`~scotbed.broker.routing.base.Decision` is executed here:
+plug-in's :class:`~scotbed.routing.base.Decision` is executed here:
 each forwarded message is encoded once (one envelope shared by every next
 hop) and appended to that link's *output queue*; each local delivery goes to
 the subscriber's session queue. A sender task per link
@@ -53,8 +53,6 @@ from scotbed.broker.limits import envelope_fits
 from scotbed.broker.linkout import LinkOut
 from scotbed.broker.looplag import LoopProbe
 from scotbed.broker.rejoin import REPLAYED
-from scotbed.broker.routing import make_algorithm
-from scotbed.broker.routing.base import Decision, Entry, LinkState, RoutingAlgorithm
 from scotbed.broker.service import Server, units
 from scotbed.broker.topology_manager import TopologyManager
 from scotbed.broker.treeswap import End, TreeSwap
@@ -75,6 +73,8 @@ from scotbed.contract import (
 )
 from scotbed.matching import Matcher, make_matcher
 from scotbed.messages import Message, Publication, Subscription, Unsubscription
+from scotbed.routing import make_algorithm
+from scotbed.routing.base import Decision, Entry, LinkState, RoutingAlgorithm
 from scotbed.v1 import scotbed_pb2 as pb
 from scotbed.wire import notification_to_pb, subscription_to_pb, unsubscription_to_pb
 

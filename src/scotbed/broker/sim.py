@@ -14,12 +14,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from scotbed.broker.routing import make_algorithm
-from scotbed.broker.routing.base import LinkState, RoutingAlgorithm
 from scotbed.config import NeighbourConfig
 from scotbed.filters import Filter
 from scotbed.matching import Matcher, make_matcher
 from scotbed.messages import Message, Publication, Subscription, Unsubscription, copy_with
+from scotbed.routing import make_algorithm
+from scotbed.routing.base import LinkState, RoutingAlgorithm
 from scotbed.topology import Scot
 
 

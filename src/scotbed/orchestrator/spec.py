@@ -32,9 +32,9 @@ from pydantic import (
     model_validator,
 )
 
+from scotbed import routing as routing_registry
 from scotbed import topology as topo
 from scotbed.analysis.validity import Bounds as HB
-from scotbed.broker import routing as routing_registry
 from scotbed.loader import read_document
 from scotbed.matching import implemented as matching_implemented
 from scotbed.orchestrator import spec_peers, spec_selforg

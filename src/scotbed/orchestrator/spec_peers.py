@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from pydantic import BaseModel, ConfigDict, Field
 
 from scotbed import contract
-from scotbed.broker import routing as routing_registry
+from scotbed import routing as routing_registry
 from scotbed.peers.config import PeerConfig
 from scotbed.peers.workload import SKEWED, UNIFORM, Shape
 

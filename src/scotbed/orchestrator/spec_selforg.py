@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from scotbed.broker import routing as routing_registry
+from scotbed import routing as routing_registry
 from scotbed.overlay import interest
 from scotbed.overlay import redraws as timelines
 from scotbed.overlay.costs import DEFAULT_BROKER, DEFAULT_LINK, Costs, CostsError

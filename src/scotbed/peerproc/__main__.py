@@ -22,9 +22,9 @@ import grpc
 
 from scotbed import contract
 from scotbed.broker.eventlog import EventLog
-from scotbed.broker.routing import peer_class
 from scotbed.peerproc.node import PeerNode
 from scotbed.peers import codec
+from scotbed.routing import peer_class
 from scotbed.v1 import scotbed_pb2_grpc as pbg
 
 

@@ -20,8 +20,7 @@ from typing import Any
 
 import yaml
 
-from scotbed import contract
-from scotbed.broker import routing
+from scotbed import contract, routing
 from scotbed.broker.eventlog import EventLog
 from scotbed.filters import Filter
 from scotbed.topology import Scot, kary, path

@@ -36,7 +36,8 @@ from __future__ import annotations
 
 from collections import OrderedDict, defaultdict
 
-from scotbed.broker.routing.base import (
+from scotbed.messages import copy_with
+from scotbed.routing.base import (
     LOCAL,
     BrokerView,
     Decision,
@@ -49,7 +50,6 @@ from scotbed.broker.routing.base import (
     Unsubscription,
     steps_of,
 )
-from scotbed.messages import copy_with
 
 TOMBSTONE_CAPACITY = 1_000_000  # removed (sub_id, host BID) keys remembered against late copies
 

@@ -13,7 +13,7 @@ subscriber gets the notification exactly once.
 
 from __future__ import annotations
 
-from scotbed.broker.routing.base import (
+from scotbed.routing.base import (
     LOCAL,
     Decision,
     Entry,

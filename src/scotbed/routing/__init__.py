@@ -1,13 +1,15 @@
 """The routing algorithm registry: the one module that names the algorithms (DESIGN §1).
 
-Adding an algorithm is one new module with a :class:`~scotbed.broker.routing.base.RoutingAlgorithm`
+Adding an algorithm is one new module with a :class:`~scotbed.routing.base.RoutingAlgorithm`
 subclass (declaring its overlay requirements and its parameters with defaults) plus one line in
 :data:`ALGORITHMS`. The spec's checks, the broker config's checks and the CLI's lists all derive
 from here. A name whose module is absent is known but not implemented in this build: the spec
 refuses it by name and lists what is implemented.
 
-This module imports nothing of the broker at load time, so the shared core
-(:mod:`scotbed.config`) and the orchestrator may import it without pulling in the runtime.
+The plug-ins are part of the shared core: they import only the core (filters, matching, messages,
+topology, config), never the broker's runtime, so the broker, the in-process simulator
+(:mod:`scotbed.broker.sim`) and the orchestrator's checks run the same code. This module loads no
+plug-in at import time.
 """
 
 from __future__ import annotations
@@ -18,20 +20,20 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from scotbed.broker.routing.base import BrokerView, RoutingAlgorithm
+    from scotbed.routing.base import BrokerView, RoutingAlgorithm
 
 #: spec name -> "module:Class", in the order the CLI and error messages list them
 ALGORITHMS: dict[str, str] = {
-    "flooding": "scotbed.broker.routing.flooding:Flooding",
-    "rpf": "scotbed.broker.routing.rpf:ReversePathForwarding",
-    "covering-active": "scotbed.broker.routing.covering:ActiveCovering",
-    "covering-lazy": "scotbed.broker.routing.covering:LazyCovering",
-    "covering-packing": "scotbed.broker.routing.covering:PackingCovering",
-    "selective-pruning": "scotbed.broker.routing.selective_pruning:SelectivePruning",
-    "bid": "scotbed.broker.routing.bid:BidRouting",
-    "snr": "scotbed.broker.routing.octopis:StaticNotificationRouting",
-    "dnr": "scotbed.broker.routing.octopis:DynamicNotificationRouting",
-    "link-matching": "scotbed.broker.routing.link_matching:LinkMatching",
+    "flooding": "scotbed.routing.flooding:Flooding",
+    "rpf": "scotbed.routing.rpf:ReversePathForwarding",
+    "covering-active": "scotbed.routing.covering:ActiveCovering",
+    "covering-lazy": "scotbed.routing.covering:LazyCovering",
+    "covering-packing": "scotbed.routing.covering:PackingCovering",
+    "selective-pruning": "scotbed.routing.selective_pruning:SelectivePruning",
+    "bid": "scotbed.routing.bid:BidRouting",
+    "snr": "scotbed.routing.octopis:StaticNotificationRouting",
+    "dnr": "scotbed.routing.octopis:DynamicNotificationRouting",
+    "link-matching": "scotbed.routing.link_matching:LinkMatching",
 }
 #: peer algorithms (DESIGN §10): spec name -> "module:Class" of the peer state machine; they run on
 #: ``topology: {kind: peers}`` only, in peer processes (scotbed.peerproc), never in brokers

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import time
 
-from scotbed.broker.routing.base import (
+from scotbed.matching.trits import TritPst
+from scotbed.routing.base import (
     LOCAL,
     BrokerView,
     Decision,
@@ -37,7 +38,6 @@ from scotbed.broker.routing.base import (
     Subscription,
     Unsubscription,
 )
-from scotbed.matching.trits import TritPst
 
 
 def cluster_of(broker_id: str) -> int:

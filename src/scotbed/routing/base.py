@@ -144,7 +144,7 @@ def steps_of(*tables: RoutingTable) -> int | None:
 class RoutingAlgorithm(ABC):
     """Base of every routing plug-in; one module per algorithm."""
 
-    #: the spec name, set by the registry (:mod:`scotbed.broker.routing`) when it loads the class
+    #: the spec name, set by the registry (:mod:`scotbed.routing`) when it loads the class
     name: ClassVar[str] = ""
     #: the overlay must be acyclic (a tree, m = 1)
     requires_acyclic: ClassVar[bool] = False

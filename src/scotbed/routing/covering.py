@@ -1,7 +1,7 @@
 """The covering family: ``rpf`` plus the covering optimisation (active, lazy) and subscription packing.
 
 All three run on an acyclic overlay. Every broker stores every subscription it
-receives as ``{filter, last hop}`` exactly as in :mod:`~scotbed.broker.routing.rpf`,
+receives as ``{filter, last hop}`` exactly as in :mod:`~scotbed.routing.rpf`,
 and notifications are routed exactly as there (matched against the full table,
 one copy per distinct matching last hop other than the sender). What changes is
 which subscriptions travel: per neighbour ``n`` a broker keeps
@@ -55,10 +55,10 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from scotbed.broker.routing.base import LOCAL, BrokerView, Decision, Entry, Forward
-from scotbed.broker.routing.rpf import ReversePathForwarding
 from scotbed.filters import Filter
 from scotbed.messages import Message, Subscription, Unsubscription, copy_with
+from scotbed.routing.base import LOCAL, BrokerView, Decision, Entry, Forward
+from scotbed.routing.rpf import ReversePathForwarding
 
 
 class _Out:

@@ -49,7 +49,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
-from scotbed.broker.routing.base import (
+from scotbed.messages import Publication, Subscription, SubState, Unsubscription
+from scotbed.routing.base import (
     LOCAL,
     BrokerView,
     Decision,
@@ -59,7 +60,6 @@ from scotbed.broker.routing.base import (
     RoutingTable,
     steps_of,
 )
-from scotbed.messages import Publication, Subscription, SubState, Unsubscription
 
 
 def cbv_clusters(cbv: int | None) -> set[int]:

@@ -1,7 +1,7 @@
 """Selective pruning of a removed subscription's tree (selective filter aggregation), on covering-active.
 
 Routing, covering and the messages of subscriptions are exactly those of
-:class:`~scotbed.broker.routing.covering.ActiveCovering`; what changes is how far an
+:class:`~scotbed.routing.covering.ActiveCovering`; what changes is how far an
 unsubscription travels (readings: "Selective pruning").
 
 Publication header ``(distance, count)``, both 0 at the publisher host broker (PHB). At every
@@ -36,9 +36,9 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
-from scotbed.broker.routing.base import LOCAL, BrokerView, Decision
-from scotbed.broker.routing.covering import ActiveCovering
 from scotbed.messages import Publication, Unsubscription, copy_with
+from scotbed.routing.base import LOCAL, BrokerView, Decision
+from scotbed.routing.covering import ActiveCovering
 
 Tuples = tuple[tuple[str, int], ...]
 

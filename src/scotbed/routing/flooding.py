@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from scotbed.broker.routing.base import (
+from scotbed.routing.base import (
     LOCAL,
     BrokerView,
     Decision,
