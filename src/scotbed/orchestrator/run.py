@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 from scotbed import contract
 from scotbed.analysis import unreadable
-from scotbed.orchestrator import faults, interrupts, schedule, security, spec_peers
+from scotbed.orchestrator import experiment, faults, interrupts, schedule, security, spec_peers
 from scotbed.orchestrator import plan as deploy_plan
 from scotbed.orchestrator.backends.base import Backend, BackendError, Deployment, DeployRequest
 from scotbed.orchestrator.images import BROKER_IMAGE, WORKLOAD_IMAGE
@@ -166,8 +166,7 @@ class Lifecycle:
     def run(self) -> RunResult:
         with self.progress.phase("validate") as ph:
             spec = load_spec(self.spec_path, self.sets)
-            backend_name = self.options.backend or spec.backend
-            security.validate(spec)
+            backend_name = experiment.check(spec, self.options.backend, with_workload=False).backend
             ph.update(f"{spec.name}: routing {spec.routing}, backend {backend_name}")
         run_id = deploy_plan.make_run_id(spec.name)
         run_dir = (self.options.out / (self.options.run_dir_name or run_id)).resolve()
@@ -190,7 +189,6 @@ class Lifecycle:
 
         with self.progress.phase("topology") as ph:
             scot = build_scot(spec)
-            faults.validate(spec, scot, backend_name)
             (run_dir / contract.TOPOLOGY).write_text(json.dumps(scot.to_json(), indent=1))
             s = scot.summary()
             ph.update(

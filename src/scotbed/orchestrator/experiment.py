@@ -1,0 +1,54 @@
+"""Every check an experiment passes before anything of it starts, in one place.
+
+`scotbed validate` and `scotbed run` (and through it `campaign`, `saturate` and `reproduce`) call
+:func:`check`, so validate refuses exactly the specs that run refuses before deploying: the schema
+and semantics of the spec (:func:`~scotbed.orchestrator.spec.load_spec`), TLS against the overlay,
+the fault timeline against the overlay and the backend, every broker's configuration, and the
+workload (a script, or the generated subscriptions and publications).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scotbed import topology as topo
+from scotbed.orchestrator import faults, security, spec_peers
+from scotbed.orchestrator.plan import broker_configs, client_plan, workload_plan
+from scotbed.orchestrator.spec import Spec, build_scot
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A spec that passed :func:`check`, with what the checks built."""
+
+    spec: Spec
+    backend: str
+    scot: topo.Scot | None  # None: a peers overlay (Vinifera) has no broker overlay
+    workload: str  # the workload in words, for `scotbed validate`
+
+
+def check(spec: Spec, backend: str | None = None, with_workload: bool = True) -> Checked:
+    """Raise :class:`~scotbed.orchestrator.spec.SpecError` for anything that would stop ``spec`` on
+    ``backend`` (default: the spec's) before its brokers start. ``with_workload=False`` leaves the
+    workload's generation to the caller that generates it anyway (`run`'s render phase)."""
+    name = backend or spec.backend
+    security.validate(spec)
+    if spec.topology.kind == spec_peers.PEERS:
+        w = spec.workload.peers or spec_peers.PeersWorkloadSpec()
+        return Checked(spec, name, None, f"{w.subscriptions} subscriptions, {w.events} events")
+    scot = build_scot(spec)
+    faults.validate(spec, scot, name)
+    placeholder = {b.id: f"{b.id}:1" for b in scot.brokers}  # exercises every per-broker check
+    broker_configs(spec, scot, placeholder)
+    if not with_workload:
+        return Checked(spec, name, scot, "")
+    if spec.workload.script is not None:
+        from scotbed.orchestrator.scripted import load_script
+
+        return Checked(spec, name, scot, str(load_script(spec, scot).summary()))
+    plan = client_plan(spec, scot)
+    workload_plan(spec, scot, placeholder)  # generates the subscriptions: catches what only data shows
+    hrp = ", 1 HRP" if plan.hrp else ""
+    return Checked(
+        spec, name, scot, f"{len(plan.subscribers)} subscribers, {len(plan.publishers)} publishers{hrp}"
+    )
