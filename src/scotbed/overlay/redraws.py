@@ -1,4 +1,4 @@
-"""Cost redraws on a timeline (issue 18, paper §5: link and broker costs change while the tree runs).
+"""Cost redraws on a timeline (paper §5: link and broker costs change while the tree runs).
 
 ``topology.costs.redraws`` lists ``{at_s, what}``: ``links`` or ``brokers`` draws every pair's c_e
 (every vertex's p_v) uniformly in [0, ``max``] from ``random.Random(seed)`` (seed: the redraw's

@@ -1,4 +1,4 @@
-"""The self-organising tree at paper scale on a virtual clock (issue 18, part 4).
+"""The self-organising tree at paper scale on a virtual clock.
 
 Brokers exchange real messages over FIFO links with latencies: notifications routed per tree
 version (``swapwave``), η-hop broadcasts of Bloom filters, link requests through the agreement,
