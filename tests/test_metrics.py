@@ -137,6 +137,13 @@ def test_spec_metrics_block_defaults_off_and_is_strict() -> None:
         parse_spec({"name": "x", "metrics": {"prometheus": "yes"}})
 
 
+def test_peers_have_no_metrics_endpoint_to_switch_on() -> None:
+    peers = {"name": "x", "routing": "vinifera", "topology": {"kind": "peers", "n": 6}}
+    assert parse_spec(peers).metrics.prometheus is False
+    with pytest.raises(SpecError, match=r"metrics\.prometheus: only brokers serve Prometheus metrics"):
+        parse_spec({**peers, "metrics": {"prometheus": True}})
+
+
 @pytest.mark.parametrize(
     ("addressing", "port"),
     [(LOCAL_ADDRESSING, 0), (compose.addressing(), PORT), (k8s.addressing("ns"), PORT)],
