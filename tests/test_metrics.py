@@ -126,6 +126,10 @@ def test_the_launcher_reserves_a_loopback_metrics_port_per_broker(tmp_path: Path
         scraped_equals_status(endpoints, cluster.addresses())
         for b, a in endpoints.items():
             assert set(scrape(a)["scotbed_input_queue_len"]) == {(("broker", b),)}
+            assert (
+                f"{b}: Prometheus metrics on http://{a}/metrics"
+                in (tmp_path / "logs" / f"{b}.err").read_text()
+            )
 
 
 def test_spec_metrics_block_defaults_off_and_is_strict() -> None:

@@ -69,6 +69,7 @@ class Metrics:
         )
         self._match = self.match_us.labels(**labels)
         self._server, self._thread = start_http_server(port, addr=host, registry=self.registry)
+        self.address = f"{host}:{self._server.server_port}"  # the bound port, also when ``port`` was 0
         broker.match_observer = self._match.observe
 
     def close(self) -> None:
