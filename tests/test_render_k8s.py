@@ -21,8 +21,16 @@ RUN_ID = "quickstart-20250102T030405-0a1b2c3d"
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
-def render(acyclic: str = "paper-fig2", m: int = 3, **kw: Any) -> tuple[list[dict[str, Any]], Any]:
-    spec = parse_spec({"name": "quickstart", "topology": {"acyclic": acyclic, "connectivity": m}})
+def render(
+    acyclic: str = "paper-fig2", m: int = 3, metrics: bool = False, **kw: Any
+) -> tuple[list[dict[str, Any]], Any]:
+    spec = parse_spec(
+        {
+            "name": "quickstart",
+            "topology": {"acyclic": acyclic, "connectivity": m},
+            "metrics": {"prometheus": metrics},
+        }
+    )
     scot = build_scot(spec)
     ns = kw.get("namespace") or k8s.namespace_for(RUN_ID)
     configs = deployed_configs(spec, scot, k8s.addressing(ns, kw.get("port", k8s.DEFAULT_PORT)), RUN_ID)
@@ -130,6 +138,30 @@ def test_pods_labels_dns_and_security() -> None:
             and mounts["events"]["mountPath"] == k8s.EVENTS_DIR
         )
         assert mounts["config"]["readOnly"] is True
+
+
+@pytest.mark.parametrize("version", sorted({k8s.KUBERNETES_VERSION, kubernetes_validate.latest_version()}))
+def test_metrics_on_pods_are_annotated_for_scraping(version: str) -> None:
+    objects, scot = render(metrics=True, port=6000)
+    for obj in objects:
+        kubernetes_validate.validate(obj, version, strict=True)
+    for b in scot.brokers:
+        pod = pods(objects)[b.id]
+        assert pod["metadata"]["annotations"] == {
+            "prometheus.io/scrape": "true",
+            "prometheus.io/port": "9464",
+            "prometheus.io/path": "/metrics",
+        }
+        (c,) = pod["spec"]["containers"]
+        assert c["ports"] == [
+            {"name": "grpc", "containerPort": 6000, "protocol": "TCP"},
+            {"name": "metrics", "containerPort": 9464, "protocol": "TCP"},
+        ]
+    doc = json.loads(of_kind(objects, "ConfigMap")["data"]["brokers.json"])
+    assert {d["prometheus_port"] for d in doc["brokers"]} == {9464}
+    same_run, scrapers = of_kind(objects, "NetworkPolicy")["spec"]["ingress"]
+    assert same_run["ports"] == [{"protocol": "TCP", "port": 6000}]
+    assert scrapers == {"ports": [{"protocol": "TCP", "port": 9464}]}  # from anywhere, that port only
 
 
 def test_probes_are_grpc_on_the_broker_port() -> None:

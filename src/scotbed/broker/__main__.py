@@ -39,11 +39,11 @@ async def serve(cfg: BrokerConfig, stop_grace_s: float = 2.0, ready_file: str | 
         broker.topology.start(f"{cfg.listen.rpartition(':')[0]}:{port}")
     extra: list[asyncio.Task[None]] = []
     if cfg.prometheus_port is not None:
-        from scotbed.broker.metrics import Metrics
+        from scotbed.broker.metrics import PATH, Metrics
 
-        extra.append(
-            asyncio.create_task(Metrics(broker, cfg.prometheus_port, cfg.listen.rpartition(":")[0]).run())
-        )
+        metrics = Metrics(broker, cfg.prometheus_port, cfg.listen.rpartition(":")[0])
+        log.info("%s: Prometheus metrics on http://%s%s", cfg.id, metrics.address, PATH)
+        extra.append(asyncio.create_task(metrics.run()))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

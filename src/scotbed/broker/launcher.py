@@ -15,8 +15,10 @@ What :meth:`LocalCluster.start` does, in order:
    ``SO_REUSEPORT`` and keeping the sockets open until the brokers are up —
    gRPC binds with ``SO_REUSEPORT`` too, so the broker gets the port and no
    other process can take it in between (the reservations never listen, so
-   they never receive connections);
-2. rewrites every config's ``listen`` and neighbour addresses to those ports,
+   they never receive connections); likewise one more port per broker whose
+   ``prometheus_port`` is 0 (its metrics server binds with ``SO_REUSEADDR``,
+   which a bound, non-listening socket admits);
+2. rewrites every config's ``listen`` and neighbour addresses (and those metrics ports) to those ports,
    points event logs (unless a config names one) to ``WORKDIR/events/<id>.jsonl``
    and writes the all-brokers file ``WORKDIR/brokers.json``;
 3. starts every ``python -m scotbed.broker --config WORKDIR/brokers.json --id ID``
@@ -51,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from scotbed import contract
-from scotbed.broker import fleet, tls
+from scotbed.broker import fleet, metrics, tls
 from scotbed.config import BrokerConfig, LogConfig, build_configs, dump_all
 from scotbed.errors import ScotbedError
 from scotbed.v1 import scotbed_pb2 as pb
@@ -96,6 +98,12 @@ def with_addresses(configs: Iterable[BrokerConfig], addresses: Mapping[str, str]
         neighbours = tuple(replace(n, address=addresses[n.id]) for n in c.neighbours)
         out.append(replace(c, listen=addresses[c.id], neighbours=neighbours))
     return out
+
+
+def with_metrics_ports(configs: Iterable[BrokerConfig], ports: Iterable[int]) -> list[BrokerConfig]:
+    """The configs whose ``prometheus_port`` is 0 (any free port) given the next of ``ports`` each."""
+    free = iter(ports)
+    return [replace(c, prometheus_port=next(free)) if c.prometheus_port == 0 else c for c in configs]
 
 
 @dataclass
@@ -182,11 +190,13 @@ class LocalCluster:
         (self.workdir / "logs").mkdir(parents=True, exist_ok=True)
         (self.workdir / contract.EVENTS_DIR).mkdir(parents=True, exist_ok=True)
         reservations = reserve_ports(len(self.configs))
+        metrics_ports = reserve_ports(sum(c.prometheus_port == 0 for c in self.configs))
         try:
             addresses = {
                 c.id: f"{HOST}:{s.getsockname()[1]}" for c, s in zip(self.configs, reservations, strict=True)
             }
             configs = with_addresses(self.configs, addresses)
+            configs = with_metrics_ports(configs, [s.getsockname()[1] for s in metrics_ports])
             self.configs = [self._with_log(c) for c in configs]
             self.config_path.write_text(json.dumps(dump_all(self.configs), indent=1))
             for c in self.configs:
@@ -197,7 +207,7 @@ class LocalCluster:
             self.stop()
             raise
         finally:
-            for s in reservations:
+            for s in [*reservations, *metrics_ports]:
                 s.close()
 
     def _with_log(self, c: BrokerConfig) -> BrokerConfig:
@@ -313,6 +323,10 @@ class LocalCluster:
 
     def address(self, broker_id: str) -> str:
         return self.brokers[broker_id].address
+
+    def metrics_addresses(self) -> dict[str, str]:
+        """{broker id: host:port of its Prometheus endpoint} of every broker that serves one."""
+        return metrics.addresses([b.config for b in self.brokers.values()], self.addresses())
 
     def event_log(self, broker_id: str) -> Path:
         return Path(self.brokers[broker_id].config.log.path)

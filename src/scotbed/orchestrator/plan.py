@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from scotbed import topology as topo
+from scotbed.broker import metrics
 from scotbed.config import BrokerConfig, build_configs
 from scotbed.orchestrator import spec_selforg
 from scotbed.orchestrator.spec import Spec, SpecError
@@ -121,9 +122,18 @@ class Addressing:
     dial: str  # what neighbours dial, e.g. "{id}:50051"; "127.0.0.1:0": the launcher picks ports
     listen: str  # what the broker binds, e.g. "0.0.0.0:50051"
     log_path: str | None = None  # the broker's event log; None: the launcher's (the run's events/)
+    metrics_port: int = (
+        0  # the Prometheus endpoint's port when the spec has metrics on; 0: the launcher picks
+    )
 
     def of(self, template: str, scot: topo.Scot) -> dict[str, str]:
         return {b.id: template.format(id=b.id) for b in scot.brokers}
+
+    def metrics(self, configs: Iterable[BrokerConfig]) -> dict[str, str]:
+        """{broker id: host:port of its /metrics} for configs rendered with this addressing, as deployed
+        (a port the launcher picked once it is known); brokers without an endpoint are left out."""
+        configs = list(configs)
+        return metrics.addresses(configs, {c.id: self.dial.format(id=c.id) for c in configs})
 
 
 def deployed_configs(spec: Spec, scot: topo.Scot, addressing: Addressing, run_id: str) -> list[BrokerConfig]:
@@ -135,6 +145,7 @@ def deployed_configs(spec: Spec, scot: topo.Scot, addressing: Addressing, run_id
         listen=addressing.of(addressing.listen, scot),
         log_paths=addressing.of(addressing.log_path, scot) if addressing.log_path else None,
         run_id=run_id,
+        prometheus_port=addressing.metrics_port if spec.metrics.prometheus else None,
     )
 
 

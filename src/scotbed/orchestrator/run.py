@@ -226,6 +226,12 @@ class Lifecycle:
                 self.deployment = backend.deploy(request)
             except BackendError as e:
                 raise RunFailed(f"deploy: {e}", run_dir) from None
+            if spec.metrics.prometheus:  # a local broker's port is known only now
+                metrics = self.deployment.metrics_addresses
+                (run_dir / contract.TOPOLOGY).write_text(
+                    json.dumps({**scot.to_json(), "metrics": metrics}, indent=1)
+                )
+                ph.update(f"Prometheus endpoints (/metrics) in {contract.TOPOLOGY}")
 
         with self.progress.phase("ready") as ph:
             self._wait_healthy(spec.timeouts.ready_s, ph)

@@ -376,6 +376,14 @@ class SecuritySpec(_Block):
     )
 
 
+class MetricsSpec(_Block):
+    prometheus: bool = Field(
+        default=False,
+        description="every broker serves Prometheus metrics on /metrics; the addresses go into the "
+        "run's topology.json (scotbed.broker.metrics)",
+    )
+
+
 class Spec(_Block):
     name: str = Field(
         pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
@@ -405,6 +413,7 @@ class Spec(_Block):
         description="fault timeline during the publish phase (scotbed.orchestrator.faults)",
     )
     security: SecuritySpec = Field(default_factory=lambda: SecuritySpec())
+    metrics: MetricsSpec = Field(default_factory=lambda: MetricsSpec())
 
     _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
 

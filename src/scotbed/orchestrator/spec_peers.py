@@ -96,6 +96,10 @@ def problems(spec: Spec) -> list[str]:
     if spec.routing not in peer_algos:
         return [f"routing: {spec.routing!r} does not run on peers; allowed: {', '.join(peer_algos)}"]
     out = []
+    if spec.metrics.prometheus:
+        out.append(
+            f"metrics.prometheus: only brokers serve Prometheus metrics; topology kind {PEERS} has none"
+        )
     if t.peers is None:
         out.append(f"topology: kind {PEERS} needs n (the number of peers)")
     elif t.peers.domain[0] >= t.peers.domain[1]:

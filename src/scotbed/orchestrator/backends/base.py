@@ -50,6 +50,12 @@ class Deployment(Protocol):
         """broker id -> host:port the workload's clients dial."""
         ...
 
+    @property
+    def metrics_addresses(self) -> dict[str, str]:
+        """broker id -> host:port of its Prometheus endpoint, where the brokers run (loopback for local
+        processes, the run's network for containers); empty unless the spec has metrics on."""
+        ...
+
     def dead(self) -> dict[str, str]:
         """Brokers that stopped running, with the reason (exit code, last log lines)."""
         ...

@@ -131,6 +131,7 @@ class ComposeDeployment(HostWorkload):
         self.run_id = run_id
         self.brokers = brokers
         self.ports: dict[str, int] = {}
+        self.metrics_addresses: dict[str, str] = {}  # on the run's network (render.addressing)
         self._dead: dict[str, str] = {}
         self._dead_at = 0.0
         self._down = False
@@ -252,6 +253,7 @@ class ComposeBackend:
         request.state.compose_file = str(file)
         request.state.save()
         deployment = ComposeDeployment(project, request.run_id, [c.id for c in request.configs])
+        deployment.metrics_addresses = render.addressing().metrics(request.configs)
         try:
             project.up()
             try:

@@ -239,6 +239,11 @@ class K8sDeployment:
     def client_addresses(self) -> dict[str, str]:
         return {b: broker_address(b, self.namespace, self.port) for b in self.brokers}
 
+    @property
+    def metrics_addresses(self) -> dict[str, str]:
+        """Inside the cluster (the pods' DNS names); a scraper outside uses the pods' annotations."""
+        return self.backend.addressing(self.request.run_id).metrics(self.request.configs)
+
     def start_forwards(self) -> None:
         """One local port per broker, unless the orchestrator runs inside the cluster."""
         if self.kube.in_cluster or self._forwards:

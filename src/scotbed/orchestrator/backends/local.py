@@ -33,6 +33,10 @@ class LocalDeployment(HostWorkload):
         return self.cluster.addresses()
 
     @property
+    def metrics_addresses(self) -> dict[str, str]:
+        return self.cluster.metrics_addresses()
+
+    @property
     def fault_target(self) -> LocalCluster:
         """What the fault timeline kills, stops and restarts (scotbed.orchestrator.faults)."""
         return self.cluster

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from scotbed.broker import metrics
 from scotbed.config import BrokerConfig
 from scotbed.orchestrator.images import BROKER_IMAGE
 from scotbed.orchestrator.plan import Addressing
@@ -33,7 +34,12 @@ class Limits:
 
 def addressing(port: int = DEFAULT_PORT) -> Addressing:
     """Brokers as the containers see them: service-name addresses, logs in the events folder."""
-    return Addressing(dial=f"{{id}}:{port}", listen=f"0.0.0.0:{port}", log_path=f"{EVENTS_DIR}/{{id}}.jsonl")
+    return Addressing(
+        dial=f"{{id}}:{port}",
+        listen=f"0.0.0.0:{port}",
+        log_path=f"{EVENTS_DIR}/{{id}}.jsonl",
+        metrics_port=metrics.PORT,
+    )
 
 
 def _service(
@@ -80,6 +86,8 @@ def _service(
     }
     if user is not None:
         svc["user"] = user
+    if cfg.prometheus_port is not None:  # reached on the run's network at <service>:<port>/metrics
+        svc["expose"] = [str(cfg.prometheus_port)]
     return svc
 
 

@@ -14,6 +14,9 @@ state would silently corrupt the measurements, so a crash fails the run.
 Required pod anti-affinity keeps each broker off the node of every aCOL and
 iCOL neighbour, so no link is a loopback; that needs
 ``Scot.chromatic_need()`` nodes, see :func:`anti_affinity_warning`.
+With the spec's ``metrics: {prometheus: true}`` every broker pod has a container
+port named ``metrics`` and the ``prometheus.io/*`` scrape annotations, and the
+NetworkPolicy admits any scraper to that port (:func:`scrape_annotations`).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from scotbed import contract
+from scotbed.broker import metrics
 from scotbed.config import BrokerConfig, dump_all
 from scotbed.orchestrator.images import BROKER_IMAGE
 from scotbed.orchestrator.plan import Addressing
@@ -192,6 +196,12 @@ def _pod(
         **broker_probes(port, server, tls),
         **process_container(res),
     }
+    metadata: dict[str, Any] = {"name": cfg.id, "namespace": namespace, "labels": labels}
+    if cfg.prometheus_port is not None:
+        container["ports"].append(
+            {"name": "metrics", "containerPort": cfg.prometheus_port, "protocol": "TCP"}
+        )
+        metadata["annotations"] = scrape_annotations(cfg.prometheus_port)
     neighbours = [n.id for n in cfg.neighbours]
     spec: dict[str, Any] = {
         "hostname": cfg.id,
@@ -216,7 +226,7 @@ def _pod(
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": cfg.id, "namespace": namespace, "labels": labels},
+        "metadata": metadata,
         "spec": spec,
     }
 
@@ -227,7 +237,23 @@ def addressing(namespace: str, port: int = DEFAULT_PORT) -> Addressing:
         dial=broker_address("{id}", namespace, port),
         listen=f"0.0.0.0:{port}",
         log_path=f"{EVENTS_DIR}/{{id}}.jsonl",
+        metrics_port=metrics.PORT,
     )
+
+
+def scrape_annotations(metrics_port: int) -> dict[str, str]:
+    """The ``prometheus.io/*`` annotations a Prometheus' pod discovery reads to scrape a broker pod."""
+    return {
+        "prometheus.io/scrape": "true",
+        "prometheus.io/port": str(metrics_port),
+        "prometheus.io/path": metrics.PATH,
+    }
+
+
+def metrics_ingress(configs: Sequence[BrokerConfig]) -> list[dict[str, Any]]:
+    """NetworkPolicy ingress rules admitting a scraper from anywhere to the brokers' metrics ports."""
+    ports = sorted({c.prometheus_port for c in configs if c.prometheus_port is not None})
+    return [{"ports": [{"protocol": "TCP", "port": p}]} for p in ports]
 
 
 def render_k8s(
@@ -283,7 +309,8 @@ def render_k8s(
                     {
                         "from": [{"podSelector": {"matchLabels": {LABEL_RUN: run_id}}}],
                         "ports": [{"protocol": "TCP", "port": port}],
-                    }
+                    },
+                    *metrics_ingress(configs),
                 ],
             },
         },
