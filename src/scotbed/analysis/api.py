@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from scotbed import contract
 from scotbed.analysis.rundir import RunDir
 from scotbed.analysis.session import LONG_JVM, SHORT_JVM, SMALL_RUN_CONF, Jvm, get_session, is_shared
 from scotbed.analysis.size import is_small, wants_short_jvm
@@ -47,6 +48,7 @@ def analyze(
     engine: str | None = None,
     first_n: int = FIRST_N,
     jvm: Jvm | None = None,
+    verbose: bool = False,
 ) -> dict[str, Any]:
     """Analyse one run; returns the summary (also written to ``analysis/summary.json``).
 
@@ -56,7 +58,8 @@ def analyze(
     sets, so this is a speed choice) for the publications whose values numpy cannot compare exactly;
     the rest are matched as columns (:mod:`scotbed.matching.columnar`, the same semantics, tested).
     A session this call starts (its JVM ``jvm``, by default :func:`jvm_for` the run's) is stopped at the
-    end; a given, shared or already active one is kept.
+    end; a given, shared or already active one is kept. A JVM this call starts writes its output to
+    ``analysis/spark.log``, or with ``verbose`` to this process's stderr.
     """
     from pyspark.sql import SparkSession
 
@@ -65,7 +68,8 @@ def analyze(
     for module in (PIPELINE_MODULE, PLOTTER_MODULE):  # while the JVM starts; an import of either waits
         threading.Thread(target=importlib.import_module, args=(module,), daemon=True).start()
     own = spark is None and SparkSession.getActiveSession() is None and not is_shared()
-    session = spark or get_session(spark_master, jvm=jvm or jvm_for(run))
+    log = None if verbose else run.path / contract.SPARK_LOG
+    session = spark or get_session(spark_master, jvm=jvm or jvm_for(run), log=log)
     try:
         from scotbed.analysis import pipeline
 
