@@ -32,7 +32,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scotbed import java
 from scotbed.analysis import jvm_archive
@@ -194,7 +194,7 @@ def _launch(conf: dict[str, str], log: Path | None) -> SparkSession:
         with log.open("ab") as err:
             gateway = launch_gateway(spark_conf, popen_kwargs={"stderr": err})
         SparkContext(conf=spark_conf, gateway=gateway)
-    return SparkSession.builder.config(map=conf).getOrCreate()
+    return SparkSession.builder.config(map=dict[str, Any](conf)).getOrCreate()
 
 
 def _reap_jvm() -> None:

@@ -478,3 +478,16 @@ def lag_series(samples: Sequence[LoopSample], origin_ns: int) -> list[dict[str, 
             }
         )
     return rows
+
+
+#: the exit status of a correct run or analysis that is host-bound, under ``--require-valid``
+EXIT_HOST_BOUND = 5
+
+
+def exit_status(correct_status: int, validity: Mapping[str, Any] | None, require_valid: bool) -> int:
+    """The exit status of a run or an analysis: a failed check's (``correct_status`` not 0) comes
+    first; with ``require_valid`` a host-bound run then exits :data:`EXIT_HOST_BOUND`. A run whose
+    validity is unknown is not gated: nothing says its host was busy."""
+    if correct_status != 0 or not require_valid:
+        return correct_status
+    return EXIT_HOST_BOUND if (validity or {}).get("verdict") == HOST_BOUND else 0
