@@ -118,6 +118,15 @@ JVM_NOISE = ("WARNING:", "log4j", "NativeCodeLoader", "WARN ", "Picked up")
 @pytest.mark.spark
 def test_a_host_bound_run_is_a_warning_and_with_require_valid_exits_5(tmp_path: Path) -> None:
     run = _host_bound_run(tmp_path)
+    # --out: the analysis goes elsewhere and the run directory is only read; --quiet: the path alone
+    out = tmp_path / "elsewhere"
+    quiet = scotbed("analyze", str(run), "--out", str(out), "--quiet", timeout=300)
+    assert quiet.returncode == 0, quiet.stderr[-3000:]
+    assert quiet.stdout == f"{out.resolve() / contract.REPORT}\n"
+    assert quiet.stderr.startswith("scotbed analyze: warning: HOST-BOUND: ") and quiet.stderr.count("\n") == 1
+    assert (out / contract.SUMMARY).is_file() and (out / contract.SPARK_LOG).is_file()
+    assert not (run / contract.SUMMARY).exists() and not (run / contract.REPORT).exists()
+
     plain = scotbed("analyze", str(run), timeout=300)
     assert plain.returncode == 0, plain.stderr[-3000:]
     # stderr holds the verdict as a warning and nothing from the JVM or Spark: that is in the run's log

@@ -49,6 +49,7 @@ def analyze(
     first_n: int = FIRST_N,
     jvm: Jvm | None = None,
     verbose: bool = False,
+    out: str | Path | None = None,
 ) -> dict[str, Any]:
     """Analyse one run; returns the summary (also written to ``analysis/summary.json``).
 
@@ -59,16 +60,17 @@ def analyze(
     the rest are matched as columns (:mod:`scotbed.matching.columnar`, the same semantics, tested).
     A session this call starts (its JVM ``jvm``, by default :func:`jvm_for` the run's) is stopped at the
     end; a given, shared or already active one is kept. A JVM this call starts writes its output to
-    ``analysis/spark.log``, or with ``verbose`` to this process's stderr.
+    ``analysis/spark.log``, or with ``verbose`` to this process's stderr. ``out``: the folder that
+    gets ``analysis/`` and ``report.html`` instead of the run directory (which is then only read).
     """
     from pyspark.sql import SparkSession
 
     t0 = time.monotonic()
-    run = RunDir.open(run_dir)
+    run = RunDir.open(run_dir, out)
     for module in (PIPELINE_MODULE, PLOTTER_MODULE):  # while the JVM starts; an import of either waits
         threading.Thread(target=importlib.import_module, args=(module,), daemon=True).start()
     own = spark is None and SparkSession.getActiveSession() is None and not is_shared()
-    log = None if verbose else run.path / contract.SPARK_LOG
+    log = None if verbose else run.out_dir / contract.SPARK_LOG
     session = spark or get_session(spark_master, jvm=jvm or jvm_for(run), log=log)
     try:
         from scotbed.analysis import pipeline

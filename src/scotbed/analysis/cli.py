@@ -51,6 +51,11 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--engine", help="matching engine of the oracle: naive, counting, pst (default: counting)")
     p.add_argument(
+        "--out",
+        metavar="DIR",
+        help="write analysis/ and report.html here (default: into the run directory)",
+    )
+    p.add_argument(
         "--require-valid",
         action="store_true",
         help="exit 5 when the run is correct but host-bound (its delays measure the host, not the routing)",
@@ -77,6 +82,10 @@ def main(argv: list[str] | None = None) -> int:
         if (path / "runs").is_dir() and not (path / contract.EVENTS_DIR).is_dir():
             from scotbed.analysis.campaign import aggregate
 
+            if args.out:
+                _warn(args, f"scotbed analyze: error: --out is for a run directory; {path} is a campaign's")
+                return 2
+
             result = aggregate(path)
             code = 0 if result.get("all_ok") is not False else 1
             _say(args, code, {"report": str(result["report"])}, f"campaign report: {result['report']}")
@@ -84,23 +93,28 @@ def main(argv: list[str] | None = None) -> int:
         from scotbed.analysis.api import analyze
 
         summary = analyze(
-            path, args.spark_master, settle_ms=args.settle_ms, engine=args.engine, verbose=args.verbose
+            path,
+            args.spark_master,
+            settle_ms=args.settle_ms,
+            engine=args.engine,
+            verbose=args.verbose,
+            out=args.out,
         )
     except RunDirError as e:
         _warn(args, f"scotbed analyze: {e}", "error")
         return 2
-    return _outcome(args, path, summary)
+    return _outcome(args, Path(args.out) if args.out else path, summary)
 
 
-def _outcome(args: argparse.Namespace, path: Path, summary: dict[str, Any]) -> int:
-    """Print what the analysis found; the exit status."""
+def _outcome(args: argparse.Namespace, out: Path, summary: dict[str, Any]) -> int:
+    """Print what the analysis written to ``out`` found; the exit status."""
     c = summary["correctness"]
     if (note := unreadable.describe(summary)) is not None:
         _warn(args, f"scotbed analyze: warning: {note}")
     validity = summary.get("validity")
     code = exit_status(1 if c.get("ok") is False else 0, validity, args.require_valid)
     counts = {k: c.get(k) for k in CORRECTNESS_KEYS}
-    report = str(path / contract.REPORT)
+    report = str(out / contract.REPORT)
     if args.log_json:
         verdict = {"verdict": validity.get("verdict"), "text": line(validity)} if validity else None
         _say(args, code, {"correctness": counts, "validity": verdict, "report": report}, "")
