@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from scotbed import contract
-from scotbed.analysis.validity import EXIT_HOST_BOUND, HOST_BOUND, VALID, exit_status
+from scotbed.analysis.validity import EXIT_HOST_BOUND, HOST_BOUND, UNKNOWN, VALID, exit_status
 from scotbed.testing.synth import SynthSpec, synthesise
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,8 +96,14 @@ def test_run_log_json_writes_only_json_lines_in_the_lifecycle_s_order(
     assert done["deploy"] == "3 brokers started (local)"
     assert done["teardown"] == "3 brokers and the workload stopped"
     verdict = json.loads((run_dir / contract.SUMMARY).read_text())["validity"]["verdict"]
-    assert verdict in (VALID, HOST_BOUND)  # this host's load decides which; a host-bound one is a warning
-    head = {VALID: ("info", "valid: "), HOST_BOUND: ("warning", "HOST-BOUND: ")}[verdict]
+    # this host's load decides which (a loaded host may even leave no loop event in the window);
+    # a host-bound one is a warning
+    heads = {
+        VALID: ("info", "valid: "),
+        HOST_BOUND: ("warning", "HOST-BOUND: "),
+        UNKNOWN: ("info", "unknown: "),
+    }
+    head = heads[verdict]
     said = [(e["event"], e["text"].split(": ")[0] + ": ") for e in stderr if "text" in e]
     assert said.count(head) == 1
 
