@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import logging
 import os
 import sys
 import tempfile
@@ -37,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from scotbed import java
 from scotbed.analysis import jvm_archive
 
+logger = logging.getLogger(__name__)
 #: Spark's log4j2 configuration: a package resource next to this module
 LOG4J2 = Path(__file__).with_name("log4j2.properties")
 
@@ -172,10 +174,10 @@ def _start(conf: dict[str, str], log: Path | None) -> SparkSession:
         except PySparkRuntimeError as e:
             if e.getCondition() != "JAVA_GATEWAY_EXITED" or attempt == GATEWAY_ATTEMPTS:
                 raise
-            print(
-                f"scotbed: Spark's JVM exited before reporting its port (try {attempt} of "
-                f"{GATEWAY_ATTEMPTS}); starting it again",
-                file=sys.stderr,
+            logger.warning(  # a log record: --log-json shows it as a JSON line
+                "scotbed: Spark's JVM exited before reporting its port (try %d of %d); starting it again",
+                attempt,
+                GATEWAY_ATTEMPTS,
             )
             time.sleep(2.0 * attempt)
     raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
