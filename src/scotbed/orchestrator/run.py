@@ -496,8 +496,7 @@ class Lifecycle:
             merge_workload(self.run_dir)
 
     def _teardown(self, ph: Phase | None = None) -> None:
-        """Remove the deployment; outside the teardown phase (a failed run) announced, never failing
-        for the announcement."""
+        """Remove the deployment; announced (never failing for it) outside the phase: a failed run's."""
         if self.deployment is not None:
             if ph is None:
                 with contextlib.suppress(Exception):
