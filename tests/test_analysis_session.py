@@ -3,6 +3,7 @@ times, and the last failure reaches the caller (real spark-submit, in a subproce
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -128,3 +129,26 @@ def test_the_aot_cache_trains_on_a_small_run_and_one_on_the_large_run_path(tmp_p
 
     runs = jvm_archive._training_runs(tmp_path, large=True)
     assert [is_small(RunDir.open(run)) for run in runs] == [True, False]
+
+
+def test_the_jvm_s_own_output_goes_to_the_log_and_the_retries_are_log_records(tmp_path: Path) -> None:
+    """With a log the JVM's complaint (a bad heap size) is in the file, not on the terminal; the retries
+    are Python log records, so --log-json shows them as JSON lines."""
+    log = tmp_path / "analysis" / "spark.log"
+    script = (
+        "from pathlib import Path\n"
+        "from scotbed.terminal import log_as_json\n"
+        "from scotbed.analysis.session import get_session\n"
+        "log_as_json()\n"
+        "try:\n"
+        f"    get_session(log=Path({str(log)!r}))\n"
+        "except Exception as e:\n"
+        "    print(type(e).__name__)\n"
+    )
+    env = dict(os.environ, SCOTBED_SPARK_DRIVER_MEMORY="1x")
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert out.stdout == "PySparkRuntimeError\n", out.stderr[-2000:]
+    lines = [json.loads(line) for line in out.stderr.splitlines()]
+    assert [e["event"] for e in lines] == ["warning"] * (GATEWAY_ATTEMPTS - 1)
+    assert all("starting it again" in e["text"] for e in lines)
+    assert log.read_text().count("Invalid maximum heap size") == GATEWAY_ATTEMPTS

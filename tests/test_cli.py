@@ -157,3 +157,41 @@ def test_user_errors_exit_2_in_process(tmp_path: Path, capsys: pytest.CaptureFix
 def test_analyze_passes_its_arguments_through() -> None:
     assert cli._passthrough("analyze") is not None  # the analysis owns its options
     assert cli._passthrough("validate") is None and cli._passthrough("nope") is None
+
+
+@pytest.mark.slow  # starts a Python process
+def test_version_is_the_package_s() -> None:
+    from importlib.metadata import version
+
+    out = scotbed("--version")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == f"scotbed {version('scotbed')}\n"
+
+
+@pytest.mark.slow  # starts Python processes
+def test_help_shows_defaults_plain_text_and_only_options_that_do_something() -> None:
+    analyze = scotbed("analyze", "--help").stdout
+    assert "``" not in analyze and ":func:" not in analyze
+    for option in ("--quiet", "--verbose", "--log-json", "--require-valid", "--spark-master"):
+        assert option in analyze
+    run = scotbed("run", "--help").stdout
+    assert "--workers N           Locust worker processes (default: 2)" in run
+    assert "parent of the run directory (default: runs)" in run
+    assert "[--quiet | --verbose | --log-json]" in run
+    # saturate analyses nothing: no Spark, no validity to require, no Spark output to show
+    saturate = scotbed("saturate", "--help").stdout
+    assert "--lo LO               lower bound of the search (default: 60.0)" in saturate
+    for option in ("--spark-master", "--require-valid", "--verbose"):
+        assert option not in saturate
+    assert "--quiet" in saturate and "--log-json" in saturate
+
+
+@pytest.mark.slow  # starts Python processes
+def test_output_modes_exclude_each_other_and_log_json_errors_are_json(tmp_path: Path) -> None:
+    both = scotbed("run", QUICKSTART, "--quiet", "--log-json")
+    assert both.returncode == 2 and "not allowed with argument" in both.stderr
+    missing = scotbed("run", str(tmp_path / "nope.yaml"), "--log-json")
+    assert missing.returncode == 2 and missing.stdout == ""
+    lines = [json.loads(line) for line in missing.stderr.splitlines()]
+    assert [e["event"] for e in lines] == ["phase_start", "phase_failed", "error"]
+    assert lines[-1]["text"] == f"scotbed run: error: {tmp_path / 'nope.yaml'}: no such spec file"

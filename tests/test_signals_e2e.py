@@ -1,9 +1,10 @@
-"""A SIGTERM during the Spark analysis of `scotbed run` exits 143 with one line, not a Py4JError traceback,
-and takes Spark's JVM with it."""
+"""A SIGTERM during the Spark analysis of `scotbed run` exits 143 with one line, not a Py4JError traceback
+(with --log-json a JSON line, like every other), and takes Spark's JVM with it."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -82,7 +83,8 @@ def test_sigterm_during_the_analysis_exits_143_without_a_traceback(
     assert not left, f"outlived the command: {[p.pid for p in left]}"
     assert code == 143, err[-3000:]
     assert "Traceback" not in err and "Py4J" not in err, err[-3000:]
-    ours = [line for line in err.splitlines() if line.startswith("scotbed run:")]
+    lines = [json.loads(line) for line in err.splitlines()]  # --log-json: nothing but JSON, even now
+    ours = [e["text"] for e in lines if e["event"] == "error"]
     assert ours[-1].startswith("scotbed run: terminated"), err[-3000:]
 
 

@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -134,8 +135,9 @@ def test_an_idle_host_is_valid_with_every_figure_known() -> None:
     assert v.cpu["run_queue_wait"] is None  # samples without wait_ms
     # demand 0.2 of the host, hottest broker 0.1 of a core: at 0.5 utilisation time_scale 0.4 suffices
     assert v.suggested_time_scale == pytest.approx(0.4)
-    assert v.line().startswith(
-        "valid: loop lag explains 8.5 ms of the 20.0 ms mean delay (42% >= 25%, < 20 ms)"
+    assert v.line() == (
+        "valid: host load adds at most 8.5 ms to a delivery, under the 20 ms of an event loop's normal "
+        "lateness; 0.0% of broker periods lagged > 20 ms (bound 5%); the run used 20% of 2 cores (bound 90%)"
     )
 
 
@@ -175,7 +177,9 @@ def test_a_saturated_host_is_host_bound_and_the_time_scale_suggestion_follows_th
     assert v.cpu["saturation_mean"] == pytest.approx(1.0)
     assert v.cpu["demand"] == pytest.approx(2.0)  # 20 CPU s over 5 intended s on 2 cores
     assert v.suggested_time_scale == pytest.approx(2.0 * 2.0 / 0.5)
-    assert v.line().endswith("suggested time_scale >= 8")
+    assert v.line() == (
+        "HOST-BOUND: the run used 100% of 2 cores (bound 90%); suggested time_scale >= 8; see report"
+    )
     assert any("100% of 2 cores (>= 90%)" in r for r in v.reasons)
     waited = [LoopSample(s.node, s.ts_ns, 1.0, 0.5, 0.25, 250.0, 100.0) for s in _samples(8, 10, 1.0, 0.25)]
     w = assess(waited, window, Delay(1000.0, 1.0), cores=2)
@@ -441,26 +445,66 @@ def test_lag_from_other_work_on_the_host_gets_no_time_scale_suggestion() -> None
     assert "no time_scale removes" in v.reasons[-1] and "suggested" not in v.line()
 
 
-def test_campaign_points_with_a_host_bound_run_are_counted(tmp_path: Path) -> None:
-    import pandas as pd
+# --- the verdict sentence: one line that states the figures the rule compares ----------------------
 
-    from scotbed.analysis.campaign import aggregate
 
-    verdicts = {(100, 0): VALID, (100, 1): VALID, (1000, 0): HOST_BOUND, (1000, 1): VALID}
-    for (subs, seed), verdict in verdicts.items():
-        d = tmp_path / "runs" / f"r-{subs}-{seed}"
-        (d / "analysis").mkdir(parents=True)
-        spec = {"name": "c", "seed": seed, "routing": "snr", "workload": {"subscribers": subs}}
-        (d / contract.SPEC_RESOLVED).write_text(yaml.safe_dump(spec))
-        summary = {
-            "run_id": d.name,
-            "routing": "snr",
-            "notifications": {"delay_ms": {"mean": subs / 10}},
-            "correctness": {"ok": True},
-            "validity": {"verdict": verdict},
-        }
-        (d / contract.SUMMARY).write_text(json.dumps(summary))
-    aggregate(tmp_path)
-    table = pd.read_parquet(tmp_path / "analysis" / "aggregate.parquet").set_index("value")
-    assert table.loc["100", "host_bound"] == 0 and table.loc["1000", "host_bound"] == 1
-    assert "validity.verdict" in (tmp_path / contract.REPORT).read_text()
+def _verdicts() -> dict[str, Any]:
+    """The known-answer cases above: valid, each criterion met alone, and lag from other work."""
+    saturated = Window(T0, T0 + 5 * S, T0 + 10 * S)
+    return {
+        "idle": assess(_samples(4, 10, lag=1.0, cpu=0.1), WINDOW, Delay(20.0, 3.0, {"mean": 0.5}), cores=2),
+        "small share": assess(_samples(4, 10, 1.0, 0.1), WINDOW, Delay(200.0, 3.0, {"mean": 0.5}), cores=2),
+        "fast overlay": assess(_samples(4, 10, 1.0, 0.2), WINDOW, Delay(4.0, 2.0, {"mean": 0.5}), cores=2),
+        "A": assess(_samples(4, 10, lag=16.0, cpu=0.2), WINDOW, Delay(200.0, 2.0, {"mean": 6.0}), cores=2),
+        "A, all": assess(_samples(4, 10, lag=16.0, cpu=0.2), WINDOW, Delay(50.0, 2.0), cores=2),
+        "B": assess(_samples(4, 10, lag=50.0, cpu=0.05), WINDOW, Delay(2000.0, 2.0), cores=2),
+        "C": assess(_samples(8, 10, 1.0, 0.25), saturated, Delay(1000.0, 1.0), cores=2, time_scale=2.0),
+        "k8s": assess(_samples(8, 10, 1.0, 0.25), saturated, Delay(1000.0, 1.0), cores=None),
+    }
+
+
+@pytest.mark.parametrize("case", list(_verdicts()))
+def test_the_verdict_sentence_states_the_share_the_rule_compares_and_never_contradicts_it(case: str) -> None:
+    v = _verdicts()[case]
+    text = v.line()
+    b = Bounds()
+    head, _, rest = text.partition(": ")
+    assert head == ("HOST-BOUND" if v.host_bound else "valid")
+    assert ("see report" in text) == v.host_bound and "\n" not in text
+    share = v.explained_share
+    assert share is not None
+    stated = [int(p) for p in re.findall(r"explains (?:at most|up to) (\d+)% of", rest)]
+    a_met = share >= b.delay_share_max and (v.explained_ms or 0.0) >= b.lag_bound_ms
+    if stated:  # the percent stated is the rule's share, on the side of the bound the verdict says
+        assert stated == [round(share * 100)]
+        assert (share >= b.delay_share_max) == a_met
+    if v.host_bound:
+        assert a_met == ("host load explains up to" in rest or "host load could explain all" in rest)
+        assert ("could explain all" in rest) == (a_met and share >= 1.0)
+        assert (v.lagging_periods >= b.lag_periods_max) == ("of broker periods lagged" in rest)
+    else:
+        assert not a_met and "could explain all" not in rest
+        if share >= b.delay_share_max:  # valid for the other half of A: the waits are under the ms bound
+            assert f"adds at most {v.explained_ms:.1f} ms to a delivery, under the 20 ms" in rest
+            assert v.explained_ms is not None and v.explained_ms < b.lag_bound_ms
+
+
+def test_the_verdict_sentences_of_the_known_cases() -> None:
+    lines = {case: v.line() for case, v in _verdicts().items()}
+    assert lines["small share"].startswith(
+        "valid: host load explains at most 4% of the 200.0 ms mean delay (bound 25%); "
+        "0.0% of broker periods lagged > 20 ms (bound 5%)"
+    )
+    assert (
+        lines["A"]
+        == "HOST-BOUND: host load explains up to 51% of the 200.0 ms mean delay (bound 25%); see report"
+    )
+    assert lines["A, all"].startswith(
+        "HOST-BOUND: host load could explain all of the 50.0 ms mean delay (an estimated 96.0 ms of waits)"
+    )
+    assert lines["B"] == ("HOST-BOUND: 100.0% of broker periods lagged > 20 ms (bound 5%); see report")
+    assert lines["k8s"] == (
+        "valid: host load explains at most 0% of the 1000.0 ms mean delay (bound 25%); "
+        "0.0% of broker periods lagged > 20 ms (bound 5%)"
+    )
+    assert _verdicts()["idle"].line().startswith("valid: host load adds at most 8.5 ms")

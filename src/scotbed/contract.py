@@ -35,6 +35,7 @@ PUBLICATIONS = f"{WORKLOAD_DIR}/publications.jsonl"
 SCRIPT_OPS = f"{WORKLOAD_DIR}/script_ops.jsonl"
 
 SUMMARY = f"{ANALYSIS_DIR}/summary.json"
+SPARK_LOG = f"{ANALYSIS_DIR}/spark.log"  # the output of the analysis's JVM: its warnings, Spark's logging
 PLOTS_DIR = f"{ANALYSIS_DIR}/plots"
 OFFENDERS = f"{ANALYSIS_DIR}/correctness_offenders.parquet"  # the oracle's missing/duplicate/false pairs
 DELAY_CDF = f"{ANALYSIS_DIR}/delay_cdf.parquet"  # series, quantile, delay_ms

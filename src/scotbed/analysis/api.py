@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from scotbed import contract
 from scotbed.analysis.rundir import RunDir
 from scotbed.analysis.session import LONG_JVM, SHORT_JVM, SMALL_RUN_CONF, Jvm, get_session, is_shared
 from scotbed.analysis.size import is_small, wants_short_jvm
@@ -47,6 +48,8 @@ def analyze(
     engine: str | None = None,
     first_n: int = FIRST_N,
     jvm: Jvm | None = None,
+    verbose: bool = False,
+    out: str | Path | None = None,
 ) -> dict[str, Any]:
     """Analyse one run; returns the summary (also written to ``analysis/summary.json``).
 
@@ -56,16 +59,19 @@ def analyze(
     sets, so this is a speed choice) for the publications whose values numpy cannot compare exactly;
     the rest are matched as columns (:mod:`scotbed.matching.columnar`, the same semantics, tested).
     A session this call starts (its JVM ``jvm``, by default :func:`jvm_for` the run's) is stopped at the
-    end; a given, shared or already active one is kept.
+    end; a given, shared or already active one is kept. A JVM this call starts writes its output to
+    ``analysis/spark.log``, or with ``verbose`` to this process's stderr. ``out``: the folder that
+    gets ``analysis/`` and ``report.html`` instead of the run directory (which is then only read).
     """
     from pyspark.sql import SparkSession
 
     t0 = time.monotonic()
-    run = RunDir.open(run_dir)
+    run = RunDir.open(run_dir, out)
     for module in (PIPELINE_MODULE, PLOTTER_MODULE):  # while the JVM starts; an import of either waits
         threading.Thread(target=importlib.import_module, args=(module,), daemon=True).start()
     own = spark is None and SparkSession.getActiveSession() is None and not is_shared()
-    session = spark or get_session(spark_master, jvm=jvm or jvm_for(run))
+    log = None if verbose else run.out_dir / contract.SPARK_LOG
+    session = spark or get_session(spark_master, jvm=jvm or jvm_for(run), log=log)
     try:
         from scotbed.analysis import pipeline
 

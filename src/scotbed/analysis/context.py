@@ -405,14 +405,14 @@ class RunData:
         result, _, offenders = oracle.check(expected, self.deliveries, self.settings.first_n)
         self._kept.append(offenders)
         unreadable.excuse(result, offenders, *self.unreadable)
-        offenders.write.mode("overwrite").parquet(str(self.run.path / contract.OFFENDERS))
+        offenders.write.mode("overwrite").parquet(str(self.run.out_dir / contract.OFFENDERS))
         return Oracle(result, expected, brokers)
 
     def _check_local(self, expected: pa.Table, received: pa.Table) -> dict[str, Any]:
         """:func:`~scotbed.analysis.oracle.check_local` of the pairs in the driver, its offenders written
         to ``contract.OFFENDERS`` (and read back by Spark only to excuse unreadable receives)."""
         result, offenders = oracle.check_local(expected, received, self.settings.first_n)
-        path = self.run.path / contract.OFFENDERS
+        path = self.run.out_dir / contract.OFFENDERS
         if path.is_dir():  # Spark's, of an earlier analysis
             shutil.rmtree(path)
         pq.write_table(offenders, path)

@@ -32,6 +32,7 @@ from pathlib import Path
 from scotbed import java
 
 ARCHIVE_DIR = Path(sys.prefix) / "share" / "scotbed"
+BUILD_LOG = ARCHIVE_DIR / "build.log"  # the output of the training JVMs of the last --ensure
 # The JVM writes the archive as it exits: about 200 MB; ten seconds on this 2-core machine for the CDS
 # archive, a minute for the AOT cache (a second JVM assembles it from the training's record).
 DUMP_TIMEOUT_S = 600.0
@@ -83,7 +84,7 @@ def build(dest: Path, home: Path) -> Path:
     jvm = spark_session.Jvm(java.major(str(home / "bin" / "java")) or java.MIN_MAJOR, options)
     with tempfile.TemporaryDirectory(prefix="scotbed-jvm-archive-") as tmp:
         runs = _training_runs(Path(tmp), large=aot)
-        spark = spark_session.get_session(jvm=jvm, archive=False)
+        spark = spark_session.get_session(jvm=jvm, archive=False, log=BUILD_LOG)
         gateway = spark.sparkContext._gateway
         assert gateway is not None, "a local session has a gateway"
         process = gateway.proc
@@ -134,10 +135,13 @@ def ensure() -> list[Path]:
     for stale in [*ARCHIVE_DIR.glob("spark-*.jsa*"), *ARCHIVE_DIR.glob("spark-*.aot*")]:
         if stale not in wanted.values():
             stale.unlink()
+    BUILD_LOG.unlink(missing_ok=True)
     for home, path in wanted.items():
         if not path.exists():  # each in a process of its own: PySpark starts one gateway per process
             started = time.monotonic()
-            subprocess.run([sys.executable, "-m", __spec__.name, "--build", str(home), str(path)], check=True)
+            build = [sys.executable, "-m", __spec__.name, "--build", str(home), str(path)]
+            if subprocess.run(build).returncode != 0:
+                raise RuntimeError(f"building {path} failed; the JVM's output is in {BUILD_LOG}")
             took = time.monotonic() - started
             print(f"Spark class archive: {path} ({took:.0f} s to build)", file=sys.stderr)
     return list(wanted.values())

@@ -194,7 +194,7 @@ def analyse(run_dir: str | Path, spark_master: str | None = None) -> tuple[dict[
 
     run = RunDir.open(run_dir)
     own = SparkSession.getActiveSession() is None and not is_shared()
-    session = get_session(spark_master)
+    session = get_session(spark_master, log=run.path / contract.SPARK_LOG)
     data = RunData(session, run)
     try:
         block = peers_section(data).block

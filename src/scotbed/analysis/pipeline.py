@@ -98,7 +98,7 @@ def _write(run: RunDir, summary: Summary, spark: SparkSession, stages: dict[str,
     }
     doc = summary.to_json()
     faultwindows.attribute(doc, run.path)
-    (run.path / contract.SUMMARY).write_text(json.dumps(doc, indent=2, default=str))
+    (run.out_dir / contract.SUMMARY).write_text(json.dumps(doc, indent=2, default=str))
     return doc
 
 
@@ -121,7 +121,7 @@ def _report(run: RunDir, summary: dict[str, Any], data: RunData, made: dict[str,
             "released_subscriptions"
         ]
     report.render_run(
-        run.path / contract.REPORT,
+        run.out_dir / contract.REPORT,
         summary,
         run.spec_text,
         made,

@@ -31,13 +31,14 @@ class RunDirError(ValueError):
 @dataclass(frozen=True)
 class RunDir:
     path: Path
+    out: Path | None = None  # where the analysis and the report go (None: the run directory)
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str]) -> RunDir:
+    def open(cls, path: str | os.PathLike[str], out: str | os.PathLike[str] | None = None) -> RunDir:
         p = Path(path).resolve()
         if not p.is_dir():
             raise RunDirError(f"{p}: not a directory")
-        rd = cls(p)
+        rd = cls(p, Path(out).resolve() if out is not None else None)
         if not rd.event_files():
             raise RunDirError(f"{p}: no event logs under {contract.EVENTS_DIR}/ (*.jsonl or *.jsonl.gz)")
         return rd
@@ -47,12 +48,17 @@ class RunDir:
         return self.path.name
 
     @property
+    def out_dir(self) -> Path:
+        """The folder the analysis writes into: ``analysis/`` and ``report.html`` (the run's by default)."""
+        return self.out or self.path
+
+    @property
     def analysis_dir(self) -> Path:
-        return self.path / contract.ANALYSIS_DIR
+        return self.out_dir / contract.ANALYSIS_DIR
 
     @property
     def plots_dir(self) -> Path:
-        return self.path / contract.PLOTS_DIR
+        return self.out_dir / contract.PLOTS_DIR
 
     def event_files(self) -> list[str]:
         pats = ("*.jsonl", "*.jsonl.gz")

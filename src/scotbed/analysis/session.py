@@ -6,6 +6,12 @@ the master is not local, the ``scotbed`` package is zipped and shipped with
 ``addPyFile`` so executors can import the shared matching engines without a
 prior install.
 
+Spark's JVM writes to a log, not to the terminal: its own warnings (a JDK's notes on incubator
+modules, options it picked up) and Spark's logging (:data:`LOG4J2`, a package resource: warnings and
+errors, one line each) go to the file the caller names, the analysis's ``analysis/spark.log``.
+Without one (``scotbed ... --verbose``) they reach this process's stderr. A process starts one JVM,
+so every later session in it (a campaign's runs) writes to the first one's log.
+
 Spark's JVM never outlives the command: at exit every Spark JVM this process
 launched is stopped (:func:`_reap_jvm`). A SIGTERM inside PySpark's wait for
 the JVM's port drops PySpark's only handle on it, and that half-started JVM
@@ -16,6 +22,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import logging
 import os
 import sys
 import tempfile
@@ -26,10 +33,14 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scotbed import java
 from scotbed.analysis import jvm_archive
+
+logger = logging.getLogger(__name__)
+#: Spark's log4j2 configuration: a package resource next to this module
+LOG4J2 = Path(__file__).with_name("log4j2.properties")
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -100,9 +111,11 @@ def get_session(
     jvm: Jvm = LONG_JVM,
     java_options: Sequence[str] = (),
     archive: bool = True,
+    log: Path | None = None,
 ) -> SparkSession:
     """The session; a JVM it starts runs ``jvm``'s JDK with ``jvm``'s options, ``java_options`` and,
-    with ``archive``, the options that map that JDK's class archive when it exists."""
+    with ``archive``, the options that map that JDK's class archive when it exists, and writes its
+    output to ``log`` (appended; None: this process's stderr)."""
     from pyspark.sql import SparkSession
 
     warnings.filterwarnings(
@@ -115,57 +128,75 @@ def get_session(
     if home is not None:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    builder = (
-        SparkSession.builder.appName(app_name)
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.ui.showConsoleProgress", "false")
-    )
+    conf = {
+        "spark.app.name": app_name,
+        "spark.ui.enabled": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.ui.showConsoleProgress": "false",
+    }
     is_local = False
     if master is not None:
-        builder = builder.master(master)
+        conf["spark.master"] = master
         is_local = master.startswith("local")
     elif not _under_spark_submit():
-        builder = builder.master("local[*]")
+        conf["spark.master"] = "local[*]"
         is_local = True
+    options = [f"-Dlog4j2.configurationFile={LOG4J2}"]
     if is_local:
         # a local Spark talks to itself only; without this it resolves the host name and warns
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions)).config(
-            "spark.driver.memory", os.environ.get("SCOTBED_SPARK_DRIVER_MEMORY", "2g")
-        )
-        for key, value in LOCAL_CONF.items():
-            builder = builder.config(key, value)
-        options = [*jvm.options, *java_options, *(jvm_archive.java_options(home) if archive and home else ())]
-        if options:
-            builder = builder.config("spark.driver.extraJavaOptions", " ".join(options))
-    if not _under_spark_submit() and not _reaper:  # before the start: a signal may cut it short
-        _reaper.append(True)
-        atexit.register(_reap_jvm)
+        conf["spark.sql.shuffle.partitions"] = str(shuffle_partitions)
+        conf["spark.driver.memory"] = os.environ.get("SCOTBED_SPARK_DRIVER_MEMORY", "2g")
+        conf.update(LOCAL_CONF)
+        options += [
+            *jvm.options,
+            *java_options,
+            *(jvm_archive.java_options(home) if archive and home else ()),
+        ]
+    if not _under_spark_submit():
+        conf["spark.driver.extraJavaOptions"] = " ".join(options)
+        if not _reaper:  # before the start: a signal may cut it short
+            _reaper.append(True)
+            atexit.register(_reap_jvm)
     with java.launching_with(home) if home is not None else contextlib.nullcontext():
-        spark = _start(builder)
-    spark.sparkContext.setLogLevel("ERROR")
+        spark = _start(conf, log)
     if not is_local:
         spark.sparkContext.addPyFile(str(package_zip(Path(tempfile.mkdtemp(prefix="scotbed-pyfiles-")))))
     return spark
 
 
-def _start(builder: SparkSession.Builder) -> SparkSession:
+def _start(conf: dict[str, str], log: Path | None) -> SparkSession:
     from pyspark.errors import PySparkRuntimeError
 
     for attempt in range(1, GATEWAY_ATTEMPTS + 1):
         try:
-            return builder.getOrCreate()
+            return _launch(conf, log)
         except PySparkRuntimeError as e:
             if e.getCondition() != "JAVA_GATEWAY_EXITED" or attempt == GATEWAY_ATTEMPTS:
                 raise
-            print(
-                f"scotbed: Spark's JVM exited before reporting its port (try {attempt} of "
-                f"{GATEWAY_ATTEMPTS}); starting it again",
-                file=sys.stderr,
+            logger.warning(  # a log record: --log-json shows it as a JSON line
+                "scotbed: Spark's JVM exited before reporting its port (try %d of %d); starting it again",
+                attempt,
+                GATEWAY_ATTEMPTS,
             )
             time.sleep(2.0 * attempt)
     raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
+
+def _launch(conf: dict[str, str], log: Path | None) -> SparkSession:
+    """The session on a JVM whose stderr is ``log``: PySpark's own gateway launch, given the stream
+    (``launch_gateway``'s ``popen_kwargs``), when this process has no JVM yet; else the builder's."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+    from pyspark.sql import SparkSession
+
+    if log is not None and SparkContext._gateway is None and not _under_spark_submit():
+        spark_conf = SparkConf().setAll(list(conf.items()))
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with log.open("ab") as err:
+            gateway = launch_gateway(spark_conf, popen_kwargs={"stderr": err})
+        SparkContext(conf=spark_conf, gateway=gateway)
+    return SparkSession.builder.config(map=dict[str, Any](conf)).getOrCreate()
 
 
 def _reap_jvm() -> None:

@@ -131,15 +131,68 @@ class Validity:
         return line(self.to_json())
 
 
+def criteria_met(
+    explained_ms: float | None,
+    share: float | None,
+    lagging: float,
+    host_saturation: float | None,
+    b: Bounds,
+) -> tuple[bool, bool, bool]:
+    """Criteria A, B and C of the module docstring: met or not."""
+    a = share is not None and share >= b.delay_share_max and (explained_ms or 0.0) >= b.lag_bound_ms
+    c = host_saturation is not None and host_saturation >= b.cpu_saturation_max
+    return a, lagging >= b.lag_periods_max, c
+
+
 def line(doc: Mapping[str, Any]) -> str:
-    """The verdict line printed beside the correctness verdict, from the ``validity`` section's JSON."""
-    reasons = "; ".join(doc.get("reasons") or ())
-    if doc.get("verdict") != HOST_BOUND:
-        return f"{doc.get('verdict', UNKNOWN)}: {reasons}"
-    text = f"HOST-BOUND: {reasons}"
+    """The verdict in one sentence, from the ``validity`` section's JSON: for a valid run what keeps
+    each criterion under its bound, for a host-bound run the criteria met; the figures are the ones
+    the rule compares (the reasons hold the rest)."""
+    verdict = doc.get("verdict", UNKNOWN)
+    if verdict not in (VALID, HOST_BOUND):
+        return f"{verdict}: {'; '.join(doc.get('reasons') or ())}"
+    b = Bounds(
+        **{k: float(v) for k, v in (doc.get("bounds") or {}).items() if k in Bounds.__dataclass_fields__}
+    )
+    explained, share = doc.get("explained_ms"), doc.get("explained_share")
+    lagging = float(doc.get("lagging_periods") or 0.0)
+    cpu = doc.get("cpu") or {}
+    sat = cpu.get("host_saturation_mean")
+    a, b_met, c = criteria_met(explained, share, lagging, sat, b)
+    lag = f"{lagging:.1%} of broker periods lagged > {b.lag_bound_ms:g} ms (bound {b.lag_periods_max:.0%})"
+    load = "" if sat is None else f"the run used {sat:.0%} of {cpu.get('cores')} cores"
+    load += f" (bound {b.cpu_saturation_max:.0%})" if load else ""
+    if verdict == VALID:
+        parts = [_explained_clause(explained, share, b, met=False), lag, load]
+        return "valid: " + "; ".join(p for p in parts if p)
+    met = [
+        text
+        for ok, text in ((a, _explained_clause(explained, share, b, met=True)), (b_met, lag), (c, load))
+        if ok
+    ]
+    text = "HOST-BOUND: " + "; ".join(met)
     if doc.get("suggested_time_scale") is not None:
         text += f"; suggested time_scale >= {doc['suggested_time_scale']:g}"
-    return text
+    return text + "; see report"
+
+
+def _explained_clause(explained: float | None, share: float | None, b: Bounds, met: bool) -> str:
+    """Criterion A in words. The waits are an estimate from above: a valid run's share is "at most"
+    that, a host-bound run's "up to"; an estimate beyond the whole delay says "all of it". A valid run
+    whose share is over the bound is valid because the waits stay under ``lag_bound_ms``: it says so."""
+    if explained is None or not share:
+        return ""
+    of = f"of the {explained / share:.1f} ms mean delay"
+    if met and share >= 1.0:
+        return f"host load could explain all {of} (an estimated {explained:.1f} ms of waits)"
+    if met:
+        return f"host load explains up to {share:.0%} {of} (bound {b.delay_share_max:.0%})"
+    if share >= b.delay_share_max:
+        return (
+            f"host load adds at most {explained:.1f} ms to a delivery, under the {b.lag_bound_ms:g} ms "
+            "of an event loop's normal lateness"
+        )
+    return f"host load explains at most {share:.0%} {of} (bound {b.delay_share_max:.0%})"
 
 
 def assess(
@@ -211,7 +264,8 @@ def _criteria(
 ) -> tuple[list[str], bool]:
     """The reasons, one per criterion (met or not), and whether any was met."""
     shared = share is not None and share >= b.delay_share_max
-    a = shared and explained >= b.lag_bound_ms
+    sat = cpu.get("host_saturation_mean")
+    a, b_met, c = criteria_met(explained, share, lagging, sat, b)
     mean = f"{delay.mean_ms:.1f} ms" if delay.mean_ms is not None else "n/a"
     reasons = [
         f"loop lag explains {explained:.1f} ms of the {mean} mean delay"
@@ -230,15 +284,13 @@ def _criteria(
             f"client processes' loops lagged {client['lag_ms_mean']:.2f} ms on average, "
             f"> {b.lag_bound_ms:g} ms in {client['lagging_periods']:.1%} of their periods"
         )
-    sat = cpu.get("host_saturation_mean")
-    c = sat is not None and sat >= b.cpu_saturation_max
     if sat is not None:
         clients = f" + clients {cpu['client_saturation_mean']:.0%}" if client else ""
         reasons.append(
             f"brokers used {cpu['saturation_mean']:.0%}{clients} of {cpu['cores']} cores "
             f"({'>=' if c else '<'} {b.cpu_saturation_max:.0%})"
         )
-    return reasons, a or lagging >= b.lag_periods_max or c
+    return reasons, a or b_met or c
 
 
 def _clients(
@@ -426,3 +478,16 @@ def lag_series(samples: Sequence[LoopSample], origin_ns: int) -> list[dict[str, 
             }
         )
     return rows
+
+
+#: the exit status of a correct run or analysis that is host-bound, under ``--require-valid``
+EXIT_HOST_BOUND = 5
+
+
+def exit_status(correct_status: int, validity: Mapping[str, Any] | None, require_valid: bool) -> int:
+    """The exit status of a run or an analysis: a failed check's (``correct_status`` not 0) comes
+    first; with ``require_valid`` a host-bound run then exits :data:`EXIT_HOST_BOUND`. A run whose
+    validity is unknown is not gated: nothing says its host was busy."""
+    if correct_status != 0 or not require_valid:
+        return correct_status
+    return EXIT_HOST_BOUND if (validity or {}).get("verdict") == HOST_BOUND else 0

@@ -4,7 +4,6 @@ then aggregates them (:mod:`scotbed.analysis.campaign`) and prints the report's 
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,6 +15,7 @@ from scotbed.orchestrator.campaign import (
     CampaignError,
     CampaignIndex,
     Cell,
+    CellOutcome,
     load_campaign,
     run_campaign,
 )
@@ -38,6 +38,9 @@ class CellProgress:
 
     def warn(self, text: str) -> None:
         self.inner.warn(f"[{self.label}] {text}")
+
+    def error(self, text: str) -> None:
+        self.inner.error(f"[{self.label}] {text}")
 
 
 def main(args: Any) -> int:
@@ -87,14 +90,20 @@ def main(args: Any) -> int:
             cdir, outcomes = run_campaign(campaign, Path(args.out), run_one, on_cell)
     except CampaignError as e:
         raise CommandError(str(e)) from None
+    return _finish(cdir, outcomes, args, progress)
+
+
+def _finish(cdir: Path, outcomes: list[CellOutcome], args: Any, progress: Any) -> int:
+    """Aggregate what finished and print the report's path; the exit status: 3 a run failed or none
+    finished, 1 a run's checks failed, 5 (with ``--require-valid``) a run was host-bound, else 0."""
+    from scotbed.analysis.validity import HOST_BOUND, exit_status
+
     failed = [o for o in outcomes if o.status != "done"]
     for o in failed:
         progress.warn(f"{o.key}: {o.error}")
     index = CampaignIndex(cdir / INDEX)
     if not any(index.finished(key) for key in index.cells):
-        print(
-            f"scotbed campaign: failed: no cell finished ({len(failed)} failed); see above", file=sys.stderr
-        )
+        progress.error(f"scotbed campaign: failed: no cell finished ({len(failed)} failed); see above")
         return 3
     with progress.phase("aggregate"):
         from scotbed.analysis.campaign import aggregate
@@ -104,4 +113,5 @@ def main(args: Any) -> int:
     print(result["report"])
     if any(not o.error.startswith(CHECKS_FAILED) for o in failed):
         return 3
-    return 1 if failed else 0
+    validity = {"verdict": HOST_BOUND} if result["host_bound"] else None
+    return exit_status(1 if failed else 0, validity, getattr(args, "require_valid", False))

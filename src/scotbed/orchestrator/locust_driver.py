@@ -90,7 +90,7 @@ class HostLocust(HostDriver):
 
     def watch(self, timeout_s: float, ph: Phase) -> None:
         """Follow the master until the last publication (phase ``draining``), failing on a workload
-        error or the timeout."""
+        error or the timeout; the phase's last word is the state it ended in."""
         deadline = time.monotonic() + timeout_s
         master = self.session.master
         while master is not None and master.poll() is None:
@@ -99,15 +99,13 @@ class HostLocust(HostDriver):
             if st.get("phase") == "failed":
                 raise WorkloadFailed(f"publish: workload failed: {st.get('error')}")
             if st.get("phase") in ("draining", "done"):
+                ph.update(clients_done(st))
                 return
-            ph.update(
-                f"{st.get('phase', 'starting')}: publishers done {st.get('publishers_done', 0)}"
-                f"/{st.get('publishers', '?')}, subscribers done {st.get('subscribers_done', 0)}"
-                f"/{st.get('subscribers', '?')}"
-            )
+            ph.update(f"{st.get('phase', 'starting')}: {clients_done(st)}")
             if time.monotonic() > deadline:
                 raise WorkloadFailed(f"publish: the workload did not end within {timeout_s:g} s")
             time.sleep(0.25)
+        ph.update(f"the Locust master exited; {clients_done(self.session.status())}")
 
     def wait(self, timeout_s: float) -> Any:
         """The processes' end and what they wrote (:class:`scotbed.workloads.runner.WorkloadResult`)."""
@@ -180,6 +178,14 @@ class SubscriberCatchUp:
             self._last, self._since = received, now
             return False
         return now - self._since >= self.stall_s
+
+
+def clients_done(status: Mapping[str, Any]) -> str:
+    """How many publishers and subscribers have finished, from the workload's status file."""
+    return (
+        f"{status.get('publishers_done', 0)}/{status.get('publishers', '?')} publishers and "
+        f"{status.get('subscribers_done', 0)}/{status.get('subscribers', '?')} subscribers done"
+    )
 
 
 def backlog(replies: Mapping[str, Any]) -> int:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
 
+from scotbed import contract
+from scotbed import topology as topo
 from scotbed.orchestrator.commands import CommandError
 
 
@@ -21,3 +24,9 @@ def writable_dir(path: Path, option: str = "--out") -> Path:
     except OSError as e:
         raise CommandError(f"{option} {path}: cannot write there: {e.strerror}") from None
     return path
+
+
+def write_topology(run_dir: Path, scot: topo.Scot, metrics: dict[str, str] | None = None) -> None:
+    """The run's ``topology.json``; with ``metrics``, each broker's Prometheus endpoint (``"metrics"``)."""
+    doc = {**scot.to_json(), **({"metrics": metrics} if metrics is not None else {})}
+    (run_dir / contract.TOPOLOGY).write_text(json.dumps(doc, indent=1))

@@ -1,19 +1,22 @@
 """Progress of a run: one line per phase, with a live spinner on a terminal.
 
 Three reporters behind one interface: ``RichProgress`` for people (a spinner
-with live counts, then a line with the phase's duration), ``JsonProgress``
-for CI and scripts (``--log-json``: one JSON object a line on stderr), and
-``QuietProgress`` (``--quiet``: warnings and errors only).
+with live counts, then a line with the phase's duration; a line is never
+wrapped into two, so output sent to a file reads as printed), ``JsonProgress``
+for CI and scripts (``--log-json``: one JSON object a line on stderr, Python's
+warnings and log records included), and ``QuietProgress`` (``--quiet``:
+warnings and errors only). Text is printed as given: no markup is read in it.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol
+
+from scotbed.terminal import emit_json, log_as_json
 
 
 class Phase(Protocol):
@@ -24,6 +27,7 @@ class Progress(Protocol):
     def phase(self, name: str) -> Any: ...  # a context manager yielding a Phase
     def info(self, text: str) -> None: ...
     def warn(self, text: str) -> None: ...
+    def error(self, text: str) -> None: ...
 
 
 class _NullPhase:
@@ -42,10 +46,16 @@ class QuietProgress:
     def warn(self, text: str) -> None:
         print(f"warning: {text}", file=sys.stderr)
 
+    def error(self, text: str) -> None:
+        print(text, file=sys.stderr)
+
 
 class JsonProgress:
+    def __init__(self) -> None:
+        log_as_json()
+
     def _emit(self, **fields: Any) -> None:
-        print(json.dumps({"ts": round(time.time(), 3), **fields}), file=sys.stderr, flush=True)
+        emit_json(**fields)
 
     @contextmanager
     def phase(self, name: str) -> Iterator[Phase]:
@@ -71,15 +81,20 @@ class JsonProgress:
     def warn(self, text: str) -> None:
         self._emit(event="warning", text=text)
 
+    def error(self, text: str) -> None:
+        self._emit(event="error", text=text)
+
 
 class RichProgress:
     def __init__(self) -> None:
         from rich.console import Console
 
-        self.console = Console(stderr=True, highlight=False)
+        self.console = Console(stderr=True, highlight=False, soft_wrap=True)
 
     @contextmanager
     def phase(self, name: str) -> Iterator[Phase]:
+        from rich.markup import escape
+
         t0 = time.monotonic()
         last = {"text": ""}
         with self.console.status(f"[bold]{name}[/]") as status:
@@ -87,20 +102,25 @@ class RichProgress:
             class _P:
                 def update(self, text: str) -> None:
                     last["text"] = text
-                    status.update(f"[bold]{name}[/] {text}")
+                    status.update(f"[bold]{name}[/] {escape(text)}")
 
             try:
                 yield _P()
             except BaseException:
-                self.console.print(f"[red]✗[/] {name} ({time.monotonic() - t0:.1f}s) {last['text']}")
+                self.console.print(f"[red]✗[/] {name} ({time.monotonic() - t0:.1f}s) {escape(last['text'])}")
                 raise
-        self.console.print(f"[green]✓[/] {name} ({time.monotonic() - t0:.1f}s) {last['text']}")
+        self.console.print(f"[green]✓[/] {name} ({time.monotonic() - t0:.1f}s) {escape(last['text'])}")
 
     def info(self, text: str) -> None:
-        self.console.print(text)
+        self.console.print(text, markup=False)
 
     def warn(self, text: str) -> None:
-        self.console.print(f"[yellow]warning:[/] {text}")
+        from rich.markup import escape
+
+        self.console.print(f"[yellow]warning:[/] {escape(text)}")
+
+    def error(self, text: str) -> None:
+        self.console.print(text, markup=False)
 
 
 def make_progress(quiet: bool = False, log_json: bool = False) -> Progress:

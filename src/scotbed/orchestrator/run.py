@@ -4,7 +4,8 @@ The lifecycle, every barrier with a timeout (spec ``timeouts``) and an error
 that names who did not pass it::
 
     validate → topology → render → deploy → ready → subscribe → quiescent
-    → publish → drain → collect → teardown → analyse → report (``--keep``: no teardown)
+    → publish → drain → collect → teardown → analyse → report (``--keep``: no teardown;
+    the brokers go before the analysis, which then reads finished logs on a quiet host)
 
 A broker that dies at any point after ``ready`` fails the run with its name
 and last log lines. Ctrl-C and SIGTERM tear down and keep what was collected.
@@ -17,7 +18,8 @@ held; 1 the run finished but a check failed (missing, duplicate or
 false-positive deliveries); 2 the spec or the command is wrong; 3 the run
 failed (a barrier timed out, a broker died, the workload failed); 4 the
 drain deadline (``timeouts.drain_s``) ended the run with deliveries still
-queued, none lost otherwise; 130/143 interrupted.
+queued, none lost otherwise; 5 (``--require-valid`` only) the run was correct
+but host-bound (:func:`scotbed.analysis.validity.exit_status`); 130/143 interrupted.
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ import contextlib
 import functools
 import json
 import signal
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -41,7 +42,7 @@ from scotbed.orchestrator import plan as deploy_plan
 from scotbed.orchestrator.backends.base import Backend, BackendError, Deployment, DeployRequest
 from scotbed.orchestrator.images import BROKER_IMAGE, WORKLOAD_IMAGE
 from scotbed.orchestrator.locust_driver import HostLocust, WorkloadFailed
-from scotbed.orchestrator.outdir import writable_dir
+from scotbed.orchestrator.outdir import writable_dir, write_topology
 from scotbed.orchestrator.progress import Phase, Progress, make_progress
 from scotbed.orchestrator.provenance import resolved_spec_text
 from scotbed.orchestrator.script_driver import HostScript
@@ -69,7 +70,9 @@ class RunOptions:
     out: Path = Path("runs")
     keep: bool = False  # leave the brokers running (and the state file) after the run
     quiet: bool = False
+    verbose: bool = False  # the analysis's JVM and Spark write to the terminal, not analysis/spark.log
     log_json: bool = False
+    require_valid: bool = False  # a host-bound run exits 5
     image: str | None = None
     workload_image: str = WORKLOAD_IMAGE  # k8s: the Locust Jobs' image (broker image + workloads)
     kube_context: str | None = None
@@ -189,7 +192,7 @@ class Lifecycle:
 
         with self.progress.phase("topology") as ph:
             scot = build_scot(spec)
-            (run_dir / contract.TOPOLOGY).write_text(json.dumps(scot.to_json(), indent=1))
+            write_topology(run_dir, scot)
             s = scot.summary()
             ph.update(
                 f"{s['brokers']} brokers, {s['clusters']} clusters, {s['regions']} regions, "
@@ -211,7 +214,8 @@ class Lifecycle:
 
         with self.progress.phase("deploy") as ph:
             ph.update(f"starting {len(configs)} brokers ({backend_name})")
-            if security.enable(spec, run_dir, configs, run_id) is not None:
+            tls = security.enable(spec, run_dir, configs, run_id) is not None
+            if tls:
                 ph.update(f"mutual TLS: certificates in {run_dir / security.TLS_DIR}")
             request = DeployRequest(
                 run_id=run_id,
@@ -227,11 +231,8 @@ class Lifecycle:
             except BackendError as e:
                 raise RunFailed(f"deploy: {e}", run_dir) from None
             if spec.metrics.prometheus:  # a local broker's port is known only now
-                metrics = self.deployment.metrics_addresses
-                (run_dir / contract.TOPOLOGY).write_text(
-                    json.dumps({**scot.to_json(), "metrics": metrics}, indent=1)
-                )
-                ph.update(f"Prometheus endpoints (/metrics) in {contract.TOPOLOGY}")
+                write_topology(run_dir, scot, self.deployment.metrics_addresses)
+            ph.update(f"{len(configs)} brokers started ({backend_name}{', mutual TLS' if tls else ''})")
 
         with self.progress.phase("ready") as ph:
             self._wait_healthy(spec.timeouts.ready_s, ph)
@@ -246,8 +247,9 @@ class Lifecycle:
         with self.progress.phase("collect") as ph:
             self._collect(ph)
         if not self.options.keep:  # the analysis reads logs no broker still appends to, on a quiet host
-            self._stop_workload()
-            self._teardown()
+            with self.progress.phase("teardown") as ph:
+                self._stop_workload()
+                self._teardown(ph)
         lag = schedule.publisher_lag(run_dir / contract.PUBLICATIONS)
         if (late := schedule.warning(lag)) is not None:
             self.progress.warn(late)
@@ -452,7 +454,9 @@ class Lifecycle:
         from scotbed.analysis.api import analyze
 
         ph.update("Spark")
-        summary: dict[str, Any] = analyze(run_dir, spark_master=self.options.spark_master)
+        summary: dict[str, Any] = analyze(
+            run_dir, spark_master=self.options.spark_master, verbose=self.options.verbose
+        )
         n = summary.get("notifications", {})
         ph.update(
             f"{n.get('delivered', 0)}/{n.get('expected_deliveries', 0)} deliveries, "
@@ -492,12 +496,17 @@ class Lifecycle:
 
             merge_workload(self.run_dir)
 
-    def _teardown(self) -> None:
+    def _teardown(self, ph: Phase | None = None) -> None:
+        """Remove the deployment; announced (never failing for it) outside the phase: a failed run's."""
         if self.deployment is not None:
-            with contextlib.suppress(Exception):
-                self.progress.info("teardown")
+            if ph is None:
+                with contextlib.suppress(Exception):
+                    self.progress.info("teardown")
+            brokers = len(self.deployment.admin_addresses)
             self.deployment.teardown()
             self.deployment = None  # torn down once: before the analysis, or at exit
+            if ph is not None:
+                ph.update(f"{brokers} brokers and the workload stopped")
         if self.state is not None:
             # an interrupted deploy has no deployment yet, but the processes it started are recorded
             from scotbed.orchestrator.down import stop_processes
@@ -544,7 +553,9 @@ def options_from_args(args: Any, **overrides: Any) -> RunOptions:
         "out": Path(args.out),
         "keep": getattr(args, "keep", False),
         "quiet": getattr(args, "quiet", False),
+        "verbose": getattr(args, "verbose", False),
         "log_json": getattr(args, "log_json", False),
+        "require_valid": getattr(args, "require_valid", False),
         "image": getattr(args, "image", None),
         "workload_image": getattr(args, "workload_image", None) or WORKLOAD_IMAGE,
         "kube_context": getattr(args, "kube_context", None),
@@ -567,21 +578,17 @@ def main(args: Any) -> int:
     except RunFailed as e:
         if interrupts.exit_code() is not None:
             raise
-        print(f"scotbed run: failed: {e}", file=sys.stderr)
+        progress.error(f"scotbed run: failed: {e}")
         if e.run_dir is not None:
-            print(f"scotbed run: the partial run directory is kept: {e.run_dir}", file=sys.stderr)
+            progress.error(f"scotbed run: the partial run directory is kept: {e.run_dir}")
         return 3
     except Terminated:
-        print("scotbed run: terminated; resources removed, collected logs kept", file=sys.stderr)
+        progress.error("scotbed run: terminated; resources removed, collected logs kept")
         return 143
-    progress.info(result.verdict)
-    if result.summary and "validity" in result.summary:
-        from scotbed.analysis.validity import line
+    from scotbed.orchestrator.outcome import finish
 
-        progress.info(line(result.summary["validity"]))
-    progress.info(f"report: {result.run_dir / contract.REPORT}")
-    print(result.run_dir / contract.REPORT)
-    return 0 if result.ok else undrained_or_incorrect(result.verdict)
+    status = 0 if result.ok else undrained_or_incorrect(result.verdict)
+    return finish(progress, result.verdict, result.summary, result.run_dir / contract.REPORT, status, options)
 
 
 def undrained_or_incorrect(verdict: str) -> int:

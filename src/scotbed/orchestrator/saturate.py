@@ -6,12 +6,15 @@ criterion of :mod:`scotbed.orchestrator.saturation`. Every probe is recorded in
 bisection asks for the same rates and recalls the ones already measured. ``--versus KEY=VALUE`` runs a
 second search with that override (e.g. ``routing=flooding``) and reports the ratio of the two rates.
 The plot ``queue-growth.png`` shows the largest output-queue growth against the rate of every probe.
+What it finds goes to stdout (with ``--log-json`` as one ``result`` JSON line, the criterion and the
+probes as JSON lines on stderr; with ``--quiet`` only the results).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -20,6 +23,7 @@ from typing import Any
 from scotbed import contract
 from scotbed.orchestrator.campaign import INDEX, RecordIndex, fingerprint
 from scotbed.orchestrator.saturation import Criterion, Search, Sweep, Verdict, bisect_rate, judge
+from scotbed.terminal import emit_json
 
 
 def read_run(run_dir: Path) -> tuple[dict[str, int], list[tuple[str, int]], dict[str, list[tuple[int, int]]]]:
@@ -85,9 +89,16 @@ Options = Callable[[Path], Any]
 
 
 def search(
-    spec: Path, sweep: Sweep, sets: list[str], series: str, probes: RecordIndex, options: Options
+    spec: Path,
+    sweep: Sweep,
+    sets: list[str],
+    series: str,
+    probes: RecordIndex,
+    options: Options,
+    say: Callable[[str], None],
 ) -> tuple[Any, Any]:
-    """One bisection of ``sweep.param`` with the extra ``sets``; returns (sustainable, unsustainable)."""
+    """One bisection of ``sweep.param`` with the extra ``sets``, each probe's verdict told to ``say``;
+    returns (sustainable, unsustainable)."""
     from scotbed.orchestrator.run import RunFailed, run_spec
 
     out_dir, param, criterion = probes.path.parent / "runs", sweep.param, Criterion()
@@ -111,11 +122,10 @@ def search(
             probes.put(key, rec)
         v = Verdict(**rec["verdict"])
         state = "sustainable" if v.sustainable else "NOT sustainable"
-        print(
+        say(
             f"  {series}: {param}={rate:g}: {state} (in time {v.keep_up:.1%}, "
             f"queue growth {v.max_growth:g}/s {v.worst_queue}, longest {v.max_queue})"
-            + (f"; the run failed: {rec['error']}" if rec.get("error") else ""),
-            flush=True,
+            + (f"; the run failed: {rec['error']}" if rec.get("error") else "")
         )
         return v.sustainable
 
@@ -147,9 +157,10 @@ def main(args: Any) -> int:
     criterion = Criterion()
     cdir = writable_dir(Path(args.out) / f"{spec.name}-saturate-{_slug(args.param)}")
     probes = RecordIndex(cdir / INDEX, "probes")
-    print(f"criterion: {criterion.describe()}")
-    print(f"search: {args.param} in [{args.lo:g}, {args.hi:g}], tolerance {args.tolerance:.0%}, "
-          f"at most {args.max_probes} runs per search; probes in {cdir}", flush=True)  # fmt: skip
+    say = _teller(args)
+    say(f"criterion: {criterion.describe()}")
+    say(f"search: {args.param} in [{args.lo:g}, {args.hi:g}], tolerance {args.tolerance:.0%}, "
+        f"at most {args.max_probes} runs per search; probes in {cdir}")  # fmt: skip
     results = {}
     sweep = Sweep(args.param, Search(args.lo, args.hi, args.tolerance, args.max_probes))
 
@@ -158,7 +169,7 @@ def main(args: Any) -> int:
 
     with SignalGuard():  # SIGTERM between two probes stops the search as cleanly as during one
         for series, sets in [("spec", list(args.sets)), *((v, [*args.sets, v]) for v in args.versus or [])]:
-            results[series] = search(Path(args.spec), sweep, sets, series, probes, options)
+            results[series] = search(Path(args.spec), sweep, sets, series, probes, options, say)
     lines = [_report(s, lo, hi, args) for s, (lo, hi) in results.items()]
     base_lo = results["spec"][0]
     for v in args.versus or []:
@@ -168,10 +179,24 @@ def main(args: Any) -> int:
                 f"spec sustains >= {base_lo / other_hi:.2f}x the rate of {v} "
                 f"(its highest sustainable {base_lo:g} over {v}'s lowest unsustainable {other_hi:g})"
             )
-    for line in lines:
-        print(line)
     (cdir / "result.json").write_text(
         json.dumps({"criterion": criterion.describe(), "results": results, "summary": lines}, indent=1)
     )
-    print(f"plot: {plot(probes.records, cdir / 'queue-growth.png')}")
+    drawn = plot(probes.records, cdir / "queue-growth.png")
+    if args.log_json:
+        emit_json(
+            sys.stdout, event="result", summary=lines, result=str(cdir / "result.json"), plot=str(drawn)
+        )
+        return 0
+    for line in [*lines, f"plot: {drawn}"]:
+        print(line)
     return 0
+
+
+def _teller(args: Any) -> Callable[[str], None]:
+    """Where the criterion and the probes go: stdout, nowhere (``--quiet``) or JSON lines on stderr."""
+    if args.log_json:
+        return lambda text: emit_json(event="info", text=text.strip())
+    if args.quiet:
+        return lambda text: None
+    return lambda text: print(text, flush=True)

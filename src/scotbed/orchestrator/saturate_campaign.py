@@ -49,7 +49,7 @@ def run_cells(campaign: Campaign, sweep: Sweep, cdir: Path, options: Any, progre
         progress.info(f"[{i}/{len(cells)}] {cell.key}: searching {sweep.param}")
         t0 = time.monotonic()
         try:
-            lo, hi = search(campaign.base, sweep, list(cell.sets), cell.key, probes, options)
+            lo, hi = search(campaign.base, sweep, list(cell.sets), cell.key, probes, options, progress.info)
             status, error = "done", ""
         except Exception as e:  # a failed search is recorded; Ctrl-C (BaseException) stops the campaign
             lo = hi = None

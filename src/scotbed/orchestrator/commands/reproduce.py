@@ -7,6 +7,7 @@ import argparse
 from typing import Any
 
 from scotbed.orchestrator.commands import call_lazy
+from scotbed.orchestrator.commands.run import add_output_options
 
 
 def add_parser(sub: Any) -> None:
@@ -23,8 +24,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--table-only", action="store_true", help="run nothing: the table from the runs finished so far"
     )
-    p.add_argument("--workers", type=int, default=2, metavar="N", help="Locust worker processes (default 2)")
-    p.add_argument("--quiet", action="store_true", help="only warnings, errors and the table's path")
+    p.add_argument("--workers", type=int, default=2, metavar="N", help="Locust worker processes")
+    add_output_options(p)
     p.set_defaults(
         handler=lambda args: call_lazy("reproduce", "scotbed.orchestrator.reproduce.runner", args),
         backend=None,

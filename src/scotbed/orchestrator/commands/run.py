@@ -11,13 +11,42 @@ from scotbed.orchestrator.commands import add_spec_arguments, call_lazy
 from scotbed.orchestrator.images import BROKER_IMAGE
 
 
-def add_run_options(p: argparse.ArgumentParser) -> None:
-    """Options `run` and `campaign` share."""
+def add_output_options(p: argparse.ArgumentParser, spark: bool = True) -> None:
+    """How a command that runs something reports (one of --quiet, --verbose, --log-json); ``spark``:
+    it starts Spark, whose JVM output --verbose shows."""
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--quiet", action="store_true", help="only warnings, errors and the report path")
+    if spark:
+        g.add_argument(
+            "--verbose",
+            action="store_true",
+            help="also the output of Spark and its JVM (otherwise in the run's analysis/spark.log)",
+        )
+    g.add_argument(
+        "--log-json",
+        action="store_true",
+        help="only JSON lines: progress on stderr, the result on stdout (for CI and scripts)",
+    )
+
+
+def add_valid_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--require-valid",
+        action="store_true",
+        help="exit 5 when a run is correct but host-bound (its delays measure the host, not the routing)",
+    )
+
+
+def add_run_options(p: argparse.ArgumentParser, analysis: bool = True) -> None:
+    """Options `run`, `campaign` and `saturate` share; ``analysis``: the runs are analysed (Spark)."""
     p.add_argument("--keep", action="store_true", help="leave the brokers running after the run")
-    p.add_argument("--quiet", action="store_true", help="only warnings, errors and the report path")
-    p.add_argument("--log-json", action="store_true", help="progress as JSON lines on stderr (for CI)")
-    p.add_argument("--workers", type=int, default=2, metavar="N", help="Locust worker processes (default 2)")
-    p.add_argument("--spark-master", metavar="URL", help="Spark master for the analysis (default local[*])")
+    add_output_options(p, spark=analysis)
+    p.add_argument("--workers", type=int, default=2, metavar="N", help="Locust worker processes")
+    if analysis:
+        add_valid_option(p)
+        p.add_argument(
+            "--spark-master", metavar="URL", help="Spark master for the analysis (default local[*])"
+        )
     p.add_argument("--image", metavar="IMAGE", help=f"broker image (compose, k8s; default {BROKER_IMAGE})")
     p.add_argument(
         "--workload-image",

@@ -18,10 +18,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--param", default="workload.rate_per_minute", metavar="KEY.PATH", help="the rate to search"
     )
-    p.add_argument("--lo", type=float, default=60.0, help="lower bound of the search (default 60)")
-    p.add_argument("--hi", type=float, default=6000.0, help="upper bound of the search (default 6000)")
+    p.add_argument("--lo", type=float, default=60.0, help="lower bound of the search")
+    p.add_argument("--hi", type=float, default=6000.0, help="upper bound of the search")
     p.add_argument("--tolerance", type=float, default=0.1, help="stop when hi - lo <= tolerance * lo")
-    p.add_argument("--max-probes", type=int, default=8, help="most runs per search (default 8)")
+    p.add_argument("--max-probes", type=int, default=8, help="most runs per search")
     p.add_argument(
         "--versus",
         action="append",
@@ -30,5 +30,5 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--backend", choices=("local", "compose", "k8s"), help="override the spec's backend")
     p.add_argument("--out", default="runs", metavar="DIR", help="parent of the saturation directory")
-    add_run_options(p)
+    add_run_options(p, analysis=False)
     p.set_defaults(handler=lambda args: call_lazy("saturate", "scotbed.orchestrator.saturate", args))

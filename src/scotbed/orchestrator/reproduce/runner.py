@@ -120,6 +120,7 @@ def main(args: Any) -> int:
     from scotbed.orchestrator.outdir import writable_dir
     from scotbed.orchestrator.progress import make_progress
     from scotbed.orchestrator.run import SignalGuard
+    from scotbed.terminal import emit_json
 
     try:
         rows = load_rows()
@@ -137,11 +138,14 @@ def main(args: Any) -> int:
     doc = Path(args.doc) if args.doc else out / "reproduction.md"
     write_doc(doc, rows, measured, _command(args))
     progress.info(f"reproduction table: {doc}")
-    print(doc)
-    if not measured and any(r.runnable for r in chosen):
-        print("scotbed reproduce: no row was measured", file=sys.stderr)
-        return 3
-    return 0
+    code = 3 if not measured and any(r.runnable for r in chosen) else 0
+    if code:
+        progress.error("scotbed reproduce: no row was measured")
+    if getattr(args, "log_json", False):
+        emit_json(sys.stdout, event="result", exit_code=code, table=str(doc))
+    else:
+        print(doc)
+    return code
 
 
 def _command(args: Any) -> str:
