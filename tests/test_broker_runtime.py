@@ -12,7 +12,7 @@ from pathlib import Path
 from scotbed import topology
 from scotbed.broker.eventlog import EventLog, read_events
 from scotbed.broker.linkout import CeWindow, LinkOut
-from scotbed.broker.runtime import Broker
+from scotbed.broker.runtime import Broker, RoutingFailed
 from scotbed.config import BrokerConfig, CongestionConfig, LogConfig, NeighbourConfig, build_configs
 from scotbed.filters import Filter
 from scotbed.messages import Publication, Subscription
@@ -207,6 +207,26 @@ def test_a_failing_plug_in_is_logged_as_a_drop_and_the_loop_survives(tmp_path: P
         b.events.close()
         drop = [e for e in read_events(tmp_path / "events.jsonl") if e["ev"] == "drop"]
         assert drop[0]["link"] == "b-v0-0" and "bad plug-in" in drop[0]["reason"]
+
+    asyncio.run(scenario())
+
+
+def test_a_local_subscription_the_plug_in_fails_on_is_refused_never_acknowledged(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        b = _broker(tmp_path, "rpf")
+
+        def boom(sub: Subscription, from_hop: str | None) -> None:
+            raise KeyError("b-v9-0")
+
+        b.algo.on_subscription = boom  # type: ignore[method-assign,assignment]
+        session = b.open_session(Subscription("s1", Filter.parse("price > 10"), b.id), "c1")
+        b._handle(b.input.get_nowait())
+        assert session.accepted.done() and isinstance(session.accepted.exception(), RoutingFailed)
+        assert str(session.accepted.exception()) == (
+            "subscription 's1': routing 'rpf' failed on it: error: KeyError: 'b-v9-0'"
+        )
+        assert b.counters["errors"] == 1
+        b.events.close()
 
     asyncio.run(scenario())
 

@@ -83,6 +83,10 @@ log = logging.getLogger("scotbed.broker")
 SESSION_QUEUE_LIMIT = 100_000  # deliveries waiting for a slow subscriber before drops
 
 
+class RoutingFailed(RuntimeError):
+    """The routing plug-in raised on a local subscription: its Subscribe call is refused with this."""
+
+
 class Session:
     """A local subscriber's Subscribe stream: its deliveries queue and the ack it waits for."""
 
@@ -320,7 +324,16 @@ class Broker:
         except Exception as e:  # one bad message must not stop the broker; it is logged, never silent
             self.counters["errors"] += 1
             log.exception("%s: routing failed on %s", self.id, type(msg).__name__)
-            self.drop(from_hop or "", f"error: {type(e).__name__}: {e}")
+            reason = f"error: {type(e).__name__}: {e}"
+            self.drop(from_hop or "", reason)
+            if from_hop is None and isinstance(msg, Subscription):
+                self._refuse_session(msg.sub_id, f"routing {self.cfg.routing!r} failed on it: {reason}")
+
+    def _refuse_session(self, sub_id: str, why: str) -> None:
+        """A local subscription routing could not store is refused to its client, never acknowledged."""
+        session = self.sessions.get(sub_id)
+        if session is not None and not session.accepted.done():
+            session.accepted.set_exception(RoutingFailed(f"subscription {sub_id!r}: {why}"))
 
     def _on_subscription(self, from_hop: str | None, sub: Subscription, replay: bool = False) -> None:
         link = from_hop or ""

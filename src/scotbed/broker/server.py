@@ -25,7 +25,7 @@ from grpc_reflection.v1alpha import reflection, reflection_pb2
 from scotbed.broker import guard, tls
 from scotbed.broker.limits import Refusal, check_publish, check_subscribe, server_options
 from scotbed.broker.links import LinkReceiver
-from scotbed.broker.runtime import Broker
+from scotbed.broker.runtime import Broker, RoutingFailed
 from scotbed.broker.treeswap import new_links
 from scotbed.filters import FilterError
 from scotbed.messages import Subscription
@@ -69,7 +69,10 @@ class BrokerService(pbg.BrokerServicer):
         sub = Subscription(request.sub_id, flt, broker.id, origin_ns=time.time_ns())
         session = broker.open_session(sub, request.subscriber)
         try:
-            await session.accepted
+            try:
+                await session.accepted
+            except RoutingFailed as e:
+                await context.abort(grpc.StatusCode.INTERNAL, str(e))
             yield pb.SubscribeEvent(
                 ack=pb.SubscribeAck(sub_id=sub.sub_id, broker=broker.id, ts_ns=time.time_ns())
             )
