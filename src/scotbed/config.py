@@ -20,6 +20,17 @@ SCHEMA_VERSION = 1
 
 MATCHING_ENGINES = ("naive", "counting", "pst")
 BATCH_HEADER_BYTES = 1024  # room a link batch needs besides its envelopes (ids, seq, field tags)
+#: a link's emulated latency and jitter are below this (1 h), in the config, at runtime and in a fault:
+#: a longer delay is no experiment, and one near float's range would hold a link's batches for good
+MAX_LINK_DELAY_MS = 3_600_000.0
+
+
+def link_delay_problem(latency_ms: float, jitter_ms: float) -> str | None:
+    """Why a link delay is out of range (non-finite, negative, 1 h or more), or None."""
+    if all(0 <= v < MAX_LINK_DELAY_MS for v in (latency_ms, jitter_ms)):  # NaN fails every comparison
+        return None
+    bound = f"[0, {MAX_LINK_DELAY_MS:g}) ms (1 h)"
+    return f"latency_ms and jitter_ms must be in {bound}: {latency_ms:g}, {jitter_ms:g}"
 
 
 class ConfigError(UserError):
@@ -167,8 +178,8 @@ class BrokerConfig:
             seen.add(n.id)
             if n.capacity_msgs_per_s is not None and n.capacity_msgs_per_s < 0:
                 raise ConfigError(f"{where}.neighbours[{k}].capacity_msgs_per_s: must be >= 0")
-            if not (0 <= n.latency_ms < 3_600_000 and 0 <= n.jitter_ms < 3_600_000):
-                raise ConfigError(f"{where}.neighbours[{k}]: latency_ms and jitter_ms must be in [0, 1 h)")
+            if (why := link_delay_problem(n.latency_ms, n.jitter_ms)) is not None:
+                raise ConfigError(f"{where}.neighbours[{k}]: {why}")
         if self.congestion.window_ms <= 0:
             raise ConfigError(f"{where}.congestion.window_ms: must be > 0")
         self.limits.check(f"{where}.limits")

@@ -14,7 +14,8 @@ redials with exponential backoff (``redial_initial_ms`` doubling up to
 ``redial_max_ms``, with jitter). Sequence numbers start at 1 per incarnation.
 A neighbour with ``latency_ms``/``jitter_ms`` gets its batches through a
 :class:`~scotbed.broker.latency.DelayLine` before the wire; ``Admin.SetLinkLatency``
-changes the delay of the batches that leave the queue from then on.
+changes the delay of the batches that leave the queue from then on, and shortens that of the
+batches the line holds when it is lower.
 
 Receiver (:class:`LinkReceiver`). It refuses a hello from a broker that is not
 a configured neighbour with ``PERMISSION_DENIED``, decodes each envelope once,
@@ -136,7 +137,7 @@ class LinkSender:
             link.connected = True
             self.last_error = ""
             reader = asyncio.create_task(self._read_acks(call))
-            self.delay = DelayLine(*link.latency)
+            self.delay = link.line = DelayLine(*link.latency)
             writer = asyncio.create_task(self._write_delayed(call))
             try:
                 for seq in sorted(link.unacked):
@@ -144,14 +145,13 @@ class LinkSender:
                 while True:
                     await self._write(call, await self._next_batch())
             finally:
+                link.line = None  # what it held is unacknowledged: the next session resends it
                 for task in (reader, writer):
                     if task is not None:
                         task.cancel()
                 call.cancel()
 
     async def _write(self, call: Any, batch: pb.Batch) -> None:
-        if self.delay.ms != self.link.latency:
-            self.delay.set(*self.link.latency)  # changed at runtime (Admin.SetLinkLatency)
         if self.delay.in_use:
             self.delay.put(batch)
         else:

@@ -563,7 +563,7 @@ class Broker:
             raise KeyError(neighbour)
         for link in self.links.values():
             if not neighbour or link.id == neighbour:
-                link.latency = (latency_ms, jitter_ms)
+                link.set_latency(latency_ms, jitter_ms)
 
     def set_capacity(self, neighbour: str, capacity: float) -> None:
         if neighbour and neighbour not in self.links:

@@ -27,6 +27,7 @@ from scotbed.broker.limits import Refusal, check_publish, check_subscribe, serve
 from scotbed.broker.links import LinkReceiver
 from scotbed.broker.runtime import Broker, RoutingFailed
 from scotbed.broker.treeswap import new_links
+from scotbed.config import link_delay_problem
 from scotbed.filters import FilterError
 from scotbed.messages import Subscription
 from scotbed.v1 import scotbed_pb2 as pb
@@ -175,12 +176,8 @@ class AdminService(pbg.AdminServicer):
 
     async def SetLinkLatency(self, request: pb.LinkLatencyRequest, context: Any) -> pb.LinkLatencyReply:
         latency, jitter = request.latency_ms, request.jitter_ms
-        if not all(math.isfinite(v) and v >= 0 for v in (latency, jitter)):
-            await self._refuse(
-                context,
-                grpc.StatusCode.INVALID_ARGUMENT,
-                f"latency_ms and jitter_ms must be finite, >= 0: {latency}, {jitter}",
-            )
+        if (why := link_delay_problem(latency, jitter)) is not None:
+            await self._refuse(context, grpc.StatusCode.INVALID_ARGUMENT, why)
         try:
             self.broker.set_latency(request.neighbour, latency, jitter)
         except KeyError:

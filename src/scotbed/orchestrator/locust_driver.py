@@ -183,5 +183,7 @@ class SubscriberCatchUp:
 
 
 def backlog(replies: Mapping[str, Any]) -> int:
-    """Notifications and subscriptions still queued: every broker's input and output queue lengths."""
-    return sum(r.input_len + sum(x.output_len for x in r.links) for r in replies.values())
+    """Notifications and subscriptions not yet through: every broker's input and output queue lengths,
+    and the envelopes its links sent but the neighbours have not acknowledged (in flight, or held
+    by an emulated latency)."""
+    return sum(r.input_len + sum(x.output_len + x.unacked for x in r.links) for r in replies.values())
