@@ -12,7 +12,7 @@ from pathlib import Path
 from scotbed import topology
 from scotbed.broker.eventlog import EventLog, read_events
 from scotbed.broker.linkout import CeWindow, LinkOut
-from scotbed.broker.runtime import Broker, RoutingFailed
+from scotbed.broker.runtime import Broker, SessionRefused
 from scotbed.config import BrokerConfig, CongestionConfig, LogConfig, NeighbourConfig, build_configs
 from scotbed.filters import Filter
 from scotbed.messages import Publication, Subscription
@@ -221,7 +221,7 @@ def test_a_local_subscription_the_plug_in_fails_on_is_refused_never_acknowledged
         b.algo.on_subscription = boom  # type: ignore[method-assign,assignment]
         session = b.open_session(Subscription("s1", Filter.parse("price > 10"), b.id), "c1")
         b._handle(b.input.get_nowait())
-        assert session.accepted.done() and isinstance(session.accepted.exception(), RoutingFailed)
+        assert session.accepted.done() and isinstance(session.accepted.exception(), SessionRefused)
         assert str(session.accepted.exception()) == (
             "subscription 's1': routing 'rpf' failed on it: error: KeyError: 'b-v9-0'"
         )

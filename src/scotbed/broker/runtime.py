@@ -83,16 +83,22 @@ log = logging.getLogger("scotbed.broker")
 SESSION_QUEUE_LIMIT = 100_000  # deliveries waiting for a slow subscriber before drops
 
 
-class RoutingFailed(RuntimeError):
-    """The routing plug-in raised on a local subscription: its Subscribe call is refused with this."""
+class SessionRefused(RuntimeError):
+    """A local subscription the broker could not take: its Subscribe call is refused with this message;
+    ``taken``: its id belongs to another broker's subscription (else routing failed on it)."""
+
+    def __init__(self, text: str, taken: bool = False) -> None:
+        super().__init__(text)
+        self.taken = taken
 
 
 class Session:
     """A local subscriber's Subscribe stream: its deliveries queue and the ack it waits for."""
 
-    def __init__(self, sub: Subscription, subscriber: str) -> None:
+    def __init__(self, sub: Subscription, subscriber: str, peer: str = "") -> None:
         self.sub = sub
         self.subscriber = subscriber
+        self.peer = peer  # the client connection that opened it: only it may unsubscribe it
         self.queue: asyncio.Queue[pb.SubscribeEvent | None] = asyncio.Queue(SESSION_QUEUE_LIMIT)
         self.accepted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.closed = False
@@ -142,6 +148,7 @@ class Broker:
         self.input_peak = 0  # the input queue's longest since the last ``queue`` sample
         self.server = Server(cfg.service_us)  # the per-message service time, when on
         self.sessions: dict[str, Session] = {}
+        self.owners: dict[str, str] = {}  # sub_id -> the host broker of the subscription under that id
         self.counters: Counter[str] = Counter()
         self.busy = False
         self.stopping = False
@@ -249,18 +256,27 @@ class Broker:
         self.input.put_nowait((from_hop, msg, raw))
         self.input_peak = max(self.input_peak, self.input.qsize())
 
-    def open_session(self, sub: Subscription, subscriber: str) -> Session:
-        session = Session(sub, subscriber)
+    def owner_elsewhere(self, sub_id: str, host: str) -> str | None:
+        """The host broker of the subscription known here under ``sub_id`` when it is not ``host``: the
+        id is taken, and a subscription or unsubscription of another host must not act on it."""
+        owner = self.owners.get(sub_id)
+        return owner if owner is not None and owner != host else None
+
+    def open_session(self, sub: Subscription, subscriber: str, peer: str = "") -> Session:
+        session = Session(sub, subscriber, peer)
         self.sessions[sub.sub_id] = session
         self.counters["client_sub"] += 1
         self.submit(None, sub)
         return session
 
-    def close_session(self, sub_id: str) -> bool:
-        """End a subscriber's session; its subscription is removed as an unsubscription."""
-        session = self.sessions.pop(sub_id, None)
-        if session is None or session.closed:
+    def close_session(self, sub_id: str, peer: str | None = None) -> bool:
+        """End a subscriber's session; its subscription is removed as an unsubscription. With ``peer``
+        (an Unsubscribe call's connection), only a session that connection opened: another client's
+        subscription is not found."""
+        session = self.sessions.get(sub_id)
+        if session is None or session.closed or (peer is not None and peer != session.peer):
             return False
+        del self.sessions[sub_id]
         session.closed = True
         if not session.queue.full():
             session.queue.put_nowait(None)
@@ -329,11 +345,11 @@ class Broker:
             if from_hop is None and isinstance(msg, Subscription):
                 self._refuse_session(msg.sub_id, f"routing {self.cfg.routing!r} failed on it: {reason}")
 
-    def _refuse_session(self, sub_id: str, why: str) -> None:
-        """A local subscription routing could not store is refused to its client, never acknowledged."""
+    def _refuse_session(self, sub_id: str, why: str, taken: bool = False) -> None:
+        """A local subscription the broker could not take is refused to its client, never acknowledged."""
         session = self.sessions.get(sub_id)
         if session is not None and not session.accepted.done():
-            session.accepted.set_exception(RoutingFailed(f"subscription {sub_id!r}: {why}"))
+            session.accepted.set_exception(SessionRefused(f"subscription {sub_id!r}: {why}", taken))
 
     def _on_subscription(self, from_hop: str | None, sub: Subscription, replay: bool = False) -> None:
         link = from_hop or ""
@@ -343,6 +359,11 @@ class Broker:
             self.counters[SUB_IN] += 1
         if not replay:  # a replay is counted apart and not logged: the IM counts stay those of the routing
             self.events.emit(SUB_IN, sub_id=sub.sub_id, link=link, hops=sub.hops)
+        if (owner := self._foreign(link, sub.sub_id, sub.host_broker)) is not None:
+            if from_hop is None:
+                self._refuse_session(sub.sub_id, f"is already active at broker {owner}", taken=True)
+            return
+        self.owners[sub.sub_id] = sub.host_broker
         d = self.algo.on_subscription(sub, from_hop)
         if d.duplicate:
             self.counters["duplicate"] += 1
@@ -360,10 +381,22 @@ class Broker:
             self.counters[UNSUB_IN] += 1
         if not replay:  # a replay is counted apart and not logged: the IM counts stay those of the routing
             self.events.emit(UNSUB_IN, sub_id=unsub.sub_id, link=link, hops=unsub.hops)
+        if self._foreign(link, unsub.sub_id, unsub.host_broker) is not None:
+            return
+        self.owners.pop(unsub.sub_id, None)
         d = self.algo.on_unsubscription(unsub, from_hop)
         if d.duplicate:
             self.counters["duplicate"] += 1
         self._forward(d, UNSUB_OUT, "sub_id", replay=replay)
+
+    def _foreign(self, link: str, sub_id: str, host: str) -> str | None:
+        """The owner, when a (un)subscription comes under an id another host broker's subscription holds
+        here: then it is dropped, so no client takes over or cancels another's subscription by reusing
+        its id at another broker."""
+        owner = self.owner_elsewhere(sub_id, host)
+        if owner is not None:
+            self.drop(link, "sub_id_in_use", sub_id=sub_id, host=host, owner=owner)
+        return owner
 
     def _on_publication(self, from_hop: str | None, pub: Publication, raw: pb.Notification | None) -> None:
         emit = self.events.emit

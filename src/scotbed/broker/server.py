@@ -4,7 +4,10 @@ Client sessions: a ``Subscribe`` stream first carries one ack — sent after the
 processing loop has handed the subscription to the routing plug-in — then
 the deliveries. When the stream ends for any reason (client cancel, network,
 ``Unsubscribe``) the subscription is removed as an unsubscription, unless the
-broker itself is stopping. Malformed requests are refused with
+broker itself is stopping. A subscription belongs to the client connection
+that opened it: ``Unsubscribe`` from any other finds nothing; and a ``sub_id``
+another broker's subscription holds is refused (``ALREADY_EXISTS``), and
+dropped when it comes over a link (:meth:`Broker.owner_elsewhere`). Malformed requests are refused with
 ``INVALID_ARGUMENT`` and a message that says what was wrong, and counted
 (``rejected``); a request over a size limit (:mod:`scotbed.broker.limits`) is
 refused with ``RESOURCE_EXHAUSTED`` before it is acknowledged (and counted);
@@ -25,7 +28,7 @@ from grpc_reflection.v1alpha import reflection, reflection_pb2
 from scotbed.broker import guard, tls
 from scotbed.broker.limits import Refusal, check_publish, check_subscribe, server_options
 from scotbed.broker.links import LinkReceiver
-from scotbed.broker.runtime import Broker, RoutingFailed
+from scotbed.broker.runtime import Broker, SessionRefused
 from scotbed.broker.treeswap import new_links
 from scotbed.config import link_delay_problem
 from scotbed.filters import FilterError
@@ -65,15 +68,22 @@ class BrokerService(pbg.BrokerServicer):
             await context.abort(
                 grpc.StatusCode.ALREADY_EXISTS, f"subscription {request.sub_id!r} is already active here"
             )
+        if (owner := broker.owner_elsewhere(request.sub_id, broker.id)) is not None:
+            broker.counters["rejected"] += 1
+            await context.abort(
+                grpc.StatusCode.ALREADY_EXISTS,
+                f"subscription {request.sub_id!r} is already active at broker {owner}",
+            )
         if broker.stopping:
             await context.abort(grpc.StatusCode.UNAVAILABLE, f"broker {broker.id} is stopping")
         sub = Subscription(request.sub_id, flt, broker.id, origin_ns=time.time_ns())
-        session = broker.open_session(sub, request.subscriber)
+        session = broker.open_session(sub, request.subscriber, context.peer())
         try:
             try:
                 await session.accepted
-            except RoutingFailed as e:
-                await context.abort(grpc.StatusCode.INTERNAL, str(e))
+            except SessionRefused as e:
+                code = grpc.StatusCode.ALREADY_EXISTS if e.taken else grpc.StatusCode.INTERNAL
+                await context.abort(code, str(e))
             yield pb.SubscribeEvent(
                 ack=pb.SubscribeAck(sub_id=sub.sub_id, broker=broker.id, ts_ns=time.time_ns())
             )
@@ -86,7 +96,8 @@ class BrokerService(pbg.BrokerServicer):
             broker.close_session(sub.sub_id)
 
     async def Unsubscribe(self, request: pb.UnsubscribeRequest, context: Any) -> pb.UnsubscribeReply:
-        return pb.UnsubscribeReply(found=self.broker.close_session(request.sub_id))
+        """Only the connection that opened the subscription may end it; to any other it is not found."""
+        return pb.UnsubscribeReply(found=self.broker.close_session(request.sub_id, context.peer()))
 
     async def Publish(self, request: pb.PublishRequest, context: Any) -> pb.PublishReply:
         broker = self.broker
