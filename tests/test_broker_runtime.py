@@ -12,7 +12,8 @@ from pathlib import Path
 from scotbed import topology
 from scotbed.broker.eventlog import EventLog, read_events
 from scotbed.broker.linkout import CeWindow, LinkOut
-from scotbed.broker.runtime import Broker, SessionRefused
+from scotbed.broker.runtime import Broker
+from scotbed.broker.sessions import SessionRefused
 from scotbed.config import BrokerConfig, CongestionConfig, LogConfig, NeighbourConfig, build_configs
 from scotbed.filters import Filter
 from scotbed.messages import Publication, Subscription

@@ -48,14 +48,16 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from scotbed.broker.envelopes import encode, notification_pb, table_entry
 from scotbed.broker.eventlog import EventLog
 from scotbed.broker.limits import envelope_fits
 from scotbed.broker.linkout import LinkOut
 from scotbed.broker.looplag import LoopProbe
 from scotbed.broker.rejoin import REPLAYED
 from scotbed.broker.routing import make_algorithm
-from scotbed.broker.routing.base import Decision, Entry, LinkState, RoutingAlgorithm
+from scotbed.broker.routing.base import Decision, LinkState, RoutingAlgorithm
 from scotbed.broker.service import Server, units
+from scotbed.broker.sessions import Owners, Session, SessionRefused
 from scotbed.broker.topology_manager import TopologyManager
 from scotbed.broker.treeswap import End, TreeSwap
 from scotbed.config import BrokerConfig, NeighbourConfig
@@ -76,32 +78,8 @@ from scotbed.contract import (
 from scotbed.matching import Matcher, make_matcher
 from scotbed.messages import Message, Publication, Subscription, Unsubscription
 from scotbed.v1 import scotbed_pb2 as pb
-from scotbed.wire import notification_to_pb, subscription_to_pb, unsubscription_to_pb
 
 log = logging.getLogger("scotbed.broker")
-
-SESSION_QUEUE_LIMIT = 100_000  # deliveries waiting for a slow subscriber before drops
-
-
-class SessionRefused(RuntimeError):
-    """A local subscription the broker could not take: its Subscribe call is refused with this message;
-    ``taken``: its id belongs to another broker's subscription (else routing failed on it)."""
-
-    def __init__(self, text: str, taken: bool = False) -> None:
-        super().__init__(text)
-        self.taken = taken
-
-
-class Session:
-    """A local subscriber's Subscribe stream: its deliveries queue and the ack it waits for."""
-
-    def __init__(self, sub: Subscription, subscriber: str, peer: str = "") -> None:
-        self.sub = sub
-        self.subscriber = subscriber
-        self.peer = peer  # the client connection that opened it: only it may unsubscribe it
-        self.queue: asyncio.Queue[pb.SubscribeEvent | None] = asyncio.Queue(SESSION_QUEUE_LIMIT)
-        self.accepted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self.closed = False
 
 
 class _View:
@@ -148,7 +126,7 @@ class Broker:
         self.input_peak = 0  # the input queue's longest since the last ``queue`` sample
         self.server = Server(cfg.service_us)  # the per-message service time, when on
         self.sessions: dict[str, Session] = {}
-        self.owners: dict[str, str] = {}  # sub_id -> the host broker of the subscription under that id
+        self.owners = Owners()
         self.counters: Counter[str] = Counter()
         self.busy = False
         self.stopping = False
@@ -256,12 +234,6 @@ class Broker:
         self.input.put_nowait((from_hop, msg, raw))
         self.input_peak = max(self.input_peak, self.input.qsize())
 
-    def owner_elsewhere(self, sub_id: str, host: str) -> str | None:
-        """The host broker of the subscription known here under ``sub_id`` when it is not ``host``: the
-        id is taken, and a subscription or unsubscription of another host must not act on it."""
-        owner = self.owners.get(sub_id)
-        return owner if owner is not None and owner != host else None
-
     def open_session(self, sub: Subscription, subscriber: str, peer: str = "") -> Session:
         session = Session(sub, subscriber, peer)
         self.sessions[sub.sub_id] = session
@@ -363,7 +335,7 @@ class Broker:
             if from_hop is None:
                 self._refuse_session(sub.sub_id, f"is already active at broker {owner}", taken=True)
             return
-        self.owners[sub.sub_id] = sub.host_broker
+        self.owners.take(sub.sub_id, sub.host_broker)
         d = self.algo.on_subscription(sub, from_hop)
         if d.duplicate:
             self.counters["duplicate"] += 1
@@ -383,7 +355,7 @@ class Broker:
             self.events.emit(UNSUB_IN, sub_id=unsub.sub_id, link=link, hops=unsub.hops)
         if self._foreign(link, unsub.sub_id, unsub.host_broker) is not None:
             return
-        self.owners.pop(unsub.sub_id, None)
+        self.owners.release(unsub.sub_id)
         d = self.algo.on_unsubscription(unsub, from_hop)
         if d.duplicate:
             self.counters["duplicate"] += 1
@@ -393,7 +365,7 @@ class Broker:
         """The owner, when a (un)subscription comes under an id another host broker's subscription holds
         here: then it is dropped, so no client takes over or cancels another's subscription by reusing
         its id at another broker."""
-        owner = self.owner_elsewhere(sub_id, host)
+        owner = self.owners.elsewhere(sub_id, host)
         if owner is not None:
             self.drop(link, "sub_id_in_use", sub_id=sub_id, host=host, owner=owner)
         return owner
@@ -428,7 +400,7 @@ class Broker:
 
     def _deliver(self, pub: Publication, raw: pb.Notification | None, sub_ids: list[str]) -> None:
         if raw is None:
-            raw = _notification_pb(pub)
+            raw = notification_pb(pub)
         now = time.time_ns()
         for sub_id in sub_ids:
             session = self.sessions.get(sub_id)
@@ -458,7 +430,7 @@ class Broker:
                 continue
             msg = f.msg
             if id(msg) not in cache:
-                cache[id(msg)] = self._sendable(_encode(msg, raw), id_field, msg)
+                cache[id(msg)] = self._sendable(encode(msg, raw), id_field, msg)
             sized = cache[id(msg)]
             if sized is None:
                 link.dropped += 1
@@ -587,7 +559,7 @@ class Broker:
     def table(self) -> pb.TableReply:
         reply = pb.TableReply()
         for e in self.algo.entries():
-            reply.entries.append(_table_entry(e))
+            reply.entries.append(table_entry(e))
         return reply
 
     def set_latency(self, neighbour: str, latency_ms: float, jitter_ms: float) -> None:
@@ -604,41 +576,3 @@ class Broker:
         for link in self.links.values():
             if not neighbour or link.id == neighbour:
                 link.set_capacity(capacity)
-
-
-def _table_entry(e: Entry) -> pb.TableEntry:
-    return pb.TableEntry(
-        sub_id=e.sub_id,
-        last_hop=e.last_hop,
-        cbv=e.cbv,
-        state=int(e.state),  # type: ignore[arg-type]
-        host_broker=e.host_broker,
-        filter=e.filter.to_text(),
-    )
-
-
-def _notification_pb(pub: Publication) -> pb.Notification:
-    return notification_to_pb(pub.pub_id, pub.publisher, pub.attrs, pub.intended_ns, pub.sent_ns)
-
-
-def _encode(msg: Message, raw: pb.Notification | None) -> pb.Envelope:
-    """The wire envelope of ``msg``; a notification reuses the notification it arrived in."""
-    if isinstance(msg, Publication):
-        n = raw if raw is not None and raw.pub_id == msg.pub_id else _notification_pb(msg)
-        return pb.Envelope(
-            notification=pb.NotificationMsg(
-                notification=n,
-                bids=msg.bids,
-                cbv=msg.cbv or 0,
-                has_cbv=msg.cbv is not None,
-                hops=msg.hops,
-                dynamic=msg.dynamic,
-                source_broker=msg.source_broker,
-                distance=msg.distance,
-                count=msg.count,
-                tree_version=msg.tree_version,
-            )
-        )
-    if isinstance(msg, Subscription):
-        return pb.Envelope(subscription=subscription_to_pb(msg))
-    return pb.Envelope(unsubscription=unsubscription_to_pb(msg))

@@ -7,7 +7,8 @@ the deliveries. When the stream ends for any reason (client cancel, network,
 broker itself is stopping. A subscription belongs to the client connection
 that opened it: ``Unsubscribe`` from any other finds nothing; and a ``sub_id``
 another broker's subscription holds is refused (``ALREADY_EXISTS``), and
-dropped when it comes over a link (:meth:`Broker.owner_elsewhere`). Malformed requests are refused with
+dropped when it comes over a link (:class:`~scotbed.broker.sessions.Owners`).
+Malformed requests are refused with
 ``INVALID_ARGUMENT`` and a message that says what was wrong, and counted
 (``rejected``); a request over a size limit (:mod:`scotbed.broker.limits`) is
 refused with ``RESOURCE_EXHAUSTED`` before it is acknowledged (and counted);
@@ -28,7 +29,8 @@ from grpc_reflection.v1alpha import reflection, reflection_pb2
 from scotbed.broker import guard, tls
 from scotbed.broker.limits import Refusal, check_publish, check_subscribe, server_options
 from scotbed.broker.links import LinkReceiver
-from scotbed.broker.runtime import Broker, SessionRefused
+from scotbed.broker.runtime import Broker
+from scotbed.broker.sessions import SessionRefused
 from scotbed.broker.treeswap import new_links
 from scotbed.config import link_delay_problem
 from scotbed.filters import FilterError
@@ -68,7 +70,7 @@ class BrokerService(pbg.BrokerServicer):
             await context.abort(
                 grpc.StatusCode.ALREADY_EXISTS, f"subscription {request.sub_id!r} is already active here"
             )
-        if (owner := broker.owner_elsewhere(request.sub_id, broker.id)) is not None:
+        if (owner := broker.owners.elsewhere(request.sub_id, broker.id)) is not None:
             broker.counters["rejected"] += 1
             await context.abort(
                 grpc.StatusCode.ALREADY_EXISTS,
