@@ -29,6 +29,7 @@ from scotbed.v1 import scotbed_pb2_grpc as pbg
 from scotbed.wire import filter_to_pb, notification_to_pb
 
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+ADMIN_TIMEOUT_S = 10.0  # an Admin call that changes a broker: a frozen broker fails it, named, in this time
 
 
 class SubscriptionStream:
@@ -154,19 +155,34 @@ class BrokerClient:
         return bool(reply.quiescent)
 
     async def relink(
-        self, up: list[pb.NewLink], down: list[str], next_hop: dict[str, str] | None = None, version: int = 0
+        self,
+        up: list[pb.NewLink],
+        down: list[str],
+        next_hop: dict[str, str] | None = None,
+        version: int = 0,
+        timeout_s: float = ADMIN_TIMEOUT_S,
     ) -> int:
         """Open ``up``, close ``down``, re-point entries by host broker (now, or as tree ``version``)."""
         req = pb.RelinkRequest(up=up, down=down, next_hop=next_hop or {}, version=version)
-        reply = await self.admin.Relink(req)
+        reply = await self.admin.Relink(req, timeout=timeout_s)
         return int(reply.repointed)
 
-    async def set_link_latency(self, latency_ms: float, jitter_ms: float = 0.0, neighbour: str = "") -> None:
+    async def set_link_latency(
+        self,
+        latency_ms: float,
+        jitter_ms: float = 0.0,
+        neighbour: str = "",
+        timeout_s: float = ADMIN_TIMEOUT_S,
+    ) -> None:
         await self.admin.SetLinkLatency(
-            pb.LinkLatencyRequest(neighbour=neighbour, latency_ms=latency_ms, jitter_ms=jitter_ms)
+            pb.LinkLatencyRequest(neighbour=neighbour, latency_ms=latency_ms, jitter_ms=jitter_ms),
+            timeout=timeout_s,
         )
 
-    async def set_link_capacity(self, capacity_msgs_per_s: float, neighbour: str = "") -> None:
+    async def set_link_capacity(
+        self, capacity_msgs_per_s: float, neighbour: str = "", timeout_s: float = ADMIN_TIMEOUT_S
+    ) -> None:
         await self.admin.SetLinkCapacity(
-            pb.LinkCapacityRequest(neighbour=neighbour, capacity_msgs_per_s=capacity_msgs_per_s)
+            pb.LinkCapacityRequest(neighbour=neighbour, capacity_msgs_per_s=capacity_msgs_per_s),
+            timeout=timeout_s,
         )

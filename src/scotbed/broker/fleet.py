@@ -16,6 +16,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from scotbed.broker import tls
+from scotbed.errors import ScotbedError
 from scotbed.v1 import scotbed_pb2 as pb
 from scotbed.v1 import scotbed_pb2_grpc as pbg
 
@@ -31,6 +32,15 @@ async def health(channel: grpc.aio.Channel) -> tuple[bool, str]:
     )
 
 
+class Unanswered(ScotbedError, RuntimeError):
+    """Brokers that did not answer an admin call; the message names each one, the call and why."""
+
+    def __init__(self, method: str, failed: Mapping[str, grpc.aio.AioRpcError], timeout_s: float) -> None:
+        self.failed = dict(failed)
+        names = "; ".join(f"{i} ({e.code().name}: {e.details()})" for i, e in sorted(failed.items()))
+        super().__init__(f"{len(failed)} broker(s) did not answer {method} within {timeout_s:g} s: {names}")
+
+
 class _Admins:
     """One channel per broker for a series of admin calls (cheaper than a channel per call)."""
 
@@ -38,12 +48,30 @@ class _Admins:
         self._channels = {i: tls.aio_channel(a) for i, a in addresses.items()}
         self.stubs = {i: pbg.AdminStub(c) for i, c in self._channels.items()}
 
-    async def each(self, method: str, request: Any, timeout_s: float) -> dict[str, Any]:
+    async def answers(
+        self, method: str, request: Any, timeout_s: float
+    ) -> tuple[dict[str, Any], dict[str, grpc.aio.AioRpcError]]:
+        """The replies of the brokers that answered within ``timeout_s``, and the errors of the others."""
         ids = list(self.stubs)
-        replies = await asyncio.gather(
-            *(getattr(self.stubs[i], method)(request, timeout=timeout_s) for i in ids)
+        results = await asyncio.gather(
+            *(getattr(self.stubs[i], method)(request, timeout=timeout_s) for i in ids), return_exceptions=True
         )
-        return dict(zip(ids, replies, strict=True))
+        replies, failed = {}, {}
+        for i, r in zip(ids, results, strict=True):
+            if isinstance(r, grpc.aio.AioRpcError):
+                failed[i] = r
+            elif isinstance(r, BaseException):
+                raise r
+            else:
+                replies[i] = r
+        return replies, failed
+
+    async def each(self, method: str, request: Any, timeout_s: float) -> dict[str, Any]:
+        """Every broker's reply; :class:`Unanswered` names those that did not answer."""
+        replies, failed = await self.answers(method, request, timeout_s)
+        if failed:
+            raise Unanswered(method, failed, timeout_s)
+        return replies
 
     async def close(self) -> None:
         await asyncio.gather(*(c.close() for c in self._channels.values()), return_exceptions=True)
@@ -87,8 +115,10 @@ async def wait_quiescent(
 ) -> dict[str, pb.StatusReply]:
     """Wait until every broker is quiescent and no counter changed for ``stable_s``; returns the last status.
 
-    ``on_poll`` sees every round of replies (progress, or a check that raises to stop waiting).
-    Raises :class:`TimeoutError` naming the brokers that are still busy.
+    ``on_poll`` sees every round of replies (progress, or a check that raises to stop waiting), also a
+    round some broker did not answer (then without its reply). Raises :class:`TimeoutError` naming the
+    brokers that are still busy or did not answer in time, :class:`Unanswered` naming those that
+    answered with an error (a broker that is gone).
     """
     admins = _Admins(addresses)
     try:
@@ -104,22 +134,20 @@ async def _wait_quiescent(
     stable_since: float | None = None
     previous: dict[str, dict[str, int]] | None = None
     while True:
-        try:
-            replies = await admins.each("Status", pb.StatusRequest(), STATUS_TIMEOUT_S)
-        except grpc.aio.AioRpcError as e:
-            if e.code() != grpc.StatusCode.DEADLINE_EXCEEDED:
-                raise
-            # a broker too busy to answer is not quiescent; a saturated host is slow, not broken
-            if time.monotonic() >= deadline:
+        replies, failed = await admins.answers("Status", pb.StatusRequest(), STATUS_TIMEOUT_S)
+        if on_poll is not None:  # every round, also one a broker did not answer: its check may name why
+            on_poll(replies)
+        broken = {i: e for i, e in failed.items() if e.code() != grpc.StatusCode.DEADLINE_EXCEEDED}
+        if broken:
+            raise Unanswered("Status", broken, STATUS_TIMEOUT_S)
+        now = time.monotonic()
+        if failed:  # a broker too busy to answer is not quiescent; a saturated host is slow, not broken
+            if now >= deadline:
                 raise TimeoutError(
-                    f"not quiescent after {timeout_s:.0f} s: a broker did not answer Status "
-                    f"within {STATUS_TIMEOUT_S:.0f} s"
-                ) from None
+                    f"not quiescent after {timeout_s:.0f} s: {Unanswered('Status', failed, STATUS_TIMEOUT_S)}"
+                )
             stable_since, previous = None, None
             continue
-        if on_poll is not None:
-            on_poll(replies)
-        now = time.monotonic()
         fp = _fingerprint(replies)
         if all(r.quiescent for r in replies.values()) and fp == previous:
             if stable_since is None:

@@ -406,7 +406,7 @@ class Lifecycle:
         """Every broker's queues empty, every batch acknowledged, counters stable (Admin.Status)."""
         import asyncio
 
-        from scotbed.broker.fleet import wait_quiescent
+        from scotbed.broker.fleet import Unanswered, wait_quiescent
 
         assert self.deployment is not None
 
@@ -419,7 +419,7 @@ class Lifecycle:
             asyncio.run(
                 wait_quiescent(self.deployment.admin_addresses, timeout_s, stable_s=0.3, on_poll=on_poll)
             )
-        except TimeoutError as e:
+        except (TimeoutError, Unanswered) as e:
             raise RunFailed(f"quiescence: {e}", self.run_dir) from None
 
     def _collect(self, ph: Phase | None = None) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from scotbed.broker.launcher import LaunchError, LocalCluster
+from scotbed.orchestrator import procwatch
 from scotbed.orchestrator.backends import capacity
 from scotbed.orchestrator.backends.base import BackendError, DeployRequest, HostWorkload
 from scotbed.orchestrator.plan import Addressing
@@ -38,11 +39,13 @@ class LocalDeployment(HostWorkload):
         return self.cluster
 
     def dead(self) -> dict[str, str]:
+        """Brokers that ended (how, and their last stderr lines) or are frozen (stopped by a signal)."""
         out = {}
         for bid, b in self.cluster.brokers.items():
-            if not b.alive():
-                tail = b.stderr_tail(3).strip().replace("\n", " | ")
-                out[bid] = f"exited with code {b.returncode()}" + (f": {tail}" if tail else "")
+            why = "never started" if b.proc is None else procwatch.problem(b.proc)
+            if why is not None:
+                tail = "" if b.alive() else b.stderr_tail(3).strip().replace("\n", " | ")
+                out[bid] = why + (f": {tail}" if tail else "")
         return out
 
     def collect(self, events_dir: Path) -> list[Path]:
