@@ -113,6 +113,9 @@ class BrokerConfig:
     log: LogConfig = field(default_factory=LogConfig)
     limits: LimitsConfig = field(default_factory=LimitsConfig)
     run_id: str = ""
+    run_token: str = (
+        ""  # Admin (but Status) and Link callers must show it (scotbed.broker.runtoken); "" = none
+    )
     prometheus_port: int | None = None  # None = no metrics endpoint
     schema_version: int = SCHEMA_VERSION
     service_us: float = 0.0  # processing time per message (scotbed.broker.service); 0 = none

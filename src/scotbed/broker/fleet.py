@@ -15,7 +15,7 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from scotbed.broker import tls
+from scotbed.broker import runtoken, tls
 from scotbed.errors import ScotbedError
 from scotbed.v1 import scotbed_pb2 as pb
 from scotbed.v1 import scotbed_pb2_grpc as pbg
@@ -47,6 +47,7 @@ class _Admins:
     def __init__(self, addresses: Mapping[str, str]) -> None:
         self._channels = {i: tls.aio_channel(a) for i, a in addresses.items()}
         self.stubs = {i: pbg.AdminStub(c) for i, c in self._channels.items()}
+        self._token = runtoken.metadata()  # this process's run token, if any
 
     async def answers(
         self, method: str, request: Any, timeout_s: float
@@ -54,7 +55,8 @@ class _Admins:
         """The replies of the brokers that answered within ``timeout_s``, and the errors of the others."""
         ids = list(self.stubs)
         results = await asyncio.gather(
-            *(getattr(self.stubs[i], method)(request, timeout=timeout_s) for i in ids), return_exceptions=True
+            *(getattr(self.stubs[i], method)(request, timeout=timeout_s, metadata=self._token) for i in ids),
+            return_exceptions=True,
         )
         replies, failed = {}, {}
         for i, r in zip(ids, results, strict=True):

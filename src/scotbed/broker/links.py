@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 import grpc
 
-from scotbed.broker import tls
+from scotbed.broker import runtoken, tls
 from scotbed.broker.latency import DelayLine
 from scotbed.broker.limits import client_channel_options
 from scotbed.broker.rejoin import REPLAYED, replay_count
@@ -124,7 +124,7 @@ class LinkSender:
         self._broken = None
         opts = client_channel_options(broker.cfg.limits.max_message_bytes)
         async with tls.aio_channel(link.neighbour.address, options=opts, name=broker.id) as channel:
-            call = pbg.LinkStub(channel).Connect()
+            call = pbg.LinkStub(channel).Connect(metadata=runtoken.metadata(broker.cfg.run_token))
             hello = pb.Batch(from_broker=broker.id, seq=0, run_id=broker.cfg.run_id)
             hello.envelopes.add().control.kind = "hello"
             hello.envelopes[0].control.args["incarnation"] = self.incarnation

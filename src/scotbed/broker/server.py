@@ -26,7 +26,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2
 from grpc_reflection.v1alpha import reflection, reflection_pb2
 
-from scotbed.broker import guard, tls
+from scotbed.broker import guard, runtoken, tls
 from scotbed.broker.limits import Refusal, check_publish, check_subscribe, server_options
 from scotbed.broker.links import LinkReceiver
 from scotbed.broker.runtime import Broker
@@ -120,18 +120,33 @@ class BrokerService(pbg.BrokerServicer):
         return pb.PublishReply(accepted=len(pubs))
 
 
+async def admit(broker: Broker, context: Any, call: str) -> None:
+    """Refuse (``PERMISSION_DENIED``, counted ``refused``) a call without the run's token
+    (:mod:`scotbed.broker.runtoken`)."""
+    if not runtoken.admitted(broker.cfg.run_token, context):
+        broker.counters["refused"] += 1
+        await context.abort(
+            grpc.StatusCode.PERMISSION_DENIED,
+            f"{call} on broker {broker.id}: the run token ({runtoken.KEY} metadata) is missing or wrong",
+        )
+
+
 class LinkService(pbg.LinkServicer):
     def __init__(self, broker: Broker) -> None:
+        self.broker = broker
         self.receiver = LinkReceiver(broker)
 
     async def Connect(
         self, request_iterator: AsyncIterator[pb.Batch], context: Any
     ) -> AsyncIterator[pb.BatchAck]:
+        await admit(self.broker, context, "Link.Connect")
         async for ack in self.receiver.connect(request_iterator, context):
             yield ack
 
 
 class AdminService(pbg.AdminServicer):
+    """Every method but ``Status`` requires the run token (:func:`admit`)."""
+
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
 
@@ -139,9 +154,11 @@ class AdminService(pbg.AdminServicer):
         return self.broker.status()
 
     async def RoutingTable(self, request: pb.TableRequest, context: Any) -> pb.TableReply:
+        await admit(self.broker, context, "Admin.RoutingTable")
         return self.broker.table()
 
     async def Flush(self, request: pb.FlushRequest, context: Any) -> pb.FlushReply:
+        await admit(self.broker, context, "Admin.Flush")
         return pb.FlushReply(events_written=self.broker.events.flush())
 
     async def _refuse(self, context: Any, code: grpc.StatusCode, text: str) -> None:
@@ -149,6 +166,7 @@ class AdminService(pbg.AdminServicer):
         await context.abort(code, text)
 
     async def Drain(self, request: pb.DrainRequest, context: Any) -> pb.DrainReply:
+        await admit(self.broker, context, "Admin.Drain")
         if not (math.isfinite(request.timeout_s) and request.timeout_s >= 0):
             await self._refuse(
                 context,
@@ -160,6 +178,7 @@ class AdminService(pbg.AdminServicer):
         return pb.DrainReply(quiescent=ok)
 
     async def SetLinkCapacity(self, request: pb.LinkCapacityRequest, context: Any) -> pb.LinkCapacityReply:
+        await admit(self.broker, context, "Admin.SetLinkCapacity")
         capacity = request.capacity_msgs_per_s
         if not (math.isfinite(capacity) and capacity >= 0):
             await self._refuse(
@@ -178,6 +197,7 @@ class AdminService(pbg.AdminServicer):
         return pb.LinkCapacityReply()
 
     async def Relink(self, request: pb.RelinkRequest, context: Any) -> pb.RelinkReply:
+        await admit(self.broker, context, "Admin.Relink")
         up, down, next_hop = new_links(request.up), list(request.down), dict(request.next_hop)
         try:
             return pb.RelinkReply(repointed=self.broker.swap.relink(up, down, next_hop, request.version))
@@ -188,6 +208,7 @@ class AdminService(pbg.AdminServicer):
         raise AssertionError("unreachable: abort raises")
 
     async def SetLinkLatency(self, request: pb.LinkLatencyRequest, context: Any) -> pb.LinkLatencyReply:
+        await admit(self.broker, context, "Admin.SetLinkLatency")
         latency, jitter = request.latency_ms, request.jitter_ms
         if (why := link_delay_problem(latency, jitter)) is not None:
             await self._refuse(context, grpc.StatusCode.INVALID_ARGUMENT, why)

@@ -199,7 +199,9 @@ class Lifecycle:
 
         backend = make_backend(backend_name, self.options, self.progress)
         with self.progress.phase("render") as ph:
-            configs = deploy_plan.deployed_configs(spec, scot, backend.addressing(run_id), run_id)
+            configs = security.with_run_token(
+                deploy_plan.deployed_configs(spec, scot, backend.addressing(run_id), run_id)
+            )
             script = load_script(spec, scot) if spec.workload.script is not None else None
             if script is not None:
                 ph.update(f"{len(configs)} broker configs, {script.summary()}")
