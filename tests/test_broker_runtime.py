@@ -128,7 +128,7 @@ def test_decisions_are_executed_into_output_queues_sessions_and_events(tmp_path:
         b._handle(("b-v2-0", Subscription("remote", Filter.parse("price > 50"), "b-v2-0", hops=1), None))
         assert len(b.links["b-v0-0"].queue) == 2 and len(b.links["b-v2-0"].queue) == 1
         b._handle(("b-v0-0", Publication("p1", "pub", {"price": 60}, hops=1), None))
-        ev = session.queue.get_nowait()
+        ev = await session.next()
         assert ev is not None and ev.delivery.notification.pub_id == "p1" and ev.delivery.hops == 1
         out, size = b.links["b-v2-0"].queue[-1]
         assert out.notification.notification.attrs["price"].i == 60 and size == out.ByteSize()

@@ -80,6 +80,8 @@ class LimitsConfig:
     max_notification_bytes: int = 64 * 1024  # encoded notification
     max_id_bytes: int = 1024  # sub_id, pub_id, subscriber, publisher
     max_link_backlog: int = 100_000  # envelopes queued for a link before overflow drops
+    # deliveries queued for one subscriber that reads slowly or never (encoded + 512 B each) before drops
+    max_session_backlog_bytes: int = 16 * 1024 * 1024
     redial_initial_ms: float = 50.0
     redial_max_ms: float = 2000.0
 

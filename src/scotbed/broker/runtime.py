@@ -235,7 +235,7 @@ class Broker:
         self.input_peak = max(self.input_peak, self.input.qsize())
 
     def open_session(self, sub: Subscription, subscriber: str, peer: str = "") -> Session:
-        session = Session(sub, subscriber, peer)
+        session = Session(sub, subscriber, peer, self.cfg.limits.max_session_backlog_bytes)
         self.sessions[sub.sub_id] = session
         self.counters["client_sub"] += 1
         self.submit(None, sub)
@@ -250,8 +250,7 @@ class Broker:
             return False
         del self.sessions[sub_id]
         session.closed = True
-        if not session.queue.full():
-            session.queue.put_nowait(None)
+        session.end()
         if not self.stopping:
             self.counters["client_unsub"] += 1
             s = session.sub
@@ -407,13 +406,19 @@ class Broker:
             if session is None or session.closed:
                 self.drop("", "no_session", pub_id=pub.pub_id, sub_id=sub_id)
                 continue
-            if session.queue.full():
-                self.drop("", "subscriber_overflow", pub_id=pub.pub_id, sub_id=sub_id)
-                continue
             ev = pb.SubscribeEvent(
                 delivery=pb.Delivery(notification=raw, sub_id=sub_id, broker_ns=now, hops=pub.hops)
             )
-            session.queue.put_nowait(ev)
+            if not session.offer(ev):
+                self.drop(
+                    "",
+                    "subscriber_overflow",
+                    pub_id=pub.pub_id,
+                    sub_id=sub_id,
+                    queued_bytes=session.queued_bytes,
+                    limit=session.limit,
+                )
+                continue
             self.counters[DELIVER] += 1
             self.events.emit(DELIVER, pub_id=pub.pub_id, sub_id=sub_id, hops=pub.hops)
 

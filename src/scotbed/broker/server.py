@@ -90,7 +90,7 @@ class BrokerService(pbg.BrokerServicer):
                 ack=pb.SubscribeAck(sub_id=sub.sub_id, broker=broker.id, ts_ns=time.time_ns())
             )
             while True:
-                ev = await session.queue.get()
+                ev = await session.next()
                 if ev is None:
                     return
                 yield ev

@@ -13,7 +13,7 @@ import asyncio
 from scotbed.messages import Subscription
 from scotbed.v1 import scotbed_pb2 as pb
 
-SESSION_QUEUE_LIMIT = 100_000  # deliveries waiting for a slow subscriber before drops
+QUEUED_OVERHEAD_BYTES = 512  # what a queued delivery costs beyond its encoding (its objects), accounted
 
 
 class SessionRefused(RuntimeError):
@@ -26,15 +26,44 @@ class SessionRefused(RuntimeError):
 
 
 class Session:
-    """A local subscriber's Subscribe stream: its deliveries queue and the ack it waits for."""
+    """A local subscriber's Subscribe stream: its deliveries queue and the ack it waits for.
 
-    def __init__(self, sub: Subscription, subscriber: str, peer: str = "") -> None:
+    The queue is bounded in bytes (``limit``: ``limits.max_session_backlog_bytes``): a subscriber that
+    reads slower than it is delivered to, or never, holds at most that much of the broker's memory;
+    a delivery that would pass it is refused (:meth:`offer`) and the runtime drops it, counted.
+    """
+
+    def __init__(self, sub: Subscription, subscriber: str, peer: str = "", limit: int = 0) -> None:
         self.sub = sub
         self.subscriber = subscriber
         self.peer = peer  # the client connection that opened it: only it may unsubscribe it
-        self.queue: asyncio.Queue[pb.SubscribeEvent | None] = asyncio.Queue(SESSION_QUEUE_LIMIT)
+        self.limit = limit  # bytes of queued deliveries; 0 = unbounded
+        self.queued_bytes = 0
+        self._queue: asyncio.Queue[tuple[pb.SubscribeEvent, int] | None] = asyncio.Queue()
         self.accepted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.closed = False
+
+    def offer(self, ev: pb.SubscribeEvent) -> bool:
+        """Queue a delivery unless it would take the backlog past ``limit``."""
+        size = ev.ByteSize() + QUEUED_OVERHEAD_BYTES
+        if self.limit and self.queued_bytes + size > self.limit:
+            return False
+        self.queued_bytes += size
+        self._queue.put_nowait((ev, size))
+        return True
+
+    def end(self) -> None:
+        """No more deliveries: the stream ends after those queued."""
+        self._queue.put_nowait(None)
+
+    async def next(self) -> pb.SubscribeEvent | None:
+        """The next delivery to send, or None at the end."""
+        item = await self._queue.get()
+        if item is None:
+            return None
+        ev, size = item
+        self.queued_bytes -= size
+        return ev
 
 
 class Owners:
