@@ -232,6 +232,17 @@ def test_a_local_subscription_the_plug_in_fails_on_is_refused_never_acknowledged
     asyncio.run(scenario())
 
 
+def test_the_brokers_whose_plug_in_raised_are_named_for_the_run() -> None:
+    from scotbed.broker.fleet import routing_errors
+
+    quiet = pb.StatusReply(broker_id="b-v0-0", counters={"deliver": 3})
+    failing = pb.StatusReply(broker_id="b-v1-0", counters={"errors": 2, "drop": 2})
+    assert routing_errors({"b-v0-0": quiet}) is None
+    assert routing_errors({"b-v1-0": failing, "b-v0-0": quiet}) == (
+        "routing failed on messages at 1 broker(s): b-v1-0 (2); see their stderr and drop events"
+    )
+
+
 def test_prometheus_endpoint_exposes_queues_counters_and_matching_time(tmp_path: Path) -> None:
     from scotbed.broker.launcher import reserve_ports
     from scotbed.broker.metrics import Metrics

@@ -100,6 +100,19 @@ async def flush_all(addresses: Mapping[str, str], timeout_s: float = 10.0) -> di
     return {i: int(r.events_written) for i, r in replies.items()}
 
 
+ERRORS = "errors"  # the counter of messages the routing plug-in raised on (scotbed.broker.runtime)
+
+
+def routing_errors(replies: Mapping[str, pb.StatusReply]) -> str | None:
+    """Brokers whose routing plug-in raised on a message, named with how often, or None: each such
+    message was dropped (a ``drop`` event with the error), so the run's routing is not the plug-in's."""
+    bad = {i: int(r.counters.get(ERRORS, 0)) for i, r in sorted(replies.items()) if r.counters.get(ERRORS, 0)}
+    if not bad:
+        return None
+    names = ", ".join(f"{i} ({n})" for i, n in bad.items())
+    return f"routing failed on messages at {len(bad)} broker(s): {names}; see their stderr and drop events"
+
+
 def _fingerprint(replies: Mapping[str, pb.StatusReply]) -> dict[str, dict[str, int]]:
     return {i: dict(r.counters) for i, r in replies.items()}
 

@@ -133,7 +133,7 @@ class HostLocust(HostDriver):
     def drain(self, admin_addresses: Mapping[str, str], deadline_s: float, ph: Phase) -> dict[str, Any]:
         """Keep the subscribers connected until every broker is quiescent or ``deadline_s`` passed;
         write the drain record (:data:`scotbed.contract.DRAIN`), then let the subscribers go."""
-        from scotbed.broker.fleet import Unanswered, status_all, wait_quiescent
+        from scotbed.broker.fleet import Unanswered, routing_errors, status_all, wait_quiescent
 
         start = time.monotonic()
         series: list[tuple[float, int]] = []
@@ -141,6 +141,8 @@ class HostLocust(HostDriver):
         def on_poll(replies: Mapping[str, Any]) -> None:
             self.check_brokers()
             self.check_processes("drain")
+            if (errors := routing_errors(replies)) is not None:
+                raise WorkloadFailed(f"drain: {errors}")
             series.append((round(time.monotonic() - start, 3), backlog(replies)))
             done = sum(1 for r in replies.values() if r.quiescent)
             peak = max(b for _, b in series)

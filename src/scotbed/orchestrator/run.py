@@ -408,12 +408,14 @@ class Lifecycle:
         """Every broker's queues empty, every batch acknowledged, counters stable (Admin.Status)."""
         import asyncio
 
-        from scotbed.broker.fleet import Unanswered, wait_quiescent
+        from scotbed.broker.fleet import Unanswered, routing_errors, wait_quiescent
 
         assert self.deployment is not None
 
         def on_poll(replies: Any) -> None:
             self._check_brokers()
+            if (errors := routing_errors(replies)) is not None:
+                raise RunFailed(errors, self.run_dir)
             done = sum(1 for r in replies.values() if r.quiescent)
             ph.update(f"{done}/{len(replies)} brokers quiescent")
 
