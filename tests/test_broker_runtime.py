@@ -13,6 +13,7 @@ from scotbed import topology
 from scotbed.broker.eventlog import EventLog, read_events
 from scotbed.broker.linkout import CeWindow, LinkOut
 from scotbed.broker.runtime import Broker
+from scotbed.broker.sessions import SessionRefused
 from scotbed.config import BrokerConfig, CongestionConfig, LogConfig, NeighbourConfig, build_configs
 from scotbed.filters import Filter
 from scotbed.messages import Publication, Subscription
@@ -127,7 +128,7 @@ def test_decisions_are_executed_into_output_queues_sessions_and_events(tmp_path:
         b._handle(("b-v2-0", Subscription("remote", Filter.parse("price > 50"), "b-v2-0", hops=1), None))
         assert len(b.links["b-v0-0"].queue) == 2 and len(b.links["b-v2-0"].queue) == 1
         b._handle(("b-v0-0", Publication("p1", "pub", {"price": 60}, hops=1), None))
-        ev = session.queue.get_nowait()
+        ev = await session.next()
         assert ev is not None and ev.delivery.notification.pub_id == "p1" and ev.delivery.hops == 1
         out, size = b.links["b-v2-0"].queue[-1]
         assert out.notification.notification.attrs["price"].i == 60 and size == out.ByteSize()
@@ -209,6 +210,37 @@ def test_a_failing_plug_in_is_logged_as_a_drop_and_the_loop_survives(tmp_path: P
         assert drop[0]["link"] == "b-v0-0" and "bad plug-in" in drop[0]["reason"]
 
     asyncio.run(scenario())
+
+
+def test_a_local_subscription_the_plug_in_fails_on_is_refused_never_acknowledged(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        b = _broker(tmp_path, "rpf")
+
+        def boom(sub: Subscription, from_hop: str | None) -> None:
+            raise KeyError("b-v9-0")
+
+        b.algo.on_subscription = boom  # type: ignore[method-assign,assignment]
+        session = b.open_session(Subscription("s1", Filter.parse("price > 10"), b.id), "c1")
+        b._handle(b.input.get_nowait())
+        assert session.accepted.done() and isinstance(session.accepted.exception(), SessionRefused)
+        assert str(session.accepted.exception()) == (
+            "subscription 's1': routing 'rpf' failed on it: error: KeyError: 'b-v9-0'"
+        )
+        assert b.counters["errors"] == 1
+        b.events.close()
+
+    asyncio.run(scenario())
+
+
+def test_the_brokers_whose_plug_in_raised_are_named_for_the_run() -> None:
+    from scotbed.broker.fleet import routing_errors
+
+    quiet = pb.StatusReply(broker_id="b-v0-0", counters={"deliver": 3})
+    failing = pb.StatusReply(broker_id="b-v1-0", counters={"errors": 2, "drop": 2})
+    assert routing_errors({"b-v0-0": quiet}) is None
+    assert routing_errors({"b-v1-0": failing, "b-v0-0": quiet}) == (
+        "routing failed on messages at 1 broker(s): b-v1-0 (2); see their stderr and drop events"
+    )
 
 
 def test_prometheus_endpoint_exposes_queues_counters_and_matching_time(tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ from scotbed.contract import LINK_DOWN, LINK_UP, REFUSED
 from scotbed.filters import Filter
 from scotbed.overlay.costs import Costs, Edge, total_cost
 from scotbed.overlay.tree import Tree, path_edges, repointed
+from scotbed.routing import algorithm_class, implemented
 from scotbed.v1 import scotbed_pb2 as pb
 
 FAST_LOG = {"sample_interval_ms": 100.0, "flush_interval_ms": 100.0}
@@ -224,6 +225,37 @@ def test_relink_is_refused_for_a_plugin_without_dynamic_links_and_for_unknown_ne
                 assert [lk.neighbour for lk in (await cl.status()).links] == [b]
 
         asyncio.run(refused_unknown())
+
+
+def test_only_a_plugin_that_declares_it_follows_dynamic_links_not_its_subclasses() -> None:
+    assert [n for n in implemented() if algorithm_class(n).dynamic_links] == ["rpf"]
+
+
+@pytest.mark.parametrize("routing", ["covering-active", "selective-pruning"])
+def test_relink_is_refused_by_a_covering_broker_and_its_subscriptions_are_still_routed(
+    routing: str, tmp_path: Path
+) -> None:
+    """Covering inherits rpf's tables but not its relink: its per-neighbour records would miss the new
+    link, and every later subscription would fail in routing."""
+    with _cluster(tmp_path, 3, routing) as cluster:
+        a, b, c = sorted(cluster.addresses())
+        cfg_c = next(x for x in cluster.configs if x.id == c)
+
+        async def scenario() -> None:
+            async with BrokerClient(cluster.address(a)) as cl:
+                with pytest.raises(grpc.aio.AioRpcError) as e:
+                    await cl.relink([_new_link(cfg_c, cluster.address(c))], [], {c: c})
+                assert e.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+                assert e.value.details() == f"routing {routing!r} does not follow dynamic links"
+                stream = await cl.subscribe("s1", "price > 1")
+                await wait_quiescent(cluster.addresses(), timeout_s=30)
+                async with BrokerClient(cluster.address(c)) as far:
+                    assert [x.sub_id for x in (await far.table()).entries] == ["s1"]
+                    status = await cl.status()
+                    assert [lk.neighbour for lk in status.links] == [b] and status.counters["errors"] == 0
+                await stream.close()
+
+        asyncio.run(scenario())
 
 
 SYMBOLS = ("IBM", "SUN", "HP")

@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from pathlib import Path
 
 import grpc
 import pytest
+from scotbed_cli import run_quickstart
 
 from scotbed import contract, topology
 from scotbed.broker.client import BrokerClient
+from scotbed.broker.fleet import status_all
+from scotbed.broker.latency import DelayLine
 from scotbed.broker.launcher import LocalCluster
 from scotbed.orchestrator.faults import FaultSpec, Injector, check
+from scotbed.orchestrator.locust_driver import backlog
+from scotbed.orchestrator.spec import SpecError, parse_spec
 
 A, B = "b-v0-0", "b-v1-0"
 SCOT = topology.tree(topology.path(2))
@@ -97,3 +103,112 @@ def test_the_timeline_sets_latency_on_both_ends_of_the_link(tmp_path: Path) -> N
         (A, 40.0, 5.0),
         (B, 40.0, 5.0),
     }
+
+
+def test_a_fault_latency_of_an_hour_or_more_is_refused_by_the_spec() -> None:
+    fault = {"at_s": 1, "action": "latency", "broker": A, "neighbour": B, "latency_ms": 1e12}
+    too_long = r"faults\[0\]\.latency_ms: 1000000000000\.0 is not allowed: .* 3600000"
+    with pytest.raises(SpecError, match=too_long):
+        parse_spec({"name": "x", "faults": [fault]})
+    with pytest.raises(SpecError, match=r"faults\[0\]\.jitter_ms: .* 3600000"):
+        parse_spec({"name": "x", "faults": [{**fault, "latency_ms": 5, "jitter_ms": 3.6e6}]})
+
+
+def test_a_lower_latency_releases_the_batches_a_longer_one_holds_in_order() -> None:
+    async def scenario() -> list[str]:
+        line = DelayLine(600_000.0, 0.0)
+        written: list[str] = []
+
+        async def write(item: str) -> None:
+            written.append(item)
+
+        task = asyncio.create_task(line.drain_to(write))
+        for k in range(5):
+            line.put(f"b{k}")
+        await asyncio.sleep(0.05)
+        assert written == []
+        line.set(0.0, 0.0)
+        line.put("b5")
+        await asyncio.sleep(0.05)
+        task.cancel()
+        return written
+
+    assert asyncio.run(scenario()) == [f"b{k}" for k in range(6)]
+
+
+def test_a_raised_latency_keeps_the_batches_already_in_the_line() -> None:
+    async def scenario() -> list[float]:
+        line = DelayLine(100.0, 0.0)
+        line.put("b0")
+        before = line.pending[0][0]
+        line.set(600_000.0, 0.0)
+        line.put("b1")
+        return [before, line.pending[0][0], line.pending[1][0]]
+
+    b0, b0_after, b1 = asyncio.run(scenario())
+    assert b0 == b0_after and b1 - b0 > 500
+
+
+@pytest.mark.slow
+def test_held_batches_are_backlog_and_a_reset_latency_delivers_them_once_in_order(tmp_path: Path) -> None:
+    """A latency of 10 min holds the batches (the brokers are not quiescent and the drain counts them as
+    backlog); setting it back to 0 delivers each once, in order; one of an hour or more is refused."""
+    with _cluster(tmp_path) as c:
+
+        async def scenario() -> tuple[int, bool, list[str], int, bool]:
+            async with BrokerClient(c.address(B)) as sc, BrokerClient(c.address(A)) as pc:
+                stream = await sc.subscribe("s", "price > 0")
+                await asyncio.to_thread(c.wait_quiescent)
+                await pc.set_link_latency(600_000.0, 0.0, B)
+                for k in range(5):
+                    await pc.publish([(f"p{k}", {"price": k + 1})])
+                    await asyncio.sleep(0.02)
+                await asyncio.sleep(0.5)
+                held = await status_all(c.addresses())
+                await pc.set_link_latency(0.0, 0.0, B)
+                got = [(await stream.next(timeout=10)).notification.pub_id for _ in range(5)]
+                await asyncio.sleep(0.3)
+                after = await status_all(c.addresses())
+                extra = len(stream.received) - 5
+                for ms in (1e300, 3.6e6, float("nan")):
+                    with pytest.raises(grpc.aio.AioRpcError) as err:
+                        await pc.set_link_latency(ms, 0.0, B)
+                    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+                    assert "must be in [0, 3.6e+06) ms (1 h)" in str(err.value.details())
+                await pc.publish([("p5", {"price": 6})])
+                assert (await stream.next(timeout=10)).notification.pub_id == "p5"
+                await stream.close()
+            return backlog(held), held[A].quiescent, got, extra, after[A].quiescent
+
+        held, quiescent_held, got, extra, quiescent_after = asyncio.run(scenario())
+    assert (held, quiescent_held) == (5, False)
+    assert got == [f"p{k}" for k in range(5)] and extra == 0 and quiescent_after
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_a_latency_fault_longer_than_the_drain_reads_as_an_undrained_backlog(tmp_path: Path) -> None:
+    """Every delivery crosses a link whose latency outlasts ``timeouts.drain_s``: the run ends with
+    them held on the link, which is an undrained backlog (exit 4), not missing deliveries (exit 1)."""
+    fault = f"{{at_s: 0, action: latency, broker: {A}, neighbour: {B}, latency_ms: 600000}}"
+    sets = [
+        "topology.kind=tree",
+        "topology.connectivity=1",
+        "topology.acyclic={kind: path, n: 2}",
+        "routing=rpf",
+        f"workload.placement={{mode: explicit, brokers: {{p0: {A}, s0: {B}, s1: {B}}}}}",
+        "workload.subscribers=2",
+        "workload.publishers=1",
+        "workload.selectivity=0.3",
+        "workload.notifications_per_publisher=20",
+        "workload.rate_per_minute=600",
+        "timeouts.drain_s=3",
+        f"faults=[{fault}]",
+    ]
+    proc = run_quickstart(tmp_path, sets, timeout=900)
+    (run,) = list((tmp_path / "runs").iterdir())
+    assert proc.returncode == 4, proc.stderr[-3000:]
+    drain = json.loads((run / contract.DRAIN).read_text())
+    assert drain["quiescent"] is False and drain["backlog_at_stop"] > 0
+    n = json.loads((run / contract.SUMMARY).read_text())["notifications"]
+    assert n["missing"] == 0 and n["undelivered_at_stop"] == n["expected_deliveries"] > 0

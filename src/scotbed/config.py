@@ -20,6 +20,17 @@ SCHEMA_VERSION = 1
 
 MATCHING_ENGINES = ("naive", "counting", "pst")
 BATCH_HEADER_BYTES = 1024  # room a link batch needs besides its envelopes (ids, seq, field tags)
+#: a link's emulated latency and jitter are below this (1 h), in the config, at runtime and in a fault:
+#: a longer delay is no experiment, and one near float's range would hold a link's batches for good
+MAX_LINK_DELAY_MS = 3_600_000.0
+
+
+def link_delay_problem(latency_ms: float, jitter_ms: float) -> str | None:
+    """Why a link delay is out of range (non-finite, negative, 1 h or more), or None."""
+    if all(0 <= v < MAX_LINK_DELAY_MS for v in (latency_ms, jitter_ms)):  # NaN fails every comparison
+        return None
+    bound = f"[0, {MAX_LINK_DELAY_MS:g}) ms (1 h)"
+    return f"latency_ms and jitter_ms must be in {bound}: {latency_ms:g}, {jitter_ms:g}"
 
 
 class ConfigError(UserError):
@@ -69,6 +80,8 @@ class LimitsConfig:
     max_notification_bytes: int = 64 * 1024  # encoded notification
     max_id_bytes: int = 1024  # sub_id, pub_id, subscriber, publisher
     max_link_backlog: int = 100_000  # envelopes queued for a link before overflow drops
+    # deliveries queued for one subscriber that reads slowly or never (encoded + 512 B each) before drops
+    max_session_backlog_bytes: int = 16 * 1024 * 1024
     redial_initial_ms: float = 50.0
     redial_max_ms: float = 2000.0
 
@@ -102,6 +115,9 @@ class BrokerConfig:
     log: LogConfig = field(default_factory=LogConfig)
     limits: LimitsConfig = field(default_factory=LimitsConfig)
     run_id: str = ""
+    run_token: str = (
+        ""  # Admin (but Status) and Link callers must show it (scotbed.broker.runtoken); "" = none
+    )
     prometheus_port: int | None = None  # None = no metrics endpoint
     schema_version: int = SCHEMA_VERSION
     service_us: float = 0.0  # processing time per message (scotbed.broker.service); 0 = none
@@ -167,8 +183,8 @@ class BrokerConfig:
             seen.add(n.id)
             if n.capacity_msgs_per_s is not None and n.capacity_msgs_per_s < 0:
                 raise ConfigError(f"{where}.neighbours[{k}].capacity_msgs_per_s: must be >= 0")
-            if not (0 <= n.latency_ms < 3_600_000 and 0 <= n.jitter_ms < 3_600_000):
-                raise ConfigError(f"{where}.neighbours[{k}]: latency_ms and jitter_ms must be in [0, 1 h)")
+            if (why := link_delay_problem(n.latency_ms, n.jitter_ms)) is not None:
+                raise ConfigError(f"{where}.neighbours[{k}]: {why}")
         if self.congestion.window_ms <= 0:
             raise ConfigError(f"{where}.congestion.window_ms: must be > 0")
         self.limits.check(f"{where}.limits")

@@ -22,13 +22,14 @@ from typing import Any
 
 import grpc
 
-from scotbed.broker import tls
+from scotbed.broker import runtoken, tls
 from scotbed.filters import Filter, Scalar
 from scotbed.v1 import scotbed_pb2 as pb
 from scotbed.v1 import scotbed_pb2_grpc as pbg
 from scotbed.wire import filter_to_pb, notification_to_pb
 
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+ADMIN_TIMEOUT_S = 10.0  # an Admin call that changes a broker: a frozen broker fails it, named, in this time
 
 
 class SubscriptionStream:
@@ -81,8 +82,12 @@ class SubscriptionStream:
 
 
 class BrokerClient:
-    def __init__(self, address: str, max_message_bytes: int = MAX_MESSAGE_BYTES) -> None:
+    def __init__(
+        self, address: str, max_message_bytes: int = MAX_MESSAGE_BYTES, run_token: str | None = None
+    ) -> None:
+        """``run_token``: what Admin calls show (:mod:`scotbed.broker.runtoken`); None: this process's."""
         self.address = address
+        self._token = runtoken.metadata(run_token)
         self.channel = tls.aio_channel(
             address,
             options=[
@@ -138,35 +143,58 @@ class BrokerClient:
     # --- admin ----------------------------------------------------------------------------
 
     async def status(self, timeout_s: float = 5.0) -> pb.StatusReply:
-        reply: pb.StatusReply = await self.admin.Status(pb.StatusRequest(), timeout=timeout_s)
+        reply: pb.StatusReply = await self.admin.Status(
+            pb.StatusRequest(), timeout=timeout_s, metadata=self._token
+        )
         return reply
 
     async def table(self, timeout_s: float = 5.0) -> pb.TableReply:
-        reply: pb.TableReply = await self.admin.RoutingTable(pb.TableRequest(), timeout=timeout_s)
+        reply: pb.TableReply = await self.admin.RoutingTable(
+            pb.TableRequest(), timeout=timeout_s, metadata=self._token
+        )
         return reply
 
     async def flush(self, timeout_s: float = 5.0) -> int:
-        reply = await self.admin.Flush(pb.FlushRequest(), timeout=timeout_s)
+        reply = await self.admin.Flush(pb.FlushRequest(), timeout=timeout_s, metadata=self._token)
         return int(reply.events_written)
 
     async def drain(self, timeout_s: float = 10.0) -> bool:
-        reply = await self.admin.Drain(pb.DrainRequest(timeout_s=timeout_s), timeout=timeout_s + 5)
+        reply = await self.admin.Drain(
+            pb.DrainRequest(timeout_s=timeout_s), timeout=timeout_s + 5, metadata=self._token
+        )
         return bool(reply.quiescent)
 
     async def relink(
-        self, up: list[pb.NewLink], down: list[str], next_hop: dict[str, str] | None = None, version: int = 0
+        self,
+        up: list[pb.NewLink],
+        down: list[str],
+        next_hop: dict[str, str] | None = None,
+        version: int = 0,
+        timeout_s: float = ADMIN_TIMEOUT_S,
     ) -> int:
         """Open ``up``, close ``down``, re-point entries by host broker (now, or as tree ``version``)."""
         req = pb.RelinkRequest(up=up, down=down, next_hop=next_hop or {}, version=version)
-        reply = await self.admin.Relink(req)
+        reply = await self.admin.Relink(req, timeout=timeout_s, metadata=self._token)
         return int(reply.repointed)
 
-    async def set_link_latency(self, latency_ms: float, jitter_ms: float = 0.0, neighbour: str = "") -> None:
+    async def set_link_latency(
+        self,
+        latency_ms: float,
+        jitter_ms: float = 0.0,
+        neighbour: str = "",
+        timeout_s: float = ADMIN_TIMEOUT_S,
+    ) -> None:
         await self.admin.SetLinkLatency(
-            pb.LinkLatencyRequest(neighbour=neighbour, latency_ms=latency_ms, jitter_ms=jitter_ms)
+            pb.LinkLatencyRequest(neighbour=neighbour, latency_ms=latency_ms, jitter_ms=jitter_ms),
+            timeout=timeout_s,
+            metadata=self._token,
         )
 
-    async def set_link_capacity(self, capacity_msgs_per_s: float, neighbour: str = "") -> None:
+    async def set_link_capacity(
+        self, capacity_msgs_per_s: float, neighbour: str = "", timeout_s: float = ADMIN_TIMEOUT_S
+    ) -> None:
         await self.admin.SetLinkCapacity(
-            pb.LinkCapacityRequest(neighbour=neighbour, capacity_msgs_per_s=capacity_msgs_per_s)
+            pb.LinkCapacityRequest(neighbour=neighbour, capacity_msgs_per_s=capacity_msgs_per_s),
+            timeout=timeout_s,
+            metadata=self._token,
         )

@@ -302,6 +302,7 @@ class LocalCluster:
         for b in brokers:
             if b.proc is not None and b.alive():
                 b.proc.send_signal(signal.SIGTERM)
+                b.proc.send_signal(signal.SIGCONT)  # a frozen (SIGSTOPped) broker handles its SIGTERM too
         deadline = time.monotonic() + grace_s
         codes: dict[str, int | None] = {}
         for b in brokers:

@@ -14,6 +14,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
+from scotbed.broker.latency import DelayLine
 from scotbed.broker.rejoin import SentLog, Sized, replay_count
 from scotbed.config import NeighbourConfig
 from scotbed.v1 import scotbed_pb2 as pb
@@ -82,6 +83,7 @@ class LinkOut:
         self.connected = False
         self.sent_log = SentLog()  # routing envelopes queued here: replayed when the neighbour restarts
         self.latency = (neighbour.latency_ms, neighbour.jitter_ms)  # ms; Admin.SetLinkLatency changes it
+        self.line: DelayLine | None = None  # the connected sender's delay line, which a new latency reaches
         self.peer_process = ""  # the neighbour's process incarnation, from either direction's hello
         self._replaying: set[int] = set()  # the last replay block's queue items (their ids)
         self._replaying_bytes: set[bytes] = set()  # and its routing envelopes, encoded
@@ -93,6 +95,12 @@ class LinkOut:
         self.tokens = min(self.tokens, self.burst)
         self.refilled = time.monotonic()
         self.wake.set()
+
+    def set_latency(self, latency_ms: float, jitter_ms: float) -> None:
+        """A new propagation delay: for the batches sent from now on, and those the line still holds."""
+        self.latency = (latency_ms, jitter_ms)
+        if self.line is not None:
+            self.line.set(latency_ms, jitter_ms)
 
     def refill(self) -> float:
         now = time.monotonic()

@@ -14,7 +14,8 @@ redials with exponential backoff (``redial_initial_ms`` doubling up to
 ``redial_max_ms``, with jitter). Sequence numbers start at 1 per incarnation.
 A neighbour with ``latency_ms``/``jitter_ms`` gets its batches through a
 :class:`~scotbed.broker.latency.DelayLine` before the wire; ``Admin.SetLinkLatency``
-changes the delay of the batches that leave the queue from then on.
+changes the delay of the batches that leave the queue from then on, and shortens that of the
+batches the line holds when it is lower.
 
 Receiver (:class:`LinkReceiver`). It refuses a hello from a broker that is not
 a configured neighbour with ``PERMISSION_DENIED``, decodes each envelope once,
@@ -48,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 import grpc
 
-from scotbed.broker import tls
+from scotbed.broker import runtoken, tls
 from scotbed.broker.latency import DelayLine
 from scotbed.broker.limits import client_channel_options
 from scotbed.broker.rejoin import REPLAYED, replay_count
@@ -123,7 +124,7 @@ class LinkSender:
         self._broken = None
         opts = client_channel_options(broker.cfg.limits.max_message_bytes)
         async with tls.aio_channel(link.neighbour.address, options=opts, name=broker.id) as channel:
-            call = pbg.LinkStub(channel).Connect()
+            call = pbg.LinkStub(channel).Connect(metadata=runtoken.metadata(broker.cfg.run_token))
             hello = pb.Batch(from_broker=broker.id, seq=0, run_id=broker.cfg.run_id)
             hello.envelopes.add().control.kind = "hello"
             hello.envelopes[0].control.args["incarnation"] = self.incarnation
@@ -136,7 +137,7 @@ class LinkSender:
             link.connected = True
             self.last_error = ""
             reader = asyncio.create_task(self._read_acks(call))
-            self.delay = DelayLine(*link.latency)
+            self.delay = link.line = DelayLine(*link.latency)
             writer = asyncio.create_task(self._write_delayed(call))
             try:
                 for seq in sorted(link.unacked):
@@ -144,14 +145,13 @@ class LinkSender:
                 while True:
                     await self._write(call, await self._next_batch())
             finally:
+                link.line = None  # what it held is unacknowledged: the next session resends it
                 for task in (reader, writer):
                     if task is not None:
                         task.cancel()
                 call.cancel()
 
     async def _write(self, call: Any, batch: pb.Batch) -> None:
-        if self.delay.ms != self.link.latency:
-            self.delay.set(*self.link.latency)  # changed at runtime (Admin.SetLinkLatency)
         if self.delay.in_use:
             self.delay.put(batch)
         else:

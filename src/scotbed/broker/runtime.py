@@ -48,12 +48,14 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from scotbed.broker.envelopes import encode, notification_pb, table_entry
 from scotbed.broker.eventlog import EventLog
 from scotbed.broker.limits import envelope_fits
 from scotbed.broker.linkout import LinkOut
 from scotbed.broker.looplag import LoopProbe
 from scotbed.broker.rejoin import REPLAYED
 from scotbed.broker.service import Server, units
+from scotbed.broker.sessions import Owners, Session, SessionRefused
 from scotbed.broker.topology_manager import TopologyManager
 from scotbed.broker.treeswap import End, TreeSwap
 from scotbed.config import BrokerConfig, NeighbourConfig
@@ -74,24 +76,10 @@ from scotbed.contract import (
 from scotbed.matching import Matcher, make_matcher
 from scotbed.messages import Message, Publication, Subscription, Unsubscription
 from scotbed.routing import make_algorithm
-from scotbed.routing.base import Decision, Entry, LinkState, RoutingAlgorithm
+from scotbed.routing.base import Decision, LinkState, RoutingAlgorithm
 from scotbed.v1 import scotbed_pb2 as pb
-from scotbed.wire import notification_to_pb, subscription_to_pb, unsubscription_to_pb
 
 log = logging.getLogger("scotbed.broker")
-
-SESSION_QUEUE_LIMIT = 100_000  # deliveries waiting for a slow subscriber before drops
-
-
-class Session:
-    """A local subscriber's Subscribe stream: its deliveries queue and the ack it waits for."""
-
-    def __init__(self, sub: Subscription, subscriber: str) -> None:
-        self.sub = sub
-        self.subscriber = subscriber
-        self.queue: asyncio.Queue[pb.SubscribeEvent | None] = asyncio.Queue(SESSION_QUEUE_LIMIT)
-        self.accepted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self.closed = False
 
 
 class _View:
@@ -138,6 +126,7 @@ class Broker:
         self.input_peak = 0  # the input queue's longest since the last ``queue`` sample
         self.server = Server(cfg.service_us)  # the per-message service time, when on
         self.sessions: dict[str, Session] = {}
+        self.owners = Owners()
         self.counters: Counter[str] = Counter()
         self.busy = False
         self.stopping = False
@@ -245,21 +234,23 @@ class Broker:
         self.input.put_nowait((from_hop, msg, raw))
         self.input_peak = max(self.input_peak, self.input.qsize())
 
-    def open_session(self, sub: Subscription, subscriber: str) -> Session:
-        session = Session(sub, subscriber)
+    def open_session(self, sub: Subscription, subscriber: str, peer: str = "") -> Session:
+        session = Session(sub, subscriber, peer, self.cfg.limits.max_session_backlog_bytes)
         self.sessions[sub.sub_id] = session
         self.counters["client_sub"] += 1
         self.submit(None, sub)
         return session
 
-    def close_session(self, sub_id: str) -> bool:
-        """End a subscriber's session; its subscription is removed as an unsubscription."""
-        session = self.sessions.pop(sub_id, None)
-        if session is None or session.closed:
+    def close_session(self, sub_id: str, peer: str | None = None) -> bool:
+        """End a subscriber's session; its subscription is removed as an unsubscription. With ``peer``
+        (an Unsubscribe call's connection), only a session that connection opened: another client's
+        subscription is not found."""
+        session = self.sessions.get(sub_id)
+        if session is None or session.closed or (peer is not None and peer != session.peer):
             return False
+        del self.sessions[sub_id]
         session.closed = True
-        if not session.queue.full():
-            session.queue.put_nowait(None)
+        session.end()
         if not self.stopping:
             self.counters["client_unsub"] += 1
             s = session.sub
@@ -320,7 +311,16 @@ class Broker:
         except Exception as e:  # one bad message must not stop the broker; it is logged, never silent
             self.counters["errors"] += 1
             log.exception("%s: routing failed on %s", self.id, type(msg).__name__)
-            self.drop(from_hop or "", f"error: {type(e).__name__}: {e}")
+            reason = f"error: {type(e).__name__}: {e}"
+            self.drop(from_hop or "", reason)
+            if from_hop is None and isinstance(msg, Subscription):
+                self._refuse_session(msg.sub_id, f"routing {self.cfg.routing!r} failed on it: {reason}")
+
+    def _refuse_session(self, sub_id: str, why: str, taken: bool = False) -> None:
+        """A local subscription the broker could not take is refused to its client, never acknowledged."""
+        session = self.sessions.get(sub_id)
+        if session is not None and not session.accepted.done():
+            session.accepted.set_exception(SessionRefused(f"subscription {sub_id!r}: {why}", taken))
 
     def _on_subscription(self, from_hop: str | None, sub: Subscription, replay: bool = False) -> None:
         link = from_hop or ""
@@ -330,6 +330,11 @@ class Broker:
             self.counters[SUB_IN] += 1
         if not replay:  # a replay is counted apart and not logged: the IM counts stay those of the routing
             self.events.emit(SUB_IN, sub_id=sub.sub_id, link=link, hops=sub.hops)
+        if (owner := self._foreign(link, sub.sub_id, sub.host_broker)) is not None:
+            if from_hop is None:
+                self._refuse_session(sub.sub_id, f"is already active at broker {owner}", taken=True)
+            return
+        self.owners.take(sub.sub_id, sub.host_broker)
         d = self.algo.on_subscription(sub, from_hop)
         if d.duplicate:
             self.counters["duplicate"] += 1
@@ -347,10 +352,22 @@ class Broker:
             self.counters[UNSUB_IN] += 1
         if not replay:  # a replay is counted apart and not logged: the IM counts stay those of the routing
             self.events.emit(UNSUB_IN, sub_id=unsub.sub_id, link=link, hops=unsub.hops)
+        if self._foreign(link, unsub.sub_id, unsub.host_broker) is not None:
+            return
+        self.owners.release(unsub.sub_id)
         d = self.algo.on_unsubscription(unsub, from_hop)
         if d.duplicate:
             self.counters["duplicate"] += 1
         self._forward(d, UNSUB_OUT, "sub_id", replay=replay)
+
+    def _foreign(self, link: str, sub_id: str, host: str) -> str | None:
+        """The owner, when a (un)subscription comes under an id another host broker's subscription holds
+        here: then it is dropped, so no client takes over or cancels another's subscription by reusing
+        its id at another broker."""
+        owner = self.owners.elsewhere(sub_id, host)
+        if owner is not None:
+            self.drop(link, "sub_id_in_use", sub_id=sub_id, host=host, owner=owner)
+        return owner
 
     def _on_publication(self, from_hop: str | None, pub: Publication, raw: pb.Notification | None) -> None:
         emit = self.events.emit
@@ -382,20 +399,26 @@ class Broker:
 
     def _deliver(self, pub: Publication, raw: pb.Notification | None, sub_ids: list[str]) -> None:
         if raw is None:
-            raw = _notification_pb(pub)
+            raw = notification_pb(pub)
         now = time.time_ns()
         for sub_id in sub_ids:
             session = self.sessions.get(sub_id)
             if session is None or session.closed:
                 self.drop("", "no_session", pub_id=pub.pub_id, sub_id=sub_id)
                 continue
-            if session.queue.full():
-                self.drop("", "subscriber_overflow", pub_id=pub.pub_id, sub_id=sub_id)
-                continue
             ev = pb.SubscribeEvent(
                 delivery=pb.Delivery(notification=raw, sub_id=sub_id, broker_ns=now, hops=pub.hops)
             )
-            session.queue.put_nowait(ev)
+            if not session.offer(ev):
+                self.drop(
+                    "",
+                    "subscriber_overflow",
+                    pub_id=pub.pub_id,
+                    sub_id=sub_id,
+                    queued_bytes=session.queued_bytes,
+                    limit=session.limit,
+                )
+                continue
             self.counters[DELIVER] += 1
             self.events.emit(DELIVER, pub_id=pub.pub_id, sub_id=sub_id, hops=pub.hops)
 
@@ -412,7 +435,7 @@ class Broker:
                 continue
             msg = f.msg
             if id(msg) not in cache:
-                cache[id(msg)] = self._sendable(_encode(msg, raw), id_field, msg)
+                cache[id(msg)] = self._sendable(encode(msg, raw), id_field, msg)
             sized = cache[id(msg)]
             if sized is None:
                 link.dropped += 1
@@ -541,7 +564,7 @@ class Broker:
     def table(self) -> pb.TableReply:
         reply = pb.TableReply()
         for e in self.algo.entries():
-            reply.entries.append(_table_entry(e))
+            reply.entries.append(table_entry(e))
         return reply
 
     def set_latency(self, neighbour: str, latency_ms: float, jitter_ms: float) -> None:
@@ -550,7 +573,7 @@ class Broker:
             raise KeyError(neighbour)
         for link in self.links.values():
             if not neighbour or link.id == neighbour:
-                link.latency = (latency_ms, jitter_ms)
+                link.set_latency(latency_ms, jitter_ms)
 
     def set_capacity(self, neighbour: str, capacity: float) -> None:
         if neighbour and neighbour not in self.links:
@@ -558,41 +581,3 @@ class Broker:
         for link in self.links.values():
             if not neighbour or link.id == neighbour:
                 link.set_capacity(capacity)
-
-
-def _table_entry(e: Entry) -> pb.TableEntry:
-    return pb.TableEntry(
-        sub_id=e.sub_id,
-        last_hop=e.last_hop,
-        cbv=e.cbv,
-        state=int(e.state),  # type: ignore[arg-type]
-        host_broker=e.host_broker,
-        filter=e.filter.to_text(),
-    )
-
-
-def _notification_pb(pub: Publication) -> pb.Notification:
-    return notification_to_pb(pub.pub_id, pub.publisher, pub.attrs, pub.intended_ns, pub.sent_ns)
-
-
-def _encode(msg: Message, raw: pb.Notification | None) -> pb.Envelope:
-    """The wire envelope of ``msg``; a notification reuses the notification it arrived in."""
-    if isinstance(msg, Publication):
-        n = raw if raw is not None and raw.pub_id == msg.pub_id else _notification_pb(msg)
-        return pb.Envelope(
-            notification=pb.NotificationMsg(
-                notification=n,
-                bids=msg.bids,
-                cbv=msg.cbv or 0,
-                has_cbv=msg.cbv is not None,
-                hops=msg.hops,
-                dynamic=msg.dynamic,
-                source_broker=msg.source_broker,
-                distance=msg.distance,
-                count=msg.count,
-                tree_version=msg.tree_version,
-            )
-        )
-    if isinstance(msg, Subscription):
-        return pb.Envelope(subscription=subscription_to_pb(msg))
-    return pb.Envelope(unsubscription=unsubscription_to_pb(msg))

@@ -4,7 +4,11 @@ Client sessions: a ``Subscribe`` stream first carries one ack — sent after the
 processing loop has handed the subscription to the routing plug-in — then
 the deliveries. When the stream ends for any reason (client cancel, network,
 ``Unsubscribe``) the subscription is removed as an unsubscription, unless the
-broker itself is stopping. Malformed requests are refused with
+broker itself is stopping. A subscription belongs to the client connection
+that opened it: ``Unsubscribe`` from any other finds nothing; and a ``sub_id``
+another broker's subscription holds is refused (``ALREADY_EXISTS``), and
+dropped when it comes over a link (:class:`~scotbed.broker.sessions.Owners`).
+Malformed requests are refused with
 ``INVALID_ARGUMENT`` and a message that says what was wrong, and counted
 (``rejected``); a request over a size limit (:mod:`scotbed.broker.limits`) is
 refused with ``RESOURCE_EXHAUSTED`` before it is acknowledged (and counted);
@@ -22,11 +26,13 @@ import grpc
 from grpc_health.v1 import health, health_pb2
 from grpc_reflection.v1alpha import reflection, reflection_pb2
 
-from scotbed.broker import guard, tls
+from scotbed.broker import guard, runtoken, tls
 from scotbed.broker.limits import Refusal, check_publish, check_subscribe, server_options
 from scotbed.broker.links import LinkReceiver
 from scotbed.broker.runtime import Broker
+from scotbed.broker.sessions import SessionRefused
 from scotbed.broker.treeswap import new_links
+from scotbed.config import link_delay_problem
 from scotbed.filters import FilterError
 from scotbed.messages import Subscription
 from scotbed.v1 import scotbed_pb2 as pb
@@ -64,17 +70,27 @@ class BrokerService(pbg.BrokerServicer):
             await context.abort(
                 grpc.StatusCode.ALREADY_EXISTS, f"subscription {request.sub_id!r} is already active here"
             )
+        if (owner := broker.owners.elsewhere(request.sub_id, broker.id)) is not None:
+            broker.counters["rejected"] += 1
+            await context.abort(
+                grpc.StatusCode.ALREADY_EXISTS,
+                f"subscription {request.sub_id!r} is already active at broker {owner}",
+            )
         if broker.stopping:
             await context.abort(grpc.StatusCode.UNAVAILABLE, f"broker {broker.id} is stopping")
         sub = Subscription(request.sub_id, flt, broker.id, origin_ns=time.time_ns())
-        session = broker.open_session(sub, request.subscriber)
+        session = broker.open_session(sub, request.subscriber, context.peer())
         try:
-            await session.accepted
+            try:
+                await session.accepted
+            except SessionRefused as e:
+                code = grpc.StatusCode.ALREADY_EXISTS if e.taken else grpc.StatusCode.INTERNAL
+                await context.abort(code, str(e))
             yield pb.SubscribeEvent(
                 ack=pb.SubscribeAck(sub_id=sub.sub_id, broker=broker.id, ts_ns=time.time_ns())
             )
             while True:
-                ev = await session.queue.get()
+                ev = await session.next()
                 if ev is None:
                     return
                 yield ev
@@ -82,7 +98,8 @@ class BrokerService(pbg.BrokerServicer):
             broker.close_session(sub.sub_id)
 
     async def Unsubscribe(self, request: pb.UnsubscribeRequest, context: Any) -> pb.UnsubscribeReply:
-        return pb.UnsubscribeReply(found=self.broker.close_session(request.sub_id))
+        """Only the connection that opened the subscription may end it; to any other it is not found."""
+        return pb.UnsubscribeReply(found=self.broker.close_session(request.sub_id, context.peer()))
 
     async def Publish(self, request: pb.PublishRequest, context: Any) -> pb.PublishReply:
         broker = self.broker
@@ -103,18 +120,33 @@ class BrokerService(pbg.BrokerServicer):
         return pb.PublishReply(accepted=len(pubs))
 
 
+async def admit(broker: Broker, context: Any, call: str) -> None:
+    """Refuse (``PERMISSION_DENIED``, counted ``refused``) a call without the run's token
+    (:mod:`scotbed.broker.runtoken`)."""
+    if not runtoken.admitted(broker.cfg.run_token, context):
+        broker.counters["refused"] += 1
+        await context.abort(
+            grpc.StatusCode.PERMISSION_DENIED,
+            f"{call} on broker {broker.id}: the run token ({runtoken.KEY} metadata) is missing or wrong",
+        )
+
+
 class LinkService(pbg.LinkServicer):
     def __init__(self, broker: Broker) -> None:
+        self.broker = broker
         self.receiver = LinkReceiver(broker)
 
     async def Connect(
         self, request_iterator: AsyncIterator[pb.Batch], context: Any
     ) -> AsyncIterator[pb.BatchAck]:
+        await admit(self.broker, context, "Link.Connect")
         async for ack in self.receiver.connect(request_iterator, context):
             yield ack
 
 
 class AdminService(pbg.AdminServicer):
+    """Every method but ``Status`` requires the run token (:func:`admit`)."""
+
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
 
@@ -122,9 +154,11 @@ class AdminService(pbg.AdminServicer):
         return self.broker.status()
 
     async def RoutingTable(self, request: pb.TableRequest, context: Any) -> pb.TableReply:
+        await admit(self.broker, context, "Admin.RoutingTable")
         return self.broker.table()
 
     async def Flush(self, request: pb.FlushRequest, context: Any) -> pb.FlushReply:
+        await admit(self.broker, context, "Admin.Flush")
         return pb.FlushReply(events_written=self.broker.events.flush())
 
     async def _refuse(self, context: Any, code: grpc.StatusCode, text: str) -> None:
@@ -132,6 +166,7 @@ class AdminService(pbg.AdminServicer):
         await context.abort(code, text)
 
     async def Drain(self, request: pb.DrainRequest, context: Any) -> pb.DrainReply:
+        await admit(self.broker, context, "Admin.Drain")
         if not (math.isfinite(request.timeout_s) and request.timeout_s >= 0):
             await self._refuse(
                 context,
@@ -143,6 +178,7 @@ class AdminService(pbg.AdminServicer):
         return pb.DrainReply(quiescent=ok)
 
     async def SetLinkCapacity(self, request: pb.LinkCapacityRequest, context: Any) -> pb.LinkCapacityReply:
+        await admit(self.broker, context, "Admin.SetLinkCapacity")
         capacity = request.capacity_msgs_per_s
         if not (math.isfinite(capacity) and capacity >= 0):
             await self._refuse(
@@ -161,6 +197,7 @@ class AdminService(pbg.AdminServicer):
         return pb.LinkCapacityReply()
 
     async def Relink(self, request: pb.RelinkRequest, context: Any) -> pb.RelinkReply:
+        await admit(self.broker, context, "Admin.Relink")
         up, down, next_hop = new_links(request.up), list(request.down), dict(request.next_hop)
         try:
             return pb.RelinkReply(repointed=self.broker.swap.relink(up, down, next_hop, request.version))
@@ -171,13 +208,10 @@ class AdminService(pbg.AdminServicer):
         raise AssertionError("unreachable: abort raises")
 
     async def SetLinkLatency(self, request: pb.LinkLatencyRequest, context: Any) -> pb.LinkLatencyReply:
+        await admit(self.broker, context, "Admin.SetLinkLatency")
         latency, jitter = request.latency_ms, request.jitter_ms
-        if not all(math.isfinite(v) and v >= 0 for v in (latency, jitter)):
-            await self._refuse(
-                context,
-                grpc.StatusCode.INVALID_ARGUMENT,
-                f"latency_ms and jitter_ms must be finite, >= 0: {latency}, {jitter}",
-            )
+        if (why := link_delay_problem(latency, jitter)) is not None:
+            await self._refuse(context, grpc.StatusCode.INVALID_ARGUMENT, why)
         try:
             self.broker.set_latency(request.neighbour, latency, jitter)
         except KeyError:

@@ -59,6 +59,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from scotbed import contract
 from scotbed.analysis.faultwindows import OPENS
+from scotbed.config import MAX_LINK_DELAY_MS
 
 REJOIN_TIMEOUT_S = 30.0  # a restarted broker's links must be up both ways by then
 CUT_MSGS_PER_S = 1e-6  # a cut link: the token bucket releases nothing until restored
@@ -74,8 +75,12 @@ class FaultSpec(BaseModel):
     broker: str
     neighbour: str | None = Field(default=None, description="cut, restore, capacity: the link's other end")
     capacity_msgs_per_s: float | None = Field(default=None, ge=0, description="capacity: the new rate")
-    latency_ms: float | None = Field(default=None, ge=0, description="latency: the new delay, ms")
-    jitter_ms: float = Field(default=0.0, ge=0, description="latency: ± this, uniform, ms")
+    latency_ms: float | None = Field(
+        default=None, ge=0, lt=MAX_LINK_DELAY_MS, description="latency: the new delay, ms (below 1 h)"
+    )
+    jitter_ms: float = Field(
+        default=0.0, ge=0, lt=MAX_LINK_DELAY_MS, description="latency: ± this, uniform, ms (below 1 h)"
+    )
 
 
 def check(faults: list[FaultSpec], brokers: set[str], neighbours: Callable[[str], set[str]]) -> list[str]:

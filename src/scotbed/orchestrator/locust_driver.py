@@ -6,7 +6,9 @@ every initial subscription is acknowledged, release the publishers, watch the ma
 publications end, keep the subscribers connected while the brokers' backlog drains (bounded by
 ``timeouts.drain_s``; the drain record says whether it emptied), and stop everything on failure.
 Failures are :class:`WorkloadFailed` with the phase first (``subscribe: ...``, ``publish: ...``);
-the lifecycle adds the run directory.
+the lifecycle adds the run directory. Every wait polls the Locust master and workers
+(:mod:`.procwatch`): one that ended or froze before the workload did fails the run at the next
+poll, named, instead of the wait running out its timeout.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from scotbed import contract
+from scotbed.orchestrator import procwatch
 from scotbed.orchestrator.progress import Phase
 from scotbed.orchestrator.state import RunState
 
@@ -76,13 +79,22 @@ class HostLocust(HostDriver):
                 raise WorkloadFailed(f"subscribe: workload failed: {st.get('error')}")
             if st.get("phase") not in ("starting", "subscribing"):
                 return int(st.get("acked", total))
-            if self.session.master is not None and self.session.master.poll() is not None:
-                raise WorkloadFailed("subscribe: the Locust master exited early; see locust/master.out")
+            self.check_processes("subscribe")
             ph.update(f"{st.get('acked', 0)}/{total} subscriptions acknowledged")
             if time.monotonic() > deadline:
                 acked = f"{st.get('acked', 0)}/{total} subscriptions acknowledged"
                 raise WorkloadFailed(f"subscribe: {acked} within {timeout_s:g} s")
             time.sleep(0.1)
+
+    def check_processes(self, phase: str) -> None:
+        """Fail, naming it, when the Locust master or a worker ended or froze before the workload did."""
+        procs = [("the Locust master", "master", self.session.master)]
+        procs += [(f"Locust worker {k}", f"worker-{k}", p) for k, p in enumerate(self.session.worker_procs)]
+        for name, out, proc in procs:
+            why = procwatch.problem(proc) if proc is not None else None
+            if why is not None:
+                log = self.run_dir / contract.LOCUST_DIR / f"{out}.out"
+                raise WorkloadFailed(f"{phase}: {name} (pid {proc.pid}) {why}; see {log}")
 
     def release(self) -> None:
         """Let the publishers start (the workload's ``file`` release)."""
@@ -92,8 +104,7 @@ class HostLocust(HostDriver):
         """Follow the master until the last publication (phase ``draining``), failing on a workload
         error or the timeout; the phase's last word is the state it ended in."""
         deadline = time.monotonic() + timeout_s
-        master = self.session.master
-        while master is not None and master.poll() is None:
+        while True:
             self.check_brokers()
             st = self.session.status()
             if st.get("phase") == "failed":
@@ -101,6 +112,7 @@ class HostLocust(HostDriver):
             if st.get("phase") in ("draining", "done"):
                 ph.update(clients_done(st))
                 return
+            self.check_processes("publish")
             ph.update(f"{st.get('phase', 'starting')}: {clients_done(st)}")
             if time.monotonic() > deadline:
                 raise WorkloadFailed(f"publish: the workload did not end within {timeout_s:g} s")
@@ -109,18 +121,26 @@ class HostLocust(HostDriver):
 
     def wait(self, timeout_s: float) -> Any:
         """The processes' end and what they wrote (:class:`scotbed.workloads.runner.WorkloadResult`)."""
-        return self.session.wait(timeout_s=timeout_s)
+        from scotbed.workloads.runner import WorkloadError
+
+        try:
+            return self.session.wait(timeout_s=timeout_s)
+        except WorkloadError as e:
+            raise WorkloadFailed(f"drain: {e}") from None
 
     def drain(self, admin_addresses: Mapping[str, str], deadline_s: float, ph: Phase) -> dict[str, Any]:
         """Keep the subscribers connected until every broker is quiescent or ``deadline_s`` passed;
         write the drain record (:data:`scotbed.contract.DRAIN`), then let the subscribers go."""
-        from scotbed.broker.fleet import status_all, wait_quiescent
+        from scotbed.broker.fleet import Unanswered, routing_errors, status_all, wait_quiescent
 
         start = time.monotonic()
         series: list[tuple[float, int]] = []
 
         def on_poll(replies: Mapping[str, Any]) -> None:
             self.check_brokers()
+            self.check_processes("drain")
+            if (errors := routing_errors(replies)) is not None:
+                raise WorkloadFailed(f"drain: {errors}")
             series.append((round(time.monotonic() - start, 3), backlog(replies)))
             done = sum(1 for r in replies.values() if r.quiescent)
             peak = max(b for _, b in series)
@@ -130,8 +150,13 @@ class HostLocust(HostDriver):
             last = asyncio.run(wait_quiescent(admin_addresses, deadline_s, stable_s=0.3, on_poll=on_poll))
             quiescent = True
         except TimeoutError:
-            last = asyncio.run(status_all(admin_addresses))
+            try:
+                last = asyncio.run(status_all(admin_addresses))
+            except Unanswered as e:
+                raise WorkloadFailed(f"drain: {e}") from None
             quiescent = False
+        except Unanswered as e:
+            raise WorkloadFailed(f"drain: {e}") from None
         delivered = sum(int(r.counters.get(contract.DELIVER, 0)) for r in last.values())
         received = self._wait_for_subscribers(delivered, start + deadline_s, ph) if quiescent else 0
         record = {
@@ -153,6 +178,7 @@ class HostLocust(HostDriver):
         (an overloaded Locust worker reads its streams late); returns the deliveries they read."""
         catch_up = SubscriberCatchUp()
         while True:
+            self.check_processes("drain")
             received = int(self.session.status().get("received", 0))
             now = time.monotonic()
             if catch_up.done(delivered, received, now) or now >= deadline:
@@ -189,5 +215,7 @@ def clients_done(status: Mapping[str, Any]) -> str:
 
 
 def backlog(replies: Mapping[str, Any]) -> int:
-    """Notifications and subscriptions still queued: every broker's input and output queue lengths."""
-    return sum(r.input_len + sum(x.output_len for x in r.links) for r in replies.values())
+    """Notifications and subscriptions not yet through: every broker's input and output queue lengths,
+    and the envelopes its links sent but the neighbours have not acknowledged (in flight, or held
+    by an emulated latency)."""
+    return sum(r.input_len + sum(x.output_len + x.unacked for x in r.links) for r in replies.values())

@@ -39,7 +39,8 @@ from scotbed import contract
 from scotbed.analysis import unreadable
 from scotbed.orchestrator import experiment, faults, interrupts, schedule, security, spec_peers
 from scotbed.orchestrator import plan as deploy_plan
-from scotbed.orchestrator.backends.base import Backend, BackendError, Deployment, DeployRequest
+from scotbed.orchestrator.backends import make_backend
+from scotbed.orchestrator.backends.base import BackendError, Deployment, DeployRequest
 from scotbed.orchestrator.images import BROKER_IMAGE, WORKLOAD_IMAGE
 from scotbed.orchestrator.locust_driver import HostLocust, WorkloadFailed
 from scotbed.orchestrator.outdir import writable_dir, write_topology
@@ -92,31 +93,6 @@ class RunResult:
     summary: dict[str, Any] = field(default_factory=dict)
     ok: bool = False
     verdict: str = ""
-
-
-def make_backend(name: str, options: RunOptions, progress: Progress) -> Backend:
-    if name == "local":
-        from scotbed.orchestrator.backends.local import LocalBackend
-
-        return LocalBackend()
-    if name == "compose":
-        from scotbed.orchestrator.backends.compose import ComposeBackend
-
-        return ComposeBackend(keep_on_failure=options.keep, notify=progress.info)
-    if name == "k8s":
-        from scotbed.orchestrator.backends.k8s import K8sBackend
-        from scotbed.orchestrator.render.k8s import Resources
-
-        return K8sBackend(
-            context=options.kube_context,
-            namespace_prefix=options.namespace_prefix,
-            preferred_anti_affinity=options.preferred_anti_affinity,
-            resources=Resources(cpu_request=options.pod_cpu) if options.pod_cpu else None,
-            keep_on_failure=options.keep,
-            notify=progress.info,
-            warn=progress.warn,
-        )
-    raise ValueError(f"unknown backend {name!r}; allowed: local, compose, k8s")
 
 
 class SignalGuard:
@@ -201,7 +177,9 @@ class Lifecycle:
 
         backend = make_backend(backend_name, self.options, self.progress)
         with self.progress.phase("render") as ph:
-            configs = deploy_plan.deployed_configs(spec, scot, backend.addressing(run_id), run_id)
+            configs = security.with_run_token(
+                deploy_plan.deployed_configs(spec, scot, backend.addressing(run_id), run_id)
+            )
             script = load_script(spec, scot) if spec.workload.script is not None else None
             if script is not None:
                 ph.update(f"{len(configs)} broker configs, {script.summary()}")
@@ -413,12 +391,14 @@ class Lifecycle:
         """Every broker's queues empty, every batch acknowledged, counters stable (Admin.Status)."""
         import asyncio
 
-        from scotbed.broker.fleet import wait_quiescent
+        from scotbed.broker.fleet import Unanswered, routing_errors, wait_quiescent
 
         assert self.deployment is not None
 
         def on_poll(replies: Any) -> None:
             self._check_brokers()
+            if (errors := routing_errors(replies)) is not None:
+                raise RunFailed(errors, self.run_dir)
             done = sum(1 for r in replies.values() if r.quiescent)
             ph.update(f"{done}/{len(replies)} brokers quiescent")
 
@@ -426,7 +406,7 @@ class Lifecycle:
             asyncio.run(
                 wait_quiescent(self.deployment.admin_addresses, timeout_s, stable_s=0.3, on_poll=on_poll)
             )
-        except TimeoutError as e:
+        except (TimeoutError, Unanswered) as e:
             raise RunFailed(f"quiescence: {e}", self.run_dir) from None
 
     def _collect(self, ph: Phase | None = None) -> None:

@@ -24,6 +24,7 @@ class HostScript(HostDriver):
         self, script: Script, addresses: Mapping[str, str], settle_s: float, timeout_s: float, ph: Phase
     ) -> Any:
         """Every operation in file order, each settled; the result counts the client events."""
+        from scotbed.broker.fleet import Unanswered
         from scotbed.workloads.script_runner import ScriptFailed, ScriptSession
 
         self.session = ScriptSession(
@@ -36,5 +37,5 @@ class HostScript(HostDriver):
         )
         try:
             return self.session.run(timeout_s)
-        except ScriptFailed as e:
+        except (ScriptFailed, Unanswered) as e:
             raise WorkloadFailed(f"script: {e}") from None

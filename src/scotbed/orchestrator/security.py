@@ -6,17 +6,19 @@ and, inherited, for every broker and Locust process it starts; compose mounts
 the directory into every broker container and names it there
 (:func:`scotbed.orchestrator.backends.compose.render_run`); k8s ships it as a
 Secret that every broker and workload pod mounts
-(:mod:`scotbed.orchestrator.render.k8s_tls`).
+(:mod:`scotbed.orchestrator.render.k8s_tls`). With or without TLS, every run draws a run token
+that its Admin and Link callers must show (:func:`with_run_token`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from scotbed.broker import tls
+from scotbed.broker import runtoken, tls
 from scotbed.config import BrokerConfig
 from scotbed.orchestrator import pki, spec_peers
 
@@ -56,5 +58,14 @@ def enable(spec: Any, run_dir: Path, configs: Sequence[BrokerConfig], run_id: st
     return directory
 
 
+def with_run_token(configs: Sequence[BrokerConfig]) -> list[BrokerConfig]:
+    """The configs with a fresh run token (:mod:`scotbed.broker.runtoken`), which this process and its
+    children show on every Admin and Link call from now on."""
+    token = runtoken.new()
+    os.environ[runtoken.ENV] = token
+    return [dataclasses.replace(c, run_token=token) for c in configs]
+
+
 def disable() -> None:
     os.environ.pop(tls.ENV_DIR, None)
+    os.environ.pop(runtoken.ENV, None)

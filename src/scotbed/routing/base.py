@@ -152,8 +152,17 @@ class RoutingAlgorithm(ABC):
     requires_clusters: ClassVar[bool] = False
     #: ``routing_params`` this algorithm reads, with their defaults (a value's type is the param's type)
     params: ClassVar[Mapping[str, Any]] = {}
-    #: the plug-in follows a changing neighbour set (self-organising trees): :meth:`on_relink`
+    #: the plug-in follows a changing neighbour set (self-organising trees): :meth:`on_relink`;
+    #: declared by each plug-in class itself, never inherited (see :meth:`__init_subclass__`)
     dynamic_links: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A capability is the class's own declaration: a subclass adds state (covering's per-neighbour
+        records) that its parent's :meth:`on_relink` does not re-point, so it follows dynamic links only
+        when it says so itself."""
+        super().__init_subclass__(**kwargs)
+        if "dynamic_links" not in cls.__dict__:
+            cls.dynamic_links = False
 
     def __init__(self, view: BrokerView) -> None:
         self.view = view

@@ -214,6 +214,10 @@ def run_leftovers(engine: DockerEngine, run_id: str) -> Leftovers:
 class ComposeBackend:
     name = "compose"
 
+    @classmethod
+    def from_options(cls, options: Any, progress: Any) -> ComposeBackend:
+        return cls(keep_on_failure=options.keep, notify=progress.info)
+
     def __init__(
         self,
         *,

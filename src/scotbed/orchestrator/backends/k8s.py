@@ -101,6 +101,20 @@ class K8sBackend:
 
     name = "k8s"
 
+    @classmethod
+    def from_options(cls, options: Any, progress: Any) -> K8sBackend:
+        from scotbed.orchestrator.render.k8s import Resources
+
+        return cls(
+            context=options.kube_context,
+            namespace_prefix=options.namespace_prefix,
+            preferred_anti_affinity=options.preferred_anti_affinity,
+            resources=Resources(cpu_request=options.pod_cpu) if options.pod_cpu else None,
+            keep_on_failure=options.keep,
+            notify=progress.info,
+            warn=progress.warn,
+        )
+
     def __init__(
         self,
         *,

@@ -9,8 +9,10 @@ even when the orchestrator itself was killed.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from scotbed.broker.launcher import LaunchError, LocalCluster
+from scotbed.orchestrator import procwatch
 from scotbed.orchestrator.backends import capacity
 from scotbed.orchestrator.backends.base import BackendError, DeployRequest, HostWorkload
 from scotbed.orchestrator.plan import Addressing
@@ -42,11 +44,13 @@ class LocalDeployment(HostWorkload):
         return self.cluster
 
     def dead(self) -> dict[str, str]:
+        """Brokers that ended (how, and their last stderr lines) or are frozen (stopped by a signal)."""
         out = {}
         for bid, b in self.cluster.brokers.items():
-            if not b.alive():
-                tail = b.stderr_tail(3).strip().replace("\n", " | ")
-                out[bid] = f"exited with code {b.returncode()}" + (f": {tail}" if tail else "")
+            why = "never started" if b.proc is None else procwatch.problem(b.proc)
+            if why is not None:
+                tail = "" if b.alive() else b.stderr_tail(3).strip().replace("\n", " | ")
+                out[bid] = why + (f": {tail}" if tail else "")
         return out
 
     def collect(self, events_dir: Path) -> list[Path]:
@@ -58,6 +62,10 @@ class LocalDeployment(HostWorkload):
 
 class LocalBackend:
     name = "local"
+
+    @classmethod
+    def from_options(cls, options: Any, progress: Any) -> LocalBackend:
+        return cls()
 
     def addressing(self, run_id: str) -> Addressing:
         return LOCAL_ADDRESSING
