@@ -71,3 +71,7 @@ def loads(text: str, source: str, error: type[UserError] = YamlError) -> Any:
         mark = getattr(e, "problem_mark", None)
         where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark is not None else source
         raise error(f"{where}: not valid YAML: {getattr(e, 'problem', None) or e}") from None
+    except RecursionError:
+        raise error(f"{source}: not valid YAML: nested too deeply to parse") from None
+    except ValueError as e:  # an integer of more digits than int() converts
+        raise error(f"{source}: not valid YAML: {e}") from None
