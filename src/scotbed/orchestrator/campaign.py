@@ -40,7 +40,7 @@ from typing import Any
 
 import yaml
 
-from scotbed import contract
+from scotbed import bounds, contract
 from scotbed.errors import UserError
 from scotbed.loader import read_document
 from scotbed.orchestrator.saturation import Sweep
@@ -124,8 +124,8 @@ def load_campaign(path: str | Path) -> Campaign:
             "not starting with '.'), so the campaign stays inside --out"
         )
     reps = doc.get("repetitions", 1)
-    if not isinstance(reps, int) or isinstance(reps, bool) or reps < 1:
-        raise CampaignError(f"{p}: repetitions: a whole number >= 1, got {reps!r}")
+    if not isinstance(reps, int) or isinstance(reps, bool) or not 1 <= reps <= bounds.MAX_REPETITIONS:
+        raise CampaignError(f"{p}: repetitions: a whole number in 1..{bounds.MAX_REPETITIONS}, got {reps!r}")
     sets = doc.get("set", [])
     if not isinstance(sets, list) or not all(isinstance(s, str) for s in sets):
         raise CampaignError(f"{p}: set: a list of key.path=value strings")

@@ -7,6 +7,7 @@ import argparse
 from typing import Any
 
 from scotbed.orchestrator.commands import call_lazy
+from scotbed.orchestrator.commands.run import add_workers_option
 
 
 def add_parser(sub: Any) -> None:
@@ -23,7 +24,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--table-only", action="store_true", help="run nothing: the table from the runs finished so far"
     )
-    p.add_argument("--workers", type=int, default=2, metavar="N", help="Locust worker processes (default 2)")
+    add_workers_option(p)
     p.add_argument("--quiet", action="store_true", help="only warnings, errors and the table's path")
     p.set_defaults(
         handler=lambda args: call_lazy("reproduce", "scotbed.orchestrator.reproduce.runner", args),
