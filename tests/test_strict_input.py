@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,10 +11,10 @@ import pytest
 from scotbed_cli import QUICKSTART, scotbed
 
 from scotbed import bounds
-from scotbed.filters import Filter, FilterError
+from scotbed.filters import INT_MAX, INT_MIN, Filter, FilterError
 from scotbed.orchestrator.spec import SpecError, load_spec, parse_spec
 from scotbed.v1 import scotbed_pb2 as pb
-from scotbed.wire import notification_to_pb, publication_from_notification
+from scotbed.wire import notification_to_pb, publication_from_notification, value_to_pb
 
 
 def _problems(doc: dict[str, object]) -> list[str]:
@@ -202,3 +203,23 @@ def test_every_spec_bound_is_documented_with_its_value() -> None:
         rows = [line for line in doc.splitlines() if f"`{name}`" in line]
         shown = f"{value:g}" if isinstance(value, float) else str(value)
         assert len(rows) == 1 and shown in rows[0], (name, rows)
+
+
+def test_quote_files_that_are_not_regular_files_are_refused_without_reading_them(tmp_path: Path) -> None:
+    fifo = tmp_path / "quotes.csv"
+    os.mkfifo(fifo)
+    for name in (str(fifo), "/dev/zero"):
+        csv = f"workload.csv=[{name}]"
+        proc = scotbed(tmp_path, "validate", str(QUICKSTART), "--set", csv, timeout=120)
+        _refused(proc, f"workload: {name}: not a regular file (a device, FIFO or socket); a CSV file")
+
+
+def test_the_value_range_of_filters_is_the_wires_own() -> None:
+    assert pb.Value(i=INT_MAX).i == INT_MAX and pb.Value(i=INT_MIN).i == INT_MIN
+    for outside in (INT_MAX + 1, INT_MIN - 1):
+        with pytest.raises(ValueError):
+            pb.Value(i=outside)
+        with pytest.raises(FilterError, match="outside the 64-bit integers"):
+            value_to_pb(outside)
+        with pytest.raises(FilterError, match="outside the 64-bit integers"):
+            Filter.from_json([{"attr": "x", "op": "between", "value": sorted([0, outside])}])

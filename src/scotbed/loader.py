@@ -1,6 +1,7 @@
 """One reader for the documents scotbed reads: specs and campaigns (YAML, parsed strictly by
 :mod:`scotbed.yamlload`), plans and broker configs (JSON, ``.gz`` = gzipped), scripts (text). Errors
-are the caller's :class:`~scotbed.errors.UserError` subclass and name the file, and for a syntax
+are the caller's exception class (a :class:`~scotbed.errors.UserError`, or a reader's own error
+such as :class:`scotbed.workloads.quotes.CsvError`) and name the file, and for a syntax
 error or a byte that is not UTF-8 its line.
 
 Only a regular file of at most :data:`MAX_DOCUMENT_BYTES` (also once gunzipped) is read: a
@@ -18,14 +19,12 @@ import stat
 from pathlib import Path
 from typing import Any, Literal
 
-from scotbed.errors import UserError
-
 #: the most bytes a spec, campaign, plan, broker config or script may hold (after gunzipping)
 MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
 
 
 def read_document(
-    path: str | Path, what: str, error: type[UserError], fmt: Literal["json", "yaml"] = "json"
+    path: str | Path, what: str, error: type[Exception], fmt: Literal["json", "yaml"] = "json"
 ) -> Any:
     """The parsed content of ``path``, a ``what`` file (``spec``, ``plan``, ...)."""
     p = Path(path)
@@ -46,7 +45,7 @@ def read_document(
     return yamlload.loads(decode(raw, str(p), f"{what} file", error), str(p), error)
 
 
-def read_text(path: str | Path, what: str, error: type[UserError]) -> str:
+def read_text(path: str | Path, what: str, error: type[Exception]) -> str:
     """The UTF-8 text of ``path``, a ``what`` file its own parser reads (a script)."""
     p = Path(path)
     return decode(_read(p, what, error), str(p), f"{what} file", error)
@@ -56,7 +55,7 @@ def read_text(path: str | Path, what: str, error: type[UserError]) -> str:
 TOO_DEEP = "nested too deeply to parse (arrays or objects inside each other without end)"
 
 
-def _read(p: Path, what: str, error: type[UserError]) -> bytes:
+def _read(p: Path, what: str, error: type[Exception]) -> bytes:
     """The bytes of a regular file of at most :data:`MAX_DOCUMENT_BYTES`, gunzipped for ``.gz``."""
     try:
         mode = p.stat().st_mode
@@ -84,14 +83,14 @@ def _read(p: Path, what: str, error: type[UserError]) -> bytes:
     return raw
 
 
-def _bounded(f: io.BufferedIOBase | gzip.GzipFile, p: Path, what: str, error: type[UserError]) -> bytes:
+def _bounded(f: io.BufferedIOBase | gzip.GzipFile, p: Path, what: str, error: type[Exception]) -> bytes:
     raw = f.read(MAX_DOCUMENT_BYTES + 1)
     if len(raw) > MAX_DOCUMENT_BYTES:
         raise error(f"{p}: more than {MAX_DOCUMENT_BYTES} bytes; a {what} file may hold at most that")
     return raw
 
 
-def decode(data: bytes, source: str, what: str, error: type[UserError]) -> str:
+def decode(data: bytes, source: str, what: str, error: type[Exception]) -> str:
     """A user file's bytes as UTF-8 text, a leading byte order mark skipped; ``error`` names the line
     and byte offset of a bad byte."""
     bom = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0

@@ -63,7 +63,7 @@ _StrictLoader.add_implicit_resolver(
 )
 
 
-def loads(text: str, source: str, error: type[UserError] = YamlError) -> Any:
+def loads(text: str, source: str, error: type[Exception] = YamlError) -> Any:
     """Parse YAML text strictly; ``source`` names it in errors, raised as ``error``."""
     try:
         return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass

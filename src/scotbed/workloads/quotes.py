@@ -27,6 +27,7 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Protocol
 
+from scotbed.loader import read_text
 from scotbed.workloads.schema import STOCK, Quote, Schema
 
 EXCHANGES: tuple[str, ...] = ("NYSE", "NASDAQ", "AMEX")
@@ -230,12 +231,7 @@ def _parse_number(text: str, column: str, where: str) -> float:
 def read_csv(path: str | Path, default_exchange: str = "CSV") -> list[Quote]:
     """Quotes of one daily-quote CSV file, sorted by (symbol, date), with change from the previous close."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise CsvError(f"{p}: no such file") from None
-    except UnicodeDecodeError as e:
-        raise CsvError(f"{p}: not a UTF-8 text file ({e.reason} at byte {e.start})") from None
+    text = read_text(p, "CSV", CsvError)
     reader = csv.reader(text.splitlines())
     header = next(reader, None)
     if not header:
