@@ -22,7 +22,15 @@ from scotbed.analysis.fidelity import workload_block
 from scotbed.analysis.rundir import RunDir
 from scotbed.filters import Filter
 from scotbed.workloads.plan import Plan
-from scotbed.workloads.subscriptions import GUARD_MARGIN, MAX_MISSES, mean_selectivity, selectivity
+from scotbed.workloads.quotes import GbmMarket, sample
+from scotbed.workloads.subscriptions import (
+    GUARD_MARGIN,
+    MAX_MISSES,
+    Calibration,
+    generate_covering,
+    mean_selectivity,
+    selectivity,
+)
 
 SCOT = topology.tree(topology.path(3))
 ADDR = {b.id: f"{b.id}:1" for b in SCOT.brokers}
@@ -142,3 +150,12 @@ def test_a_selectivity_too_fine_for_the_quotes_ends_the_search(tmp_path: Path) -
     sets = [a for s in coarse for a in ("--set", s)]
     proc = scotbed(tmp_path, "validate", str(QUICKSTART), *sets, timeout=120)
     _refused(proc, f"workload.selectivity: 0.02 could not be met: {MAX_MISSES} candidate filters in a row")
+
+
+def test_covering_roots_the_quotes_cannot_tell_apart_end_the_search() -> None:
+    market = GbmMarket(symbols=20, seed=1)
+    few = Calibration.of(sample(market, 30, seed=1))  # 30 quotes: far fewer change windows than roots
+    with pytest.raises(
+        ValueError, match=rf"^workload.covering: 100 root subscriptions need .* {MAX_MISSES} draws"
+    ):
+        generate_covering(market, 200, 1, 0.01, seed=1, calibration=few)
