@@ -223,3 +223,11 @@ def test_the_value_range_of_filters_is_the_wires_own() -> None:
             value_to_pb(outside)
         with pytest.raises(FilterError, match="outside the 64-bit integers"):
             Filter.from_json([{"attr": "x", "op": "between", "value": sorted([0, outside])}])
+
+
+def test_a_quote_file_the_csv_reader_cannot_split_names_its_line(tmp_path: Path) -> None:
+    quotes = tmp_path / "quotes.csv"
+    header = "Date,Open,High,Low,Close,Adj Close,Volume,Symbol\n"
+    quotes.write_text(header + '2020-01-02,1,2,1,1.5,1.5,100,"' + "A" * 200_000 + '"\n')
+    proc = scotbed(tmp_path, "validate", str(QUICKSTART), "--set", f"workload.csv=[{quotes}]", timeout=120)
+    _refused(proc, f"workload: {quotes}:2: not CSV: field larger than field limit")
