@@ -231,3 +231,20 @@ def test_a_quote_file_the_csv_reader_cannot_split_names_its_line(tmp_path: Path)
     quotes.write_text(header + '2020-01-02,1,2,1,1.5,1.5,100,"' + "A" * 200_000 + '"\n')
     proc = scotbed(tmp_path, "validate", str(QUICKSTART), "--set", f"workload.csv=[{quotes}]", timeout=120)
     _refused(proc, f"workload: {quotes}:2: not CSV: field larger than field limit")
+
+
+@pytest.mark.parametrize(
+    ("spec", "key", "bound"),
+    [
+        ("self-organising.yaml", "topology.self_organising.bloom_bits", bounds.MAX_BLOOM_BITS),
+        ("self-organising.yaml", "topology.self_organising.cache_size", bounds.MAX_INTEREST_CACHE),
+        ("vinifera.yaml", "workload.peers.rounds", bounds.MAX_PEER_ROUNDS),
+        ("vinifera.yaml", "workload.peers.events_per_round", bounds.MAX_PEER_EVENTS_PER_ROUND),
+    ],
+)
+def test_overlay_and_peer_sizes_beyond_their_bounds_are_refused(
+    tmp_path: Path, spec: str, key: str, bound: int
+) -> None:
+    path = QUICKSTART.with_name(spec)
+    proc = scotbed(tmp_path, "validate", str(path), "--set", f"{key}={BIG}", timeout=120)
+    _refused(proc, f"{key}: {BIG} is not allowed: input should be less than or equal to {bound}")

@@ -31,3 +31,12 @@ MIN_TIME_SCALE = 0.001
 MAX_TIME_SCALE = 1000.0
 #: ``repetitions`` of a campaign's cells
 MAX_REPETITIONS = 1000
+#: ``topology.self_organising``: ``cache_size`` (ids per cache), ``bloom_bits``, ``bloom_hashes``
+MAX_INTEREST_CACHE = 1_000_000
+MAX_BLOOM_BITS = 10_000_000
+MAX_BLOOM_HASHES = 64
+#: ``workload.peers``: ``warmup_rounds``, ``rounds`` and ``events_per_round``, and each
+#: ``capacity``; ``topology.peers.id_space`` (the ring's size)
+MAX_PEER_ROUNDS = 100_000
+MAX_PEER_EVENTS_PER_ROUND = 100_000
+MAX_PEER_ID_SPACE = 2**32
