@@ -19,7 +19,8 @@ import stat
 from pathlib import Path
 from typing import Any, Literal
 
-#: the most bytes a spec, campaign, plan, broker config or script may hold (after gunzipping)
+#: the most bytes a spec, campaign, plan, broker config, script, edge list or quote CSV may hold
+#: (after gunzipping)
 MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
 
 
@@ -83,7 +84,8 @@ def _read(p: Path, what: str, error: type[Exception]) -> bytes:
     return raw
 
 
-def _bounded(f: io.BufferedIOBase | gzip.GzipFile, p: Path, what: str, error: type[Exception]) -> bytes:
+def _bounded(f: io.BufferedIOBase, p: Path, what: str, error: type[Exception]) -> bytes:
+    """What ``f`` holds, read no further than one byte past the limit."""
     raw = f.read(MAX_DOCUMENT_BYTES + 1)
     if len(raw) > MAX_DOCUMENT_BYTES:
         raise error(f"{p}: more than {MAX_DOCUMENT_BYTES} bytes; a {what} file may hold at most that")

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from scotbed.errors import UserError
+from scotbed.loader import TOO_DEEP
 
 
 class YamlError(UserError):
@@ -72,6 +73,6 @@ def loads(text: str, source: str, error: type[Exception] = YamlError) -> Any:
         where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark is not None else source
         raise error(f"{where}: not valid YAML: {getattr(e, 'problem', None) or e}") from None
     except RecursionError:
-        raise error(f"{source}: not valid YAML: nested too deeply to parse") from None
+        raise error(f"{source}: not valid YAML: {TOO_DEEP}") from None
     except ValueError as e:  # an integer of more digits than int() converts
         raise error(f"{source}: not valid YAML: {e}") from None

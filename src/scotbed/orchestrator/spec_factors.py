@@ -1,8 +1,9 @@
 """The spec's acyclic factors (``topology.acyclic``) and the type of every spec key that names a file.
 
-Split from :mod:`scotbed.orchestrator.spec`, which imports them; the models are strict like
-every spec block (unknown keys, ``true`` for a number and non-finite numbers are errors), and
-each size is bounded by :data:`scotbed.bounds.MAX_BROKERS`.
+:mod:`scotbed.orchestrator.spec` builds its blocks on :class:`Block` and the topology block on
+these factors. Every block is strict (unknown keys, ``true`` for a number and non-finite numbers
+are errors), and each factor size is bounded by :data:`scotbed.bounds.MAX_BROKERS`. A file name
+is refused with a NUL byte (no path can hold one) or empty.
 """
 
 from __future__ import annotations
