@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import codecs
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
+from scotbed_cli import scotbed
 
+from scotbed.config import LimitsConfig
+from scotbed.loader import MAX_DOCUMENT_BYTES
 from scotbed.orchestrator import cli
 from scotbed.orchestrator.scripted import load_script
 from scotbed.orchestrator.spec import SpecError, build_scot, load_spec
@@ -150,3 +156,114 @@ def test_a_standalone_compose_file_refuses_a_script(tmp_path: Path) -> None:
     spec = load_spec(_spec(tmp_path, lines(SUB)))
     with pytest.raises(SpecError, match=r"workload\.script: a scripted workload is played from the host"):
         standalone_plan(spec, build_scot(spec), "r1")
+
+
+# --- scripts `validate` and `run` must refuse before anything deploys (issue 39) ---------------
+
+PROBE_SPEC = (
+    "name: probe\ntopology: {kind: tree, acyclic: {kind: path, n: 2}}\nrouting: rpf\n"
+    "workload: {script: %s}\ntimeouts: {ready_s: 30, quiescent_s: 10, drain_s: 10, run_s: 60}\n"
+)
+HUGE = 10**400  # beyond float's range, and beyond the wire's 64-bit integers
+LIMITS = LimitsConfig()
+SUB0 = {"op": "subscribe", "sub_id": "S", "broker": "b-v0-0", "filter": []}
+
+
+def _refused(proc: subprocess.CompletedProcess[str], *parts: str) -> None:
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    for part in parts:
+        assert part in proc.stderr, proc.stderr
+
+
+def _validate_and_run_refuse(tmp_path: Path, script: str, *parts: str) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(PROBE_SPEC % json.dumps(script))
+    _refused(scotbed(tmp_path, "validate", str(spec), timeout=120), *parts)
+    out = tmp_path / "runs"
+    _refused(scotbed(tmp_path, "run", str(spec), "--out", str(out), "--quiet", timeout=120), *parts)
+    assert not [p for p in out.rglob("*") if p.is_file() and p.parent.name == "events"]  # no broker ran
+
+
+def _pub(attrs: dict[str, object]) -> str:
+    return json.dumps({"op": "publish", "pub_id": "p", "broker": "b-v0-0", "attrs": attrs})
+
+
+def _sub(**changes: object) -> str:
+    return json.dumps({**SUB0, **changes})
+
+
+MAX_ID, MAX_PREDICATES = LIMITS.max_id_bytes, LIMITS.max_filter_predicates
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (f'{{"op": "sleep", "ms": {HUGE}}}', "sleep needs 'ms', a number of milliseconds >= 0, got an"),
+        (_pub({"x": HUGE}), "attrs.x: an integer of 1329 bits is outside the 64-bit integers"),
+        (
+            _sub(filter=[{"attr": "x", "op": "<", "value": HUGE}]),
+            "bad filter: filter[0]: predicate on 'x': an integer of 1329 bits is outside the 64-bit integers",
+        ),
+        (_sub(filter=[{"attr": "x", "op": "=", "value": 2**63}]), "9223372036854775808 is outside the 64"),
+        (f'{{"op": "subscribe", "sub_id": "S", "broker": "b-v0-0", "filter": {DEEP}}}', "nested too deeply"),
+        (_sub(sub_id="S\udc80"), "'sub_id': 'S\\udc80' is not UTF-8 text (a lone surrogate at index 1)"),
+        (_pub({"x\udc80": 1}), "attrs: an attribute name: 'x\\udc80' is not UTF-8 text"),
+        (
+            _sub(sub_id="S" * (MAX_ID + 1)),
+            f"the brokers would refuse this subscription: sub_id of {MAX_ID + 1} bytes: "
+            f"{MAX_ID + 1} exceeds limits.max_id_bytes = {MAX_ID}",
+        ),
+        (
+            _sub(filter=[{"attr": "x", "op": "exists"}] * (MAX_PREDICATES + 1)),
+            f"predicates: {MAX_PREDICATES + 1} exceeds limits.max_filter_predicates = {MAX_PREDICATES}",
+        ),
+        (
+            _pub({"x": "y" * LIMITS.max_notification_bytes}),
+            "the brokers would refuse this publication: notifications[0]: bytes: ",
+        ),
+    ],
+    ids=["sleep-huge-int", "attr-huge-int", "filter-huge-int", "filter-2**63", "deep-filter",
+         "surrogate-id", "surrogate-attr", "long-id", "many-predicates", "big-notification"],
+)  # fmt: skip
+def test_a_line_the_brokers_could_not_take_fails_validate_and_run_with_exit_2(
+    tmp_path: Path, line: str, message: str
+) -> None:
+    (tmp_path / "s.jsonl").write_text(line + "\n")
+    _validate_and_run_refuse(tmp_path, "s.jsonl", "workload.script: s.jsonl:1: ", message)
+
+
+def test_a_script_that_is_not_a_regular_file_is_refused_without_reading_it(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)  # opening it would block until a writer came
+    _validate_and_run_refuse(tmp_path, str(fifo), f"{fifo}: not a regular file (a device, FIFO or socket)")
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(PROBE_SPEC % json.dumps("/dev/zero"))  # reading it would never end
+    _refused(scotbed(tmp_path, "validate", str(spec), timeout=120), "/dev/zero: not a regular file")
+
+
+def test_a_script_over_the_size_limit_is_refused_naming_the_limit(tmp_path: Path) -> None:
+    big = tmp_path / "big.jsonl"
+    with big.open("wb") as f:
+        f.truncate(MAX_DOCUMENT_BYTES + 1)  # sparse: nothing is written
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(PROBE_SPEC % json.dumps("big.jsonl"))
+    _refused(
+        scotbed(tmp_path, "validate", str(spec), timeout=120),
+        f"{big}: more than {MAX_DOCUMENT_BYTES} bytes; a script file may hold at most that",
+    )
+
+
+def test_a_script_with_a_utf8_byte_order_mark_is_read(tmp_path: Path) -> None:
+    (tmp_path / "s.jsonl").write_bytes(codecs.BOM_UTF8 + lines(SUB).encode())
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(PROBE_SPEC % json.dumps("s.jsonl"))
+    proc = scotbed(tmp_path, "validate", str(spec), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "script s.jsonl: 1 operations, 1 subscribe" in proc.stdout
+    (tmp_path / "s.jsonl").write_bytes(codecs.BOM_UTF8 + b'{"op": "sleep", "ms": 1}\n\xff\n')
+    _refused(
+        scotbed(tmp_path, "validate", str(spec), timeout=120),
+        "s.jsonl:2: not UTF-8 text (byte 0xff at offset 28)",
+    )

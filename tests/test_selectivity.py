@@ -8,11 +8,13 @@ matches. The publications are the ones the run's publishers issue: publisher p s
 from __future__ import annotations
 
 import json
+import subprocess
 from itertools import islice
 from pathlib import Path
 from typing import Any
 
 import pytest
+from scotbed_cli import QUICKSTART, scotbed
 from workload_plans import plan_for
 
 from scotbed import topology
@@ -20,7 +22,15 @@ from scotbed.analysis.fidelity import workload_block
 from scotbed.analysis.rundir import RunDir
 from scotbed.filters import Filter
 from scotbed.workloads.plan import Plan
-from scotbed.workloads.subscriptions import mean_selectivity, selectivity
+from scotbed.workloads.quotes import GbmMarket, sample
+from scotbed.workloads.subscriptions import (
+    GUARD_MARGIN,
+    MAX_MISSES,
+    Calibration,
+    generate_covering,
+    mean_selectivity,
+    selectivity,
+)
 
 SCOT = topology.tree(topology.path(3))
 ADDR = {b.id: f"{b.id}:1" for b in SCOT.brokers}
@@ -110,3 +120,42 @@ def test_a_stock_ticker_run_counts_over_arrow_columns_as_over_its_decoded_quotes
     assert read_publications(path) is None
     with_null = [*quotes, {"venue": None}]
     assert realised_selectivity(filters, path, None) == (len(with_null), mean_selectivity(filters, with_null))
+
+
+# --- a selectivity the generator cannot reach ends `validate` and `run` at once (issue 39) ------
+
+
+def _refused(proc: subprocess.CompletedProcess[str], *parts: str) -> None:
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    for part in parts:
+        assert part in proc.stderr, proc.stderr
+
+
+def test_a_selectivity_above_the_broadest_guard_is_refused_with_the_reachable_bound(tmp_path: Path) -> None:
+    out = tmp_path / "runs"
+    for command, *flags in (("validate",), ("run", "--out", str(out), "--quiet")):
+        high = ["--set", "workload.selectivity=0.5"]
+        proc = scotbed(tmp_path, command, str(QUICKSTART), *high, *flags, timeout=120)
+        _refused(
+            proc,
+            "workload.selectivity: 0.5 cannot be reached by this workload: ",
+            f"a guard must match {GUARD_MARGIN:g} × the selectivity; at most 0.",
+        )
+    assert not [p for p in out.rglob("*") if p.is_file() and p.parent.name == "events"]  # no broker ran
+
+
+def test_a_selectivity_too_fine_for_the_quotes_ends_the_search(tmp_path: Path) -> None:
+    coarse = ["workload.symbols=5", "workload.notifications_per_publisher=1", "workload.selectivity=0.02"]
+    sets = [a for s in coarse for a in ("--set", s)]
+    proc = scotbed(tmp_path, "validate", str(QUICKSTART), *sets, timeout=120)
+    _refused(proc, f"workload.selectivity: 0.02 could not be met: {MAX_MISSES} candidate filters in a row")
+
+
+def test_covering_roots_the_quotes_cannot_tell_apart_end_the_search() -> None:
+    market = GbmMarket(symbols=20, seed=1)
+    few = Calibration.of(sample(market, 30, seed=1))  # 30 quotes: far fewer change windows than roots
+    with pytest.raises(
+        ValueError, match=rf"^workload.covering: 100 root subscriptions need .* {MAX_MISSES} draws"
+    ):
+        generate_covering(market, 200, 1, 0.01, seed=1, calibration=few)

@@ -29,6 +29,8 @@ Scalar = str | int | float
 Attributes = Mapping[str, Scalar]
 
 OPS: tuple[str, ...] = ("=", "!=", "<", "<=", ">", ">=", "between", "prefix", "exists")
+#: the integers an attribute or filter value may hold: the wire's ``Value.i`` is a ``sint64``
+INT_MIN, INT_MAX = -(2**63), 2**63 - 1
 ORDER_OPS = frozenset({"<", "<=", ">", ">="})
 
 
@@ -50,6 +52,30 @@ def _is_number(v: object) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+def text_problem(s: str) -> str | None:
+    """Why ``s`` cannot be sent as UTF-8 (a lone surrogate, which JSON's ``\\udc80`` can spell), or None."""
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return f"{s[:40]!r} is not UTF-8 text (a lone surrogate at index {e.start})"
+    return None
+
+
+def value_problem(v: object) -> str | None:
+    """Why ``v`` is not an attribute value the wire carries (UTF-8 text, an integer in
+    [:data:`INT_MIN`, :data:`INT_MAX`], a finite float), or None."""
+    if isinstance(v, str):
+        return text_problem(v)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return f"{v!r} is not a string or a number"
+    if isinstance(v, int):
+        if INT_MIN <= v <= INT_MAX:
+            return None
+        shown = str(v) if v.bit_length() <= 128 else f"an integer of {v.bit_length()} bits"
+        return f"{shown} is outside the 64-bit integers [-2**63, 2**63 - 1] the wire carries"
+    return None if math.isfinite(v) else f"{v!r} is not a finite number"
+
+
 @dataclass(frozen=True, slots=True)
 class Predicate:
     """One constraint ``attr op value``; ``value`` is a pair for ``between``, None for ``exists``."""
@@ -62,6 +88,8 @@ class Predicate:
         where = f"predicate on {self.attr!r}"
         if not isinstance(self.attr, str) or not self.attr:
             raise FilterError(f"predicate attribute must be a non-empty string, got {self.attr!r}")
+        if (bad := text_problem(self.attr)) is not None:
+            raise FilterError(f"predicate attribute: {bad}")
         if self.op not in OPS:
             raise FilterError(f"{where}: unknown op {self.op!r}; allowed: {', '.join(OPS)}")
         if self.op == "exists":
@@ -93,6 +121,14 @@ class Predicate:
                 raise FilterError(
                     f"{where}: {self.value!r} is not a finite number (the text form cannot say it)"
                 )
+        self._check_range(where)
+
+    def _check_range(self, where: str) -> None:
+        """Every value is one the wire carries (see :func:`value_problem`)."""
+        values = self.value if self.op == "between" else () if self.op == "exists" else (self.value,)
+        for v in values:
+            if (bad := value_problem(v)) is not None:
+                raise FilterError(f"{where}: {bad}")
 
     def matches(self, attrs: Attributes) -> bool:
         if self.attr not in attrs:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from scotbed.filters import Filter, FilterError, Predicate, Scalar
+from scotbed.filters import Filter, FilterError, Predicate, Scalar, text_problem, value_problem
 from scotbed.messages import Publication, Subscription, SubState, Unsubscription
 from scotbed.v1 import scotbed_pb2 as pb
 
@@ -17,6 +17,8 @@ from scotbed.v1 import scotbed_pb2 as pb
 def value_to_pb(v: Scalar) -> pb.Value:
     if isinstance(v, bool):
         raise FilterError(f"booleans are not an attribute type: {v!r}")
+    if (bad := value_problem(v)) is not None:
+        raise FilterError(f"not an attribute value: {bad}")
     if isinstance(v, str):
         return pb.Value(s=v)
     if isinstance(v, int):
@@ -69,6 +71,8 @@ def attrs_to_pb(attrs: Mapping[str, Scalar], target: Any) -> None:
     for k, v in attrs.items():
         if not k:
             raise FilterError("an attribute has an empty name")
+        if (bad := text_problem(k)) is not None:
+            raise FilterError(f"an attribute name: {bad}")
         target[k].CopyFrom(value_to_pb(v))
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from scotbed.errors import UserError
+from scotbed.loader import TOO_DEEP
 
 
 class YamlError(UserError):
@@ -63,7 +64,7 @@ _StrictLoader.add_implicit_resolver(
 )
 
 
-def loads(text: str, source: str, error: type[UserError] = YamlError) -> Any:
+def loads(text: str, source: str, error: type[Exception] = YamlError) -> Any:
     """Parse YAML text strictly; ``source`` names it in errors, raised as ``error``."""
     try:
         return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass
@@ -71,3 +72,7 @@ def loads(text: str, source: str, error: type[UserError] = YamlError) -> Any:
         mark = getattr(e, "problem_mark", None)
         where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark is not None else source
         raise error(f"{where}: not valid YAML: {getattr(e, 'problem', None) or e}") from None
+    except RecursionError:
+        raise error(f"{source}: not valid YAML: {TOO_DEEP}") from None
+    except ValueError as e:  # an integer of more digits than int() converts
+        raise error(f"{source}: not valid YAML: {e}") from None

@@ -40,7 +40,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from scotbed import contract
+from scotbed import bounds, contract
 from scotbed.errors import UserError
 from scotbed.loader import read_document
 from scotbed.orchestrator.saturation import Sweep
@@ -50,8 +50,7 @@ from scotbed.orchestrator.spec_errors import describe
 NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 CHECKS_FAILED = "run finished but its checks failed"
 INDEX = contract.CAMPAIGN_INDEX
-#: bounds that keep a typo from planning a campaign no machine finishes
-MAX_REPETITIONS = 1000
+#: a bound that keeps a typo from planning a campaign no machine finishes (repetitions: scotbed.bounds)
 MAX_CELLS = 10_000
 
 
@@ -76,7 +75,7 @@ class CampaignFile(BaseModel):
     repetitions: int = Field(
         default=1,
         ge=1,
-        le=MAX_REPETITIONS,
+        le=bounds.MAX_REPETITIONS,
         description="runs per cell; repetition r runs with the cell's seed + r, and they pool into one point",
     )
     set: list[str] = Field(default_factory=list, description="key.path=value applied to every run")

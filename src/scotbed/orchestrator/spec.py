@@ -14,16 +14,13 @@ files (edge-list and GraphML factors, relative to the spec file).
 
 from __future__ import annotations
 
-import typing
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
-    BaseModel,
     BeforeValidator,
-    ConfigDict,
     Field,
     PrivateAttr,
     ValidationError,
@@ -32,90 +29,43 @@ from pydantic import (
     model_validator,
 )
 
+from scotbed import bounds
 from scotbed import routing as routing_registry
 from scotbed import topology as topo
 from scotbed.analysis.validity import Bounds as HB
-from scotbed.loader import read_document
+from scotbed.loader import read_document, read_text
 from scotbed.matching import implemented as matching_implemented
 from scotbed.orchestrator import spec_peers, spec_selforg
 from scotbed.orchestrator.faults import FaultSpec
 from scotbed.orchestrator.overrides import apply_sets
 from scotbed.orchestrator.spec_errors import SpecError, describe
+from scotbed.orchestrator.spec_factors import (
+    ACYCLIC_KINDS,
+    AcyclicSpec,
+    Block,
+    EdgesFactor,
+    FileName,
+    KaryFactor,
+    NamedFactor,
+    PathFactor,
+    RandomFactor,
+    StarFactor,
+)
 from scotbed.workloads import params as wp
-
-#: the largest overlay a spec may ask for; beyond it a typo (fanout 10, depth 8) would hang the planner
-MAX_BROKERS = 5000
-
-
-class _Block(BaseModel):
-    # strict: no bool -> int, no "3" -> 3; allow_inf_nan=False: every number is finite
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True, allow_inf_nan=False)
-
 
 # --- topology ---------------------------------------------------------------------------------
 
 
-class NamedFactor(_Block):
-    """A named acyclic factor from the papers; written as a bare string (``acyclic: paper-fig2``)."""
-
-    kind: Literal["paper-fig2", "paper-fig8", "paper-tiered", "paper-tiered-small"]  # topology.NAMED_FACTORS
-
-
-class KaryFactor(_Block):
-    kind: Literal["kary"]
-    fanout: int = Field(ge=1, description="children per inner vertex")
-    depth: int = Field(ge=0, description="levels below the root (0 = one vertex)")
-
-
-class PathFactor(_Block):
-    kind: Literal["path"]
-    n: int = Field(ge=1, description="vertices")
-
-
-class StarFactor(_Block):
-    kind: Literal["star"]
-    n: int = Field(ge=1, description="vertices (one centre and n-1 leaves)")
-
-
-class RandomFactor(_Block):
-    kind: Literal["random"]
-    n: int = Field(ge=1, description="vertices")
-    seed: int | None = Field(default=None, description="tree seed; default: the spec's seed")
-
-
-class EdgesFactor(_Block):
-    kind: Literal["edges"]
-    file: str = Field(description="edge-list file (`u v` per line), relative to the spec file")
-
-
-class GraphmlFactor(_Block):
-    kind: Literal["graphml"]
-    file: str = Field(description="GraphML file, relative to the spec file")
-
-
-def _named_factor(value: Any) -> Any:
-    return {"kind": value} if isinstance(value, str) else value
-
-
-_FACTORS = (NamedFactor, KaryFactor, PathFactor, StarFactor, RandomFactor, EdgesFactor, GraphmlFactor)
-ACYCLIC_KINDS: tuple[str, ...] = tuple(
-    k for f in _FACTORS for k in typing.get_args(f.model_fields["kind"].annotation)
-)
-
-AcyclicSpec = Annotated[
-    NamedFactor | KaryFactor | PathFactor | StarFactor | RandomFactor | EdgesFactor | GraphmlFactor,
-    Field(discriminator="kind"),
-    BeforeValidator(_named_factor),
-]
-
-
-class TopologySpec(_Block):
+class TopologySpec(Block):
     kind: Literal["scot", "tree", "peers"] = Field(
         default="scot", description="scot = acyclic factor □ K_m; tree = factor; peers (§10): no brokers"
     )
     acyclic: AcyclicSpec = Field(default_factory=lambda: NamedFactor(kind="paper-fig2"))
     connectivity: int | None = Field(
-        default=None, ge=1, description="m of K_m (clusters); default 3 for scot, always 1 for tree"
+        default=None,
+        ge=1,
+        le=bounds.MAX_BROKERS,
+        description="m of K_m (clusters); default 3 for scot, always 1 for tree",
     )
     costs: spec_selforg.CostsSpec | None = Field(default=None, description="link and broker costs (§10)")
     self_organising: spec_selforg.SelfOrganisingSpec | None = Field(default=None, description="§10")
@@ -139,7 +89,7 @@ class TopologySpec(_Block):
 # --- network and broker blocks ----------------------------------------------------------------
 
 
-class LinksSpec(_Block):
+class LinksSpec(Block):
     """Link emulation at each broker's output queue: capacity (divided by workload.time_scale), then
     latency and jitter (multiplied by it; see :mod:`scotbed.broker.latency`)."""
 
@@ -160,7 +110,7 @@ class LinksSpec(_Block):
     icol_jitter_ms: float | None = Field(default=None, ge=0, le=60_000, description="default: jitter_ms")
 
 
-class CongestionSpec(_Block):
+class CongestionSpec(Block):
     """DNR's congestion detection per output queue (OctopiS Eq. 3); ignored by other algorithms."""
 
     window_ms: float = Field(
@@ -174,7 +124,7 @@ class CongestionSpec(_Block):
     )
 
 
-class BrokersSpec(_Block):
+class BrokersSpec(Block):
     """The brokers' own processing cost (scotbed.broker.service), × workload.time_scale; off by default."""
 
     service_us: float = Field(default=0.0, ge=0, description="µs of processing per message; 0 = none")
@@ -186,7 +136,7 @@ class BrokersSpec(_Block):
 # --- workload ---------------------------------------------------------------------------------
 
 
-class PlacementSpec(_Block):
+class PlacementSpec(Block):
     """Which broker hosts each client; written as a bare mode string when it has no parameters.
 
     Client ids are ``s<k>``, ``p<k>`` (k from 0, zero-padded to the widest k) and ``h0`` for the HRP.
@@ -207,11 +157,11 @@ def _placement_mode(value: Any) -> Any:
     return {"mode": value} if isinstance(value, str) else value
 
 
-class HrpSpec(_Block):
+class HrpSpec(Block):
     """A high-rate publisher burst (OctopiS §5 burst scenario)."""
 
     rate_per_minute: float = Field(gt=0, description="notifications per minute")
-    notifications: int = Field(ge=1, description="notifications in the burst")
+    notifications: int = Field(ge=1, le=bounds.MAX_NOTIFICATIONS, description="notifications in the burst")
     start_s: float = Field(default=0.0, ge=0, description="seconds after the publishers start")
     interested_fraction: float = Field(
         default=0.002,
@@ -221,16 +171,16 @@ class HrpSpec(_Block):
     )
 
 
-class UnsubBurstSpec(_Block):
+class UnsubBurstSpec(Block):
     """Unsubscriptions of the broadest covering (root) subscriptions in a row (selective-pruning
     paper §6); needs ``workload.covering``."""
 
-    count: int = Field(ge=1, description="root subscriptions removed")
+    count: int = Field(ge=1, le=bounds.MAX_SUBSCRIBERS, description="root subscriptions removed")
     interval_ms: float = Field(default=500.0, ge=0, description="milliseconds between two unsubscriptions")
     start_s: float = Field(default=0.0, ge=0, description="seconds after the publishers start")
 
 
-class ChurnSpec(_Block):
+class ChurnSpec(Block):
     """Subscribers that unsubscribe and subscribe again while notifications flow (mobile scenario)."""
 
     rate_per_minute: float = Field(
@@ -248,7 +198,7 @@ class ChurnSpec(_Block):
     away_s: float = Field(default=1.0, ge=0, description="seconds between unsubscribing and re-subscribing")
 
 
-class CoveringSpec(_Block):
+class CoveringSpec(Block):
     """Covering mode: root subscriptions and subscriptions they cover (for the covering family)."""
 
     degree: float = Field(
@@ -256,11 +206,11 @@ class CoveringSpec(_Block):
     )
 
 
-class GryphonWorkloadSpec(_Block):
+class GryphonWorkloadSpec(Block):
     """Gryphon's workload (schema: gryphon): see scotbed.workloads.gryphon."""
 
     attributes: int = Field(default=15, ge=1, le=64, description="attributes a0..a{N-1}")
-    values: int = Field(default=3, ge=1, description="values per attribute")
+    values: int = Field(default=3, ge=1, le=bounds.MAX_GRYPHON_VALUES, description="values per attribute")
     zipf_s: float = Field(default=1.0, ge=0, description="Zipf exponent of value preference")
     matching: float = Field(
         default=0.01, gt=0, le=1, description="target fraction of subscriptions a notification matches"
@@ -268,30 +218,37 @@ class GryphonWorkloadSpec(_Block):
     dont_care: float | None = Field(
         default=None, ge=0, le=1, description="fixed don't-care probability instead of calibrating"
     )
-    subscriptions_per_client: int = Field(default=10, ge=1, description="subscriptions per subscriber")
+    subscriptions_per_client: int = Field(
+        default=10,
+        ge=1,
+        le=bounds.MAX_GRYPHON_SUBSCRIPTIONS_PER_CLIENT,
+        description="subscriptions per subscriber",
+    )
 
 
-class WorkloadSpec(_Block):
+class WorkloadSpec(Block):
     schema_: Literal["stock", "gryphon"] = Field(
         default="stock",
         alias="schema",
         description="stock: 10 attributes per quote; gryphon: enumerated equality schema (gryphon block)",
     )
     gryphon: GryphonWorkloadSpec | None = None
-    symbols: int = Field(default=500, ge=1, description="distinct stock symbols")
+    symbols: int = Field(default=500, ge=1, le=bounds.MAX_SYMBOLS, description="distinct stock symbols")
     zipf_s: float = Field(default=1.0, ge=0, description="Zipf exponent of symbol popularity")
-    csv: list[str] | None = Field(
+    csv: list[FileName] | None = Field(
         default=None,
         description="daily-quote CSV files to replay instead of the synthetic market (relative to the spec)",
     )
-    subscribers: int = Field(default=60, ge=1, description="subscriber clients, one subscription each")
+    subscribers: int = Field(
+        default=60, ge=1, le=bounds.MAX_SUBSCRIBERS, description="subscriber clients, one subscription each"
+    )
     selectivity: float = Field(
         default=0.02, gt=0, le=1, description="expected fraction of notifications a filter matches"
     )
     covering: CoveringSpec | None = None
-    publishers: int = Field(default=6, ge=0, description="publisher clients")
+    publishers: int = Field(default=6, ge=0, le=bounds.MAX_PUBLISHERS, description="publisher clients")
     notifications_per_publisher: int = Field(
-        default=200, ge=0, description="notifications each publisher sends"
+        default=200, ge=0, le=bounds.MAX_NOTIFICATIONS, description="notifications each publisher sends"
     )
     rate_per_minute: float = Field(default=600.0, gt=0, description="notifications per minute per publisher")
     start_spread_s: float = Field(
@@ -303,11 +260,16 @@ class WorkloadSpec(_Block):
     hrp: HrpSpec | None = None
     churn: ChurnSpec | None = None
     unsub_burst: UnsubBurstSpec | None = None
-    time_scale: float = Field(default=1.0, gt=0, description="divide all rates and link capacities by this")
+    time_scale: float = Field(
+        default=1.0,
+        ge=bounds.MIN_TIME_SCALE,
+        le=bounds.MAX_TIME_SCALE,
+        description="divide all rates and link capacities by this, multiply delays",
+    )
     drain_s: float = Field(
         default=2.0, ge=0, description="seconds the workload waits for deliveries after its last publication"
     )
-    script: str | None = Field(
+    script: FileName | None = Field(
         default=None,
         description="scripted scenario (JSON Lines, DESIGN §8), relative to the spec file; "
         "replaces the generated workload",
@@ -335,7 +297,7 @@ class WorkloadSpec(_Block):
         return wp.WorkloadParams(**flat, **typed)
 
 
-class HostBoundSpec(_Block):
+class HostBoundSpec(Block):
     """When the delays measure the host, not the routing (criteria, units: scotbed.analysis.validity)."""
 
     lag_bound_ms: float = Field(default=HB.lag_bound_ms, gt=0)
@@ -346,7 +308,7 @@ class HostBoundSpec(_Block):
     waits_per_hop: float = Field(default=HB.waits_per_hop, gt=0)
 
 
-class AnalysisSpec(_Block):
+class AnalysisSpec(Block):
     stability_window: int = Field(
         default=1000, ge=1, description="notifications per point of the stability curve"
     )
@@ -359,7 +321,7 @@ class AnalysisSpec(_Block):
     host_bound: HostBoundSpec = Field(default_factory=lambda: HostBoundSpec())
 
 
-class TimeoutsSpec(_Block):
+class TimeoutsSpec(Block):
     """Bounds on each run phase, in seconds; a phase that overruns fails the run."""
 
     ready_s: float = Field(default=120.0, gt=0, description="all brokers healthy and linked")
@@ -368,7 +330,7 @@ class TimeoutsSpec(_Block):
     run_s: float = Field(default=3600.0, gt=0, description="the whole run")
 
 
-class SecuritySpec(_Block):
+class SecuritySpec(Block):
     tls: bool = Field(
         default=False,
         description="mutual TLS on every broker link and client channel, certificates fresh per run "
@@ -376,7 +338,7 @@ class SecuritySpec(_Block):
     )
 
 
-class MetricsSpec(_Block):
+class MetricsSpec(Block):
     prometheus: bool = Field(
         default=False,
         description="every broker serves Prometheus metrics on /metrics; the addresses go into the "
@@ -384,7 +346,7 @@ class MetricsSpec(_Block):
     )
 
 
-class Spec(_Block):
+class Spec(Block):
     name: str = Field(
         pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
         max_length=38,
@@ -468,7 +430,7 @@ def dump_spec(spec: Spec) -> str:
 
 def _factor_size(a: Any) -> int | None:
     if isinstance(a, KaryFactor):
-        return sum(a.fanout**d for d in range(a.depth + 1))
+        return (a.fanout ** (a.depth + 1) - 1) // (a.fanout - 1) if a.fanout > 1 else a.depth + 1
     if isinstance(a, PathFactor | StarFactor | RandomFactor):
         return a.n
     if isinstance(a, NamedFactor):
@@ -523,10 +485,10 @@ def check_semantics(spec: Spec) -> None:
             f"implemented: {', '.join(matching_implemented())}"
         )
     size = _factor_size(t.acyclic)
-    if size is not None and size * t.m > MAX_BROKERS:
+    if size is not None and size * t.m > bounds.MAX_BROKERS:
         problems.append(
             f"topology: {size} vertices × {t.m} clusters = {size * t.m} brokers; "
-            f"at most {MAX_BROKERS} allowed"
+            f"at most {bounds.MAX_BROKERS} allowed"
         )
     w = spec.workload
     from scotbed.orchestrator.scripted import unused_workload_keys
@@ -560,9 +522,9 @@ def check_semantics(spec: Spec) -> None:
 def _read(spec: Spec, file: str) -> tuple[str, str]:
     path = (spec.base_dir / file).resolve()
     try:
-        return path.read_text(), path.stem
-    except OSError as e:
-        raise SpecError(f"topology.acyclic.file: cannot read {str(path)!r}: {e.strerror}") from None
+        return read_text(path, "topology", SpecError), path.stem
+    except SpecError as e:
+        raise SpecError(f"topology.acyclic.file: cannot read {e}") from None
 
 
 def build_factor(spec: Spec) -> topo.AcyclicFactor:
@@ -590,8 +552,9 @@ def build_scot(spec: Spec) -> topo.Scot:
     """The overlay the spec asks for; ``kind: tree`` is the factor alone (m = 1)."""
     factor = build_factor(spec)
     m = spec.topology.m
-    if len(factor.vertices) * m > MAX_BROKERS:
+    if len(factor.vertices) * m > bounds.MAX_BROKERS:
         raise SpecError(
-            f"topology: {len(factor.vertices)} vertices × {m} clusters is more than {MAX_BROKERS} brokers"
+            f"topology: {len(factor.vertices)} vertices × {m} clusters is more than "
+            f"{bounds.MAX_BROKERS} brokers"
         )
     return topo.Scot(factor, m)

@@ -38,7 +38,14 @@ def describe(err: Any, doc: Any, root: type[BaseModel], kinds: Sequence[str]) ->
     msg = str(err["msg"]).removeprefix("Value error, ")
     msg = msg[:1].lower() + msg[1:]
     shown = value if found else err.get("input")
-    return f"{path}: {shown!r} is not allowed: {msg}"
+    return f"{path}: {_shown(shown)} is not allowed: {msg}"
+
+
+def _shown(value: Any) -> str:
+    """``value`` as the user wrote it; an integer too long to print in decimal by its size."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 256:
+        return f"an integer of {value.bit_length()} bits"
+    return repr(value)
 
 
 def _resolve(loc: Sequence[Any], doc: Any) -> tuple[list[str], Any, bool]:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from scotbed import contract
+from scotbed import bounds, contract
 from scotbed import routing as routing_registry
 from scotbed.peers.config import PeerConfig
 from scotbed.peers.workload import SKEWED, UNIFORM, Shape
@@ -42,7 +42,9 @@ class PeersSpec(_Strict):
     """The peers: how many, their id space and the attribute domains (every peer subscribes once)."""
 
     n: int = Field(ge=2, le=MAX_PEERS, description="peer processes")
-    id_space: int = Field(default=_DEFAULT.id_space, ge=16, description="M, the ring's id space")
+    id_space: int = Field(
+        default=_DEFAULT.id_space, ge=16, le=bounds.MAX_PEER_ID_SPACE, description="M, the ring's id space"
+    )
     attributes: list[str] = Field(default_factory=lambda: ["x", "y"], min_length=1, description="names")
     domain: list[float] = Field(default_factory=lambda: [0.0, 1000.0], min_length=2, max_length=2)
 
@@ -50,8 +52,8 @@ class PeersSpec(_Strict):
 class ChurnSpec(_Strict):
     """Every ``every`` rounds of the publish phase, ``leaves`` random peers fail (SIGKILL)."""
 
-    every: int = Field(ge=1, description="rounds between failures")
-    leaves: int = Field(default=1, ge=1, description="peers failing each time")
+    every: int = Field(ge=1, le=bounds.MAX_PEER_ROUNDS, description="rounds between failures")
+    leaves: int = Field(default=1, ge=1, le=MAX_PEERS, description="peers failing each time")
 
 
 class PeersWorkloadSpec(_Strict):
@@ -60,12 +62,17 @@ class PeersWorkloadSpec(_Strict):
     subscriptions: ShapeKind = Field(default=cast(ShapeKind, UNIFORM), description="range centres")
     events: ShapeKind = Field(default=cast(ShapeKind, UNIFORM), description="event values")
     width: float = Field(default=Shape().width, gt=0, le=1, description="range width, share of the domain")
-    warmup_rounds: int = Field(default=20, ge=1, description="gossip rounds before the first event")
-    rounds: int = Field(default=5, ge=1)
-    events_per_round: int = Field(default=4, ge=1)
+    warmup_rounds: int = Field(
+        default=20, ge=1, le=bounds.MAX_PEER_ROUNDS, description="gossip rounds before the first event"
+    )
+    rounds: int = Field(default=5, ge=1, le=bounds.MAX_PEER_ROUNDS)
+    events_per_round: int = Field(default=4, ge=1, le=bounds.MAX_PEER_EVENTS_PER_ROUND)
     churn: ChurnSpec | None = None
     capacity: int | None = Field(
-        default=None, ge=1, description="event messages a peer takes per round, the rest dropped (§V-D)"
+        default=None,
+        ge=1,
+        le=bounds.MAX_PEER_EVENTS_PER_ROUND,
+        description="event messages a peer takes per round, the rest dropped (§V-D)",
     )
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from scotbed import bounds
 from scotbed import routing as routing_registry
 from scotbed.overlay import interest
 from scotbed.overlay import redraws as timelines
@@ -63,15 +64,24 @@ class SelfOrganisingSpec(_Strict):
     period, and the damping knobs (off by default)."""
 
     heuristic: str = Field(description="ci (cost and interest), lmst or lmit")
-    eta: int = Field(default=4, ge=1, description="broadcast radius η in hops")
+    eta: int = Field(default=4, ge=1, le=bounds.MAX_BROKERS, description="broadcast radius η in hops")
     period_ms: float = Field(default=1000.0, gt=0, description="broadcast interval Δt in ms")
     hysteresis: float = Field(default=0.0, ge=0, lt=1, description="relative gain a request must exceed")
     cooldown_ms: float = Field(
         default=0.0, ge=0, description="pause of a broker after a swap it took part in"
     )
-    cache_size: int = Field(default=interest.CACHE_SIZE, ge=1, description="notification ids per cache")
-    bloom_bits: int = Field(default=interest.BLOOM_BITS, ge=8, description="Bloom filter size in bits")
-    bloom_hashes: int = Field(default=interest.BLOOM_HASHES, ge=1, description="hash functions per id")
+    cache_size: int = Field(
+        default=interest.CACHE_SIZE,
+        ge=1,
+        le=bounds.MAX_INTEREST_CACHE,
+        description="notification ids per cache",
+    )
+    bloom_bits: int = Field(
+        default=interest.BLOOM_BITS, ge=8, le=bounds.MAX_BLOOM_BITS, description="Bloom filter size in bits"
+    )
+    bloom_hashes: int = Field(
+        default=interest.BLOOM_HASHES, ge=1, le=bounds.MAX_BLOOM_HASHES, description="hash functions per id"
+    )
     latency_ms_per_cost: float = Field(
         default=0.0, ge=0, le=1000, description="each link's one-way delay: c_uv times this, ms (0: off)"
     )

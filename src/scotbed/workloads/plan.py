@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from scotbed.bounds import MAX_CHURN_CYCLES
 from scotbed.errors import UserError
 from scotbed.filters import Filter
 from scotbed.loader import read_document
@@ -424,8 +425,8 @@ def _plan_churn(
     current = {n: where_is[n] for n in sub_names}
     active = {n: subs[n][0] for n in sub_names}
     counter = {n: len(subs[n]) for n in sub_names}
-    t = start
-    while t <= end:
+    for k in range(_churn_cycles(churn, start, end, period)):
+        t = start + k * period
         free = [n for n in sub_names if busy_until[n] < t]
         if free:
             n = rng.choice(free)
@@ -446,4 +447,18 @@ def _plan_churn(
             active[n] = (new_id, flt)
             current[n] = dest
             busy_until[n] = t + away
-        t += period
+
+
+def _churn_cycles(churn: ChurnParams, start: float, end: float, period: float) -> int:
+    """How many cycles start in [start, end], ``period`` apart; more than :data:`MAX_CHURN_CYCLES` is
+    a :class:`PlanError` naming the rate and the span."""
+    if end < start:
+        return 0
+    cycles = (end - start) / period + 1
+    if not cycles <= MAX_CHURN_CYCLES:
+        raise PlanError(
+            f"workload.churn.rate_per_minute: {churn.rate_per_minute:g} per minute from {start:g} s to "
+            f"{end:g} s is {cycles:.3g} unsubscribe/re-subscribe cycles; at most {MAX_CHURN_CYCLES} "
+            "(lower the rate or churn.duration_s)"
+        )
+    return int(cycles)

@@ -27,6 +27,7 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Protocol
 
+from scotbed.loader import read_text
 from scotbed.workloads.schema import STOCK, Quote, Schema
 
 EXCHANGES: tuple[str, ...] = ("NYSE", "NASDAQ", "AMEX")
@@ -227,16 +228,21 @@ def _parse_number(text: str, column: str, where: str) -> float:
     return x
 
 
+def _rows(p: Path, lines: list[str]) -> Iterator[list[str]]:
+    """The CSV rows of ``lines``; what the csv module cannot split (a field over its size limit) is a
+    :class:`CsvError` naming the line."""
+    reader = csv.reader(lines)
+    try:
+        yield from reader
+    except csv.Error as e:
+        raise CsvError(f"{p}:{reader.line_num}: not CSV: {e}") from None
+
+
 def read_csv(path: str | Path, default_exchange: str = "CSV") -> list[Quote]:
     """Quotes of one daily-quote CSV file, sorted by (symbol, date), with change from the previous close."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise CsvError(f"{p}: no such file") from None
-    except UnicodeDecodeError as e:
-        raise CsvError(f"{p}: not a UTF-8 text file ({e.reason} at byte {e.start})") from None
-    reader = csv.reader(text.splitlines())
+    text = read_text(p, "CSV", CsvError)
+    reader = _rows(p, text.splitlines())
     header = next(reader, None)
     if not header:
         raise CsvError(f"{p}: empty file; expected a header {','.join(REQUIRED_COLUMNS)}")

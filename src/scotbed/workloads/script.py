@@ -24,7 +24,12 @@ unless the line says ``"settle": false``. Attribute names and values are free
 
 Every problem is a :class:`ScriptError` whose message starts with ``FILE:LINE:``
 and says what is wrong there, so a spec with a bad script fails validation
-(exit 2) before anything deploys.
+(exit 2) before anything deploys. That includes what the brokers would refuse:
+each subscription and publication is encoded as the client will send it and
+measured by the brokers' own admission checks (:mod:`scotbed.broker.limits`,
+against :class:`scotbed.config.LimitsConfig`: id bytes, filter predicates and
+bytes, notification attributes and bytes), and every value must be one the wire
+carries (:func:`scotbed.filters.value_problem`).
 """
 
 from __future__ import annotations
@@ -35,8 +40,13 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from scotbed.broker.limits import Refusal, check_publish, check_subscribe
+from scotbed.config import LimitsConfig
 from scotbed.errors import UserError
-from scotbed.filters import Filter, FilterError, Scalar
+from scotbed.filters import Filter, FilterError, Scalar, text_problem, value_problem
+from scotbed.loader import TOO_DEEP
+from scotbed.v1 import scotbed_pb2 as pb
+from scotbed.wire import filter_to_pb, notification_to_pb
 
 OpName = Literal["subscribe", "unsubscribe", "publish", "settle", "sleep"]
 #: the keys each op accepts (``op`` itself aside); the required ones are checked per op
@@ -49,6 +59,8 @@ KEYS: dict[str, frozenset[str]] = {
 }
 #: the client name of every scripted publication
 PUBLISHER = "script"
+#: the send times a publication's size is measured with: the widest an int64 timestamp encodes to
+_WIDEST_NS = 2**63 - 1
 
 
 class ScriptError(UserError):
@@ -99,9 +111,12 @@ class Script:
         )
 
 
-def parse(text: str, brokers: Collection[str], source: str = "script") -> Script:
-    """The script in ``text`` for an overlay with broker ids ``brokers``; raises :class:`ScriptError`."""
-    state = _State(frozenset(brokers), source)
+def parse(
+    text: str, brokers: Collection[str], source: str = "script", limits: LimitsConfig | None = None
+) -> Script:
+    """The script in ``text`` for an overlay with broker ids ``brokers`` whose brokers admit requests
+    within ``limits`` (default: the brokers' defaults); raises :class:`ScriptError`."""
+    state = _State(frozenset(brokers), source, limits or LimitsConfig())
     ops = [state.op(number, doc) for number, doc in _lines(text, source)]
     if not ops:
         raise ScriptError(f"{source}: the script has no operations")
@@ -121,6 +136,10 @@ def _lines(text: str, source: str) -> list[tuple[int, dict[str, Any]]]:
             doc, end = decoder.raw_decode(line)
         except json.JSONDecodeError as e:
             raise ScriptError(f"{where}: not valid JSON: {e.msg} at column {e.colno}") from None
+        except ValueError as e:  # a number of more digits than int() converts
+            raise ScriptError(f"{where}: not valid JSON: {e}") from None
+        except RecursionError:
+            raise ScriptError(f"{where}: {TOO_DEEP}") from None
         rest = line[end:].strip()
         if rest and not rest.startswith("#"):
             raise ScriptError(f"{where}: unexpected text after the JSON object: {rest[:40]!r}")
@@ -133,9 +152,10 @@ def _lines(text: str, source: str) -> list[tuple[int, dict[str, Any]]]:
 class _State:
     """What the lines so far established: live subscriptions (and their brokers), ids used."""
 
-    def __init__(self, brokers: frozenset[str], source: str) -> None:
+    def __init__(self, brokers: frozenset[str], source: str, limits: LimitsConfig) -> None:
         self.brokers = brokers
         self.source = source
+        self.limits = limits
         self.live: dict[str, str] = {}  # sub_id -> host broker
         self.sub_ids: dict[str, int] = {}  # sub_id -> line of its subscribe
         self.pub_ids: dict[str, int] = {}
@@ -164,10 +184,11 @@ class _State:
         if name == "publish":
             return self._publish(where, number, doc, settle)
         if name == "sleep":
-            ms = doc.get("ms")
-            if isinstance(ms, bool) or not isinstance(ms, (int, float)) or not math.isfinite(ms) or ms < 0:
-                raise ScriptError(f"{where}: sleep needs 'ms', a number of milliseconds >= 0, got {ms!r}")
-            return Op(number, "sleep", ms=float(ms))
+            ms = _milliseconds(doc.get("ms"))
+            if ms is None:
+                shown = _shown(doc.get("ms"))
+                raise ScriptError(f"{where}: sleep needs 'ms', a number of milliseconds >= 0, got {shown}")
+            return Op(number, "sleep", ms=ms)
         return Op(number, "settle")
 
     def _why_not_live(self, sub_id: str) -> str:
@@ -178,8 +199,15 @@ class _State:
     def _id(self, where: str, doc: Mapping[str, Any], key: str) -> str:
         v = doc.get(key)
         if not isinstance(v, str) or not v:
-            raise ScriptError(f"{where}: '{key}' must be a non-empty string, got {v!r}")
+            raise ScriptError(f"{where}: '{key}' must be a non-empty string, got {_shown(v)}")
+        if (bad := text_problem(v)) is not None:
+            raise ScriptError(f"{where}: '{key}': {bad}")
         return v
+
+    def _admitted(self, where: str, what: str, refusal: Refusal | None) -> None:
+        """Raise when a broker would refuse the request (its message names the limit)."""
+        if refusal is not None:
+            raise ScriptError(f"{where}: the brokers would refuse this {what}: {refusal.text}")
 
     def _broker(self, where: str, doc: Mapping[str, Any]) -> str:
         b = self._id(where, doc, "broker")
@@ -202,6 +230,8 @@ class _State:
             flt = Filter.from_json(doc["filter"])
         except FilterError as e:
             raise ScriptError(f"{where}: bad filter: {e}") from None
+        req = pb.SubscribeRequest(sub_id=sub_id, subscriber=sub_id, filter=filter_to_pb(flt))
+        self._admitted(where, "subscription", check_subscribe(req, self.limits))
         self.sub_ids[sub_id] = number
         self.live[sub_id] = broker
         return Op(number, "subscribe", sub_id=sub_id, broker=broker, filter=flt, settle=settle)
@@ -217,13 +247,32 @@ class _State:
         if not isinstance(attrs, dict):
             raise ScriptError(f"{where}: publish needs 'attrs', an object of attribute values")
         for k, v in attrs.items():
-            ok = isinstance(v, str) or (
-                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-            )
-            if not k or not ok:
+            if (bad := "it is empty" if not k else text_problem(k)) is not None:
+                raise ScriptError(f"{where}: attrs: an attribute name: {bad}")
+            if (bad := value_problem(v)) is not None:
                 raise ScriptError(
-                    f"{where}: attrs.{k or '(empty name)'}: {v!r} is not an attribute value "
-                    "(a string or a finite number)"
+                    f"{where}: attrs.{k}: {bad} (an attribute value is a string, a 64-bit integer "
+                    "or a finite number)"
                 )
+        n = notification_to_pb(pub_id, PUBLISHER, attrs, _WIDEST_NS, _WIDEST_NS)
+        self._admitted(where, "publication", check_publish(pb.PublishRequest(notifications=[n]), self.limits))
         self.pub_ids[pub_id] = number
         return Op(number, "publish", pub_id=pub_id, broker=broker, attrs=dict(attrs), settle=settle)
+
+
+def _milliseconds(v: Any) -> float | None:
+    """``v`` as a number of milliseconds >= 0, or None (also for an integer beyond float's range)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    try:
+        ms = float(v)
+    except OverflowError:
+        return None
+    return ms if math.isfinite(ms) and ms >= 0 else None
+
+
+def _shown(v: Any) -> str:
+    """``v`` for a message, an integer too long to print in full by its size."""
+    if isinstance(v, int) and not isinstance(v, bool) and v.bit_length() > 64:
+        return f"an integer of {v.bit_length()} bits"
+    return repr(v)[:80]

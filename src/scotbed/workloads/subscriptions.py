@@ -19,6 +19,11 @@ cover each other (their close slices only touch), and no two roots' W_r nest
 children: unsubscribing root r makes exactly its children new roots.
 
 Everything is a pure function of the seed (and the source's quotes).
+
+Every search ends: a selectivity no template can reach (each filter's categorical guard must
+match at least :data:`GUARD_MARGIN` times the target) is refused before the search, and
+:data:`MAX_MISSES` candidates in a row that miss the target end it with a ``ValueError`` naming
+the workload key, the best reachable value and what to change.
 """
 
 from __future__ import annotations
@@ -194,6 +199,13 @@ class Calibration:
         return m
 
 
+#: a template's guard (a symbol, an exchange, a first letter) must match this many times the target
+GUARD_MARGIN = 1.5
+#: candidate filters (or covering roots) in a row that may miss before the search gives up; a
+#: workload that can be met misses far fewer (a few hundred at most, with 5 symbols and 10-quote streams)
+MAX_MISSES = 2000
+
+
 # Every template has a categorical guard (a symbol, an exchange or a symbol's first letter), so
 # quotes of a symbol outside the market (an HRP's, see plan.HRP_SYMBOL) never match it.
 TEMPLATES = ("symbol-price", "exchange-price-volume", "prefix-change", "exchange-price-change")
@@ -203,7 +215,7 @@ def _candidate(
     c: Calibration, template: str, rng: random.Random, target: float
 ) -> tuple[list[Predicate], list[tuple[str, float]]] | None:
     def eligible(freq: dict[str, float]) -> list[str]:
-        return [k for k, v in freq.items() if v >= target * 1.5]
+        return [k for k, v in freq.items() if v >= target * GUARD_MARGIN]
 
     if template == "symbol-price":
         syms = eligible(c.symbol_freq)
@@ -249,9 +261,19 @@ def generate(
     if not 0 < selectivity < 1:
         raise ValueError(f"selectivity is a fraction in (0, 1), got {selectivity}")
     c = calibration or Calibration.of(calibration_sample(source, seed))
+    _check_reachable(c, selectivity)
     rng = random.Random(f"subscriptions:{seed}")
     out: list[Filter] = []
+    misses = 0
     while len(out) < n:
+        if misses >= MAX_MISSES:
+            raise ValueError(
+                f"workload.selectivity: {selectivity:g} could not be met: {MAX_MISSES} candidate filters "
+                f"in a row missed it by more than 10% ({len(out)} of {n} found); the quotes take too few "
+                "distinct values to cut windows that fine: raise workload.symbols or "
+                "notifications_per_publisher, or choose another selectivity"
+            )
+        misses += 1
         cand = _candidate(c, rng.choice(TEMPLATES), rng, selectivity)
         if cand is None:
             continue
@@ -259,7 +281,25 @@ def generate(
         if res is not None and abs(res[1] - selectivity) <= 0.1 * selectivity:
             source.schema.check_filter(res[0])
             out.append(res[0])
+            misses = 0
     return out
+
+
+def _check_reachable(c: Calibration, selectivity: float) -> None:
+    """Refuse a selectivity above what the broadest guard allows: every template's filter is guarded
+    by one symbol, exchange or first letter, which must match :data:`GUARD_MARGIN` × the target."""
+    kinds = {"symbol": c.symbol_freq, "exchange": c.exchange_freq, "first letter": c.letter_freq}
+    kind, value, freq = max(
+        ((kind, v, f) for kind, freqs in kinds.items() for v, f in freqs.items()), key=lambda x: x[2]
+    )
+    if freq < selectivity * GUARD_MARGIN:
+        raise ValueError(
+            f"workload.selectivity: {selectivity:g} cannot be reached by this workload: every filter is "
+            f"guarded by one symbol, exchange or first letter, the most frequent ({kind} {value!r}) is in "
+            f"{freq:.3g} of the quotes, and a guard must match {GUARD_MARGIN:g} × the selectivity; "
+            f"at most {freq / GUARD_MARGIN:.3g} is reachable (more with another workload.symbols, "
+            "zipf_s or csv)"
+        )
 
 
 @dataclass(frozen=True)
@@ -312,13 +352,22 @@ def generate_covering(
     families: list[list[Filter]] = []
     used_lo: set[float] = set()
     used_hi: set[float] = set()
+    misses = 0
     while len(roots) < n_roots:
+        if misses >= MAX_MISSES:
+            raise ValueError(
+                f"workload.covering: {n_roots} root subscriptions need as many distinct change_pct "
+                f"windows; {MAX_MISSES} draws in a row found no new one ({len(roots)} found): lower "
+                "workload.subscribers or raise workload.covering.degree"
+            )
+        misses += 1
         w = _window(
             cal, everything, "change_pct", rng.uniform(change_width / 2, 1 - change_width / 2), change_width
         )
         lo, hi = w.value
         if lo in used_lo or hi in used_hi:
             continue
+        misses = 0
         rows = cal.mask(w)
         closes = np.sort(cal.cols["close"][rows])
         m = len(closes)

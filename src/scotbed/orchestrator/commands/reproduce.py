@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 from scotbed.orchestrator.commands import call_lazy
-from scotbed.orchestrator.commands.run import add_output_options
+from scotbed.orchestrator.commands.run import add_output_options, add_workers_option
 
 
 def add_parser(sub: Any) -> None:
@@ -24,7 +24,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--table-only", action="store_true", help="run nothing: the table from the runs finished so far"
     )
-    p.add_argument("--workers", type=int, default=2, metavar="N", help="Locust worker processes")
+    add_workers_option(p)
     add_output_options(p)
     p.set_defaults(
         handler=lambda args: call_lazy("reproduce", "scotbed.orchestrator.reproduce.runner", args),

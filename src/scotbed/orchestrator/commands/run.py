@@ -42,7 +42,7 @@ def add_run_options(p: argparse.ArgumentParser, analysis: bool = True) -> None:
     """Options `run`, `campaign` and `saturate` share; ``analysis``: the runs are analysed (Spark)."""
     p.add_argument("--keep", action="store_true", help="leave the brokers running after the run")
     add_output_options(p, spark=analysis)
-    p.add_argument("--workers", type=int, default=2, metavar="N", help="Locust worker processes")
+    add_workers_option(p)
     if analysis:
         add_valid_option(p)
         p.add_argument(
@@ -69,6 +69,26 @@ def add_run_options(p: argparse.ArgumentParser, analysis: bool = True) -> None:
         help="k8s: CPU request of every broker and Locust pod, e.g. 50m (default 100m per broker, "
         "500m per Locust pod); lower it to fit a small cluster",
     )
+
+
+def add_workers_option(p: argparse.ArgumentParser) -> None:
+    """``--workers N``: refused by the parser (exit 2) unless N >= 1, so no run deploys first."""
+    p.add_argument(
+        "--workers", type=worker_count, default=2, metavar="N", help="Locust worker processes (default 2)"
+    )
+
+
+def worker_count(text: str) -> int:
+    """A number of Locust worker processes: a whole number >= 1."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number of worker processes (a whole number >= 1)"
+        )
+    return n
 
 
 def cpu_quantity(text: str) -> str:
