@@ -195,7 +195,8 @@ def test_a_campaign_of_endless_repetitions_is_refused(tmp_path: Path) -> None:
     proc = scotbed(tmp_path, "campaign", str(campaign), "--out", str(tmp_path / "runs"), timeout=120)
     _refused(
         proc,
-        f"repetitions: 100000000 is not allowed: input should be less than or equal to {bounds.MAX_REPETITIONS}",
+        "repetitions: 100000000 is not allowed: "
+        f"input should be less than or equal to {bounds.MAX_REPETITIONS}",
     )
 
 
