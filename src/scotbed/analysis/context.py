@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 
 from scotbed import contract
 from scotbed.analysis import metrics as M
-from scotbed.analysis import oracle, unreadable
+from scotbed.analysis import oracle, propagation, unreadable
 from scotbed.analysis.events import corrupt_lines, read_publications, valid
 from scotbed.analysis.oracle import Episode
 from scotbed.analysis.pub_arrow import COLUMNS_DDL, Publications
@@ -274,6 +274,13 @@ class RunData:
         return cast(pd.DataFrame, M.subscription_facts(self.events).toPandas())
 
     @shared_input
+    def sub_traffic(self) -> list[propagation.Row]:
+        """The brokers' subscription traffic the oracle traces (:mod:`.propagation`), collected as Arrow:
+        a few events per subscription and broker."""
+        rows = M.of(self.events, *propagation.EVENTS).select(*propagation.COLUMNS).toArrow()
+        return list(zip(*(rows[c].to_pylist() for c in propagation.COLUMNS), strict=True))
+
+    @shared_input
     def pub_times(self) -> DataFrame:
         return self.keep(M.publication_times(self.events, self.pub_columns))
 
@@ -385,10 +392,9 @@ class RunData:
         if not (self.run.publications_file.exists() and self.run.subscriptions_file.exists()):
             return None
         t = self.sub_table
-        eps = oracle.episodes(
+        eps = oracle.episodes_of_logs(
             self.run.subscription_ops(),
-            M.times_of(t[t["in_table"]], "stored_ns"),
-            M.times_of(t, "unsub_settled_ns"),
+            self.sub_traffic,
             M.times_of(t, "subscribe_ns"),
             M.times_of(t, "unsubscribe_ns"),
             settle_ns=int(self.settle_ms * 1e6),
