@@ -1,8 +1,9 @@
 """``scotbed analyze RUN_DIR [--spark-master URL]`` (also: a campaign directory).
 
-Exit status: 0 when the analysis ran and the correctness oracle held (or could
-not be checked for lack of workload files), 1 when the oracle found missing,
-duplicate or false-positive deliveries, 2 when the run directory is unusable.
+Exit status: 0 when the analysis ran and the correctness oracle held, 1 when
+the oracle found missing, duplicate or false-positive deliveries, when a broker's
+event log lost lines, or when correctness could not be checked (no workload
+files), 2 when the run directory is unusable.
 """
 
 from __future__ import annotations
@@ -47,6 +48,10 @@ def main(argv: list[str] | None = None) -> int:
     c = summary["correctness"]
     if (note := unreadable.describe(summary)) is not None:
         print(f"scotbed analyze: warning: {note}", file=sys.stderr)
+    if c.get("ok") is not True:
+        why = c.get("reason") or "the oracle found missing, duplicate or false-positive deliveries"
+        checked = "NOT CHECKED" if c.get("ok") is None else "INCORRECT"
+        print(f"scotbed analyze: correctness {checked}: {why}", file=sys.stderr)
     print(
         json.dumps(
             {
@@ -64,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     )
     print(f"report: {path / contract.REPORT}")
-    return 1 if c.get("ok") is False else 0
+    return 0 if c.get("ok") is True else 1
 
 
 if __name__ == "__main__":

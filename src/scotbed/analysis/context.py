@@ -25,9 +25,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from scotbed import contract
+from scotbed.analysis import corrupt_logs, faultwindows, oracle, propagation, unreadable
 from scotbed.analysis import metrics as M
-from scotbed.analysis import oracle, propagation, unreadable
-from scotbed.analysis.events import corrupt_lines, read_publications, valid
+from scotbed.analysis.events import corrupt_lines, malformed_per_file, read_publications, valid
 from scotbed.analysis.oracle import Episode
 from scotbed.analysis.pub_arrow import COLUMNS_DDL, Publications
 from scotbed.analysis.pub_arrow import read_publications as arrow_publications
@@ -225,6 +225,19 @@ class RunData:
             malformed = self.keep(corrupt_lines(self.spark, self.run.event_files())).where(~valid())
         pairs, found = unreadable.receives(self.spark, malformed)
         return self.keep(pairs), found
+
+    @shared_input
+    def corrupt_broker_logs(self) -> dict[str, int]:
+        """Broker log file name -> its malformed lines that no kill of the run excuses
+        (:mod:`.corrupt_logs`); the brokers' logs are parsed again, per file, only when the line counts
+        show malformed lines."""
+        n_valid, lines = self.line_counts
+        brokers = set(self.run.broker_ids())
+        logs = [f for f in self.run.event_files() if corrupt_logs.broker_of(f) in brokers]
+        if lines == n_valid or not logs:
+            return {}
+        kills = faultwindows.kills(faultwindows.records(self.run.path))
+        return corrupt_logs.unexcused(malformed_per_file(self.spark, logs), brokers, kills)
 
     @shared_input
     def publications(self) -> DataFrame | None:
