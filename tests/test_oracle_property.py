@@ -6,7 +6,8 @@ routing made is expected. The oracle reads the run as it reads a real one: the w
 subscription lines, the brokers' subscription traffic as they log it (``SimNetwork.log``), the
 publications and the receives; it must then report exactly the receives deleted as missing and the
 copies added as duplicates. Covering routing re-forwards held-back subscriptions when their coverer
-leaves: a re-forward must not excuse a settled subscription.
+leaves: a re-forward must not excuse a settled subscription, and the propagation trace must end each
+subscription's wave exactly where its subscribe's propagation ended, for every plug-in.
 
 Budget: ``max(300, SCOTBED_FUZZ_EXAMPLES)`` examples (300 in ``make test``, ``make fuzz`` many more).
 """
@@ -24,8 +25,8 @@ from fuzzing import EXAMPLES, FUZZ
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scotbed import topology
-from scotbed.analysis import oracle
+from scotbed import contract, topology
+from scotbed.analysis import oracle, propagation
 from scotbed.broker import routing
 from scotbed.broker.sim import SimNetwork
 from scotbed.filters import Filter
@@ -44,12 +45,17 @@ class SimRun:
     net: SimNetwork
     ops: list[dict[str, Any]] = field(default_factory=list)
     pubs: list[tuple[str, int, dict[str, Any]]] = field(default_factory=list)  # (pub_id, ns, attrs)
+    #: sub_id -> its last ``sub_in`` while its own subscribe ran: where its propagation ended
+    settled: dict[str, int] = field(default_factory=dict)
 
     def subscribe(self, sub_id: str, broker: str, text: str) -> None:
         flt = Filter.parse(text)
         op = {"op": "subscribe", "sub_id": sub_id, "subscriber": f"c-{sub_id}", "broker": broker}
         self.ops.append({**op, "ts_ns": self.net.tick(), "filter": flt.to_json()})
+        before = len(self.net.log)
         self.net.subscribe(sub_id, broker, flt)
+        ins = [ts for ts, _, ev, sid, _ in self.net.log[before:] if ev == contract.SUB_IN and sid == sub_id]
+        self.settled[sub_id] = max(ins)
 
     def unsubscribe(self, sub_id: str) -> None:
         broker = self.net.host[sub_id]
@@ -173,6 +179,9 @@ def test_the_oracle_reports_exactly_the_deleted_and_duplicated_receives(
     scot, ops = scenario
     for name in applicable(scot.m):
         run = play(scot, name, ops)
+        # each wave ends where its subscribe's propagation ended: not cut short, not reopened
+        waves = propagation.wave_ends(run.net.log)
+        assert {s: ends[-1] for s, ends in waves.items()} == run.settled, name
         got = Counter(run.net.deliveries)
         result, _ = run.check(got)
         assert result["ok"], (name, result)
