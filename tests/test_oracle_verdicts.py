@@ -27,6 +27,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 SPEC = SynthSpec(brokers=4, subscribers=8, symbols=3, publications=60)  # a path b-v0-0 … b-v3-0, rpf
 MS = 1_000_000
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _events(run: Path, process: str) -> list[dict[str, Any]]:
@@ -100,6 +101,31 @@ def test_a_reforward_does_not_excuse_a_subscriber_without_receives(
     assert (code, c["ok"], c["missing"], c["in_transition"]) == (1, False, dropped, 0)
     assert {m["sub_id"] for m in c["first_missing"]} == {victim}
     assert "correctness INCORRECT" in err
+
+
+def test_a_real_covering_active_run_cannot_hide_a_lost_delivery(tmp_path: Path) -> None:
+    """Real brokers (`scotbed run` of the known-answer path): B at b-v1-0 is held back under A until
+    A's unsubscription re-forwards it to b-v2-0 … b-v4-0, after p1 reached B. Without B's receive of
+    p1, `scotbed analyze` finds it missing (a re-forward does not reopen B's transition) and exits 1."""
+    spec = ROOT / "experiments" / "known-answer" / "path5.yaml"
+    done = scotbed(
+        tmp_path, "run", str(spec), "--set", "routing=covering-active", "--out", str(tmp_path), "--quiet"
+    )
+    assert done.returncode == 0, done.stderr
+    (run,) = (d for d in tmp_path.iterdir() if d.name.startswith("known-answer-path5-"))
+    c = _summary(run)["correctness"]
+    assert (c["ok"], c["expected_deliveries"], c["in_transition"]) == (True, 4, 0)
+    log = run / contract.events_file("script")
+    lines = log.read_text().splitlines(keepends=True)
+    kept = [
+        x for x in lines if not (json.loads(x)["ev"] == contract.RECEIVE and json.loads(x)["sub_id"] == "B")
+    ]
+    assert len(lines) - len(kept) == 1
+    log.write_text("".join(kept))
+    done = scotbed(tmp_path, "analyze", str(run), timeout=600)
+    c = _summary(run)["correctness"]
+    assert (done.returncode, c["ok"], c["missing"], c["in_transition"]) == (1, False, 1, 0), done.stderr
+    assert c["first_missing"] == [{"pub_id": "p1", "sub_id": "B", "copies": 0}]
 
 
 def test_analyze_exits_1_when_correctness_could_not_be_checked(tmp_path: Path) -> None:

@@ -250,15 +250,16 @@ def verdict(summary: Summary, in_fault_windows: int = 0) -> tuple[bool, str]:
     )
     if in_fault_windows:
         text += f", {in_fault_windows} lost inside fault windows"
-    if summary.correctness.reason is not None:
-        text += f"; {summary.correctness.reason}"
+    reason = summary.correctness.reason
     if n.undelivered_at_stop:
         ok = False
         text += f", {n.undelivered_at_stop} undelivered at stop (the backlog outlasted timeouts.drain_s)"
         # the oracle's own ``ok`` counts these as missing; the drain record says they were still queued
         clean = summary.correctness.ok is not None and n.missing == n.duplicates == n.false_positives == 0
-        if clean:
+        if clean and reason is None:
             return ok, UNDRAINED + text
+    if reason is not None:
+        text += f"; {reason}"
     return ok, ("correct: " if ok else "INCORRECT: ") + text
 
 
