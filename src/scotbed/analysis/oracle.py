@@ -6,9 +6,9 @@ under :mod:`scotbed.filters` semantics (evaluated by a shared
 subscriptions active at the publication's intended time.
 
 A subscription has two *transition* windows: from its ``subscribe`` until its
-propagation ended (the last ``sub_in`` of the wave its subscribe started:
-:mod:`scotbed.analysis.propagation`; a later re-forward of the settled
-subscription never reopens the window), and from its ``unsubscribe`` until the
+propagation ended (when the wave its subscribe started had first reached each
+of its brokers: :mod:`scotbed.analysis.propagation`; a later re-forward of the
+settled subscription never reopens the window), and from its ``unsubscribe`` until the
 last ``unsub_in``. Each window lasts at least
 ``settle_ns`` (the configurable settle bound, for runs whose broker logs
 are partial or whose clocks drift). A publication whose issue interval

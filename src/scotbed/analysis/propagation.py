@@ -13,9 +13,9 @@ logged last before it at that broker (a ``sub_in``, an ``unsub_in``, a ``link_up
 ``link_down``). A wave starts at a ``sub_in`` from a local client (``link`` "") and goes on through
 each ``sub_out`` of the subscription whose trigger is a wave ``sub_in`` of that subscription; the
 ``k``-th ``sub_out`` of a subscription on a link arrives as the neighbour's ``k``-th ``sub_in`` of it
-from that link (links are FIFO). The wave ends at its last ``sub_in``. Only times at one broker are
-compared with each other, except for that last maximum, so clocks that differ between hosts do not
-change which events belong to the wave.
+from that link (links are FIFO). The subscription settled when the wave had first reached each of its
+brokers. Only times at one broker are compared with each other, except for that last maximum, so
+clocks that differ between hosts do not change which events belong to the wave.
 """
 
 from __future__ import annotations
@@ -102,15 +102,16 @@ def _index(rows: Iterable[Row]) -> _Trace:
 
 
 def _wave_end(trace: _Trace, sub_id: str, start: At) -> int:
-    """The last ``sub_in`` time of the wave from ``start``."""
-    end = trace.ts[start]
+    """When the wave from ``start`` had first reached each of its brokers: a copy arriving later by
+    another path (an overlay with cycles) changes no table."""
+    first: dict[str, int] = {}
     todo, seen = [start], {start}
     while todo:
         at = todo.pop()
-        end = max(end, trace.ts[at])
+        first[at[0]] = min(trace.ts[at], first.get(at[0], trace.ts[at]))
         for link, k in trace.sent.get(at, ()):
             arrivals = trace.received.get((sub_id, at[0], link), [])
             if k < len(arrivals) and arrivals[k] not in seen:
                 seen.add(arrivals[k])
                 todo.append(arrivals[k])
-    return end
+    return max(first.values())
