@@ -29,10 +29,10 @@ lint: setup
 test: setup lint
 	$(BIN)/pytest -q -ra --durations=30
 
-# The fuzz tests (also in `make test`, 60 examples each) with a longer budget.
+# The fuzz tests (also in `make test`: 60 examples each, the oracle's property 300) with a longer budget.
 FUZZ_EXAMPLES ?= 3000
 fuzz: setup
-	SCOTBED_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -q -m fuzz tests/test_fuzz.py
+	SCOTBED_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -q -m fuzz tests/test_fuzz.py tests/test_oracle_property.py
 
 test-fast: setup
 	$(BIN)/pytest -q -m "not slow and not docker and not spark"

@@ -196,7 +196,10 @@ def test_episodes_from_workload_with_settle_bound() -> None:
     eps = {
         e.sub_id: e for e in episodes(ops, {"s1": 130, "s2": 151}, {"s1": 320}, {"s1": 102}, {}, settle_ns=20)
     }
-    assert (eps["s1"].start_ns, eps["s1"].sub_settled_ns) == (102, 130)  # client time; last sub_in wins
+    assert (eps["s1"].start_ns, eps["s1"].sub_settled_ns) == (
+        102,
+        130,
+    )  # client time; the propagation end wins
     assert (eps["s1"].end_ns, eps["s1"].unsub_settled_ns) == (300, 320)
     assert (eps["s2"].start_ns, eps["s2"].sub_settled_ns, eps["s2"].end_ns) == (
         150,

@@ -1,9 +1,10 @@
 """``scotbed analyze RUN_DIR``: (re)compute a run's analysis (also: a campaign directory's aggregate).
 
-Exit status: 0 when the analysis ran and the correctness oracle held (or could
-not be checked for lack of workload files), 1 when the oracle found missing,
-duplicate or false-positive deliveries, 2 when the run directory is unusable,
-5 (``--require-valid`` only) when the run was correct but host-bound.
+Exit status: 0 when the analysis ran and the correctness oracle held; 1 when the
+oracle found missing, duplicate or false-positive deliveries, when a broker's event
+log lost lines, or when correctness could not be checked (no workload files); 2 when
+the run directory is unusable; 5 (``--require-valid`` only) when the run was correct
+but host-bound.
 
 Output: the correctness counts as one JSON line, the validity verdict and the
 report's path on stdout, warnings on stderr; ``--quiet``: the report's path
@@ -119,8 +120,12 @@ def _outcome(args: argparse.Namespace, out: Path, summary: dict[str, Any]) -> in
     c = summary["correctness"]
     if (note := unreadable.describe(summary)) is not None:
         _warn(args, f"scotbed analyze: warning: {note}")
+    if c.get("ok") is not True:
+        why = c.get("reason") or "the oracle found missing, duplicate or false-positive deliveries"
+        checked = "NOT CHECKED" if c.get("ok") is None else "INCORRECT"
+        _warn(args, f"scotbed analyze: correctness {checked}: {why}")
     validity = summary.get("validity")
-    code = exit_status(1 if c.get("ok") is False else 0, validity, args.require_valid)
+    code = exit_status(0 if c.get("ok") is True else 1, validity, args.require_valid)
     counts = {k: c.get(k) for k in CORRECTNESS_KEYS}
     report = str(out / contract.REPORT)
     if args.log_json:

@@ -25,9 +25,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from scotbed import contract
+from scotbed.analysis import corrupt_logs, faultwindows, oracle, propagation, unreadable
 from scotbed.analysis import metrics as M
-from scotbed.analysis import oracle, unreadable
-from scotbed.analysis.events import corrupt_lines, read_publications, valid
+from scotbed.analysis.events import corrupt_lines, malformed_per_file, read_publications, valid
 from scotbed.analysis.oracle import Episode
 from scotbed.analysis.pub_arrow import COLUMNS_DDL, Publications
 from scotbed.analysis.pub_arrow import read_publications as arrow_publications
@@ -227,6 +227,19 @@ class RunData:
         return self.keep(pairs), found
 
     @shared_input
+    def corrupt_broker_logs(self) -> dict[str, int]:
+        """Broker log file name -> its malformed lines that no kill of the run excuses
+        (:mod:`.corrupt_logs`); the brokers' logs are parsed again, per file, only when the line counts
+        show malformed lines."""
+        n_valid, lines = self.line_counts
+        brokers = set(self.run.broker_ids())
+        logs = [f for f in self.run.event_files() if corrupt_logs.broker_of(f) in brokers]
+        if lines == n_valid or not logs:
+            return {}
+        kills = faultwindows.kills(faultwindows.records(self.run.path))
+        return corrupt_logs.unexcused(malformed_per_file(self.spark, logs), brokers, kills)
+
+    @shared_input
     def publications(self) -> DataFrame | None:
         """The workload's publications as Spark parses them, ``attrs`` as JSON text."""
         pubs = read_publications(self.spark, self.run)
@@ -272,6 +285,13 @@ class RunData:
         """Every subscription event's sub_id with its times (the subscription table is ``in_table``),
         collected once: every reader computes from these rows."""
         return cast(pd.DataFrame, M.subscription_facts(self.events).toPandas())
+
+    @shared_input
+    def sub_traffic(self) -> list[propagation.Row]:
+        """The brokers' subscription traffic the oracle traces (:mod:`.propagation`), collected as Arrow:
+        a few events per subscription and broker."""
+        rows = M.of(self.events, *propagation.EVENTS).select(*propagation.COLUMNS).toArrow()
+        return list(zip(*(rows[c].to_pylist() for c in propagation.COLUMNS), strict=True))
 
     @shared_input
     def pub_times(self) -> DataFrame:
@@ -385,10 +405,9 @@ class RunData:
         if not (self.run.publications_file.exists() and self.run.subscriptions_file.exists()):
             return None
         t = self.sub_table
-        eps = oracle.episodes(
+        eps = oracle.episodes_of_logs(
             self.run.subscription_ops(),
-            M.times_of(t[t["in_table"]], "stored_ns"),
-            M.times_of(t, "unsub_settled_ns"),
+            self.sub_traffic,
             M.times_of(t, "subscribe_ns"),
             M.times_of(t, "unsubscribe_ns"),
             settle_ns=int(self.settle_ms * 1e6),

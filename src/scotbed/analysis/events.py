@@ -2,7 +2,9 @@
 
 The schema is the union of the fields DESIGN §5 and the broker/client
 contracts define; a field an event does not carry is null. Lines that are not
-valid JSON or lack ``ts_ns``/``ev`` are dropped and counted (``malformed``).
+valid JSON or lack ``ts_ns``/``ev`` are dropped and counted (``malformed``);
+a broker log's are named per file (:func:`malformed_per_file`): they make the
+correctness verdict fail (:mod:`scotbed.analysis.corrupt_logs`).
 
 JSON parsing is most of the cost of an analysis, so
 :func:`scotbed.analysis.store.store_events` parses the logs once, into Parquet
@@ -12,6 +14,7 @@ or Spark's memory cache: every metric afterwards reads only the columns it needs
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+from urllib.parse import unquote, urlparse
 
 from scotbed.analysis.rundir import RunDir
 
@@ -96,6 +99,22 @@ def corrupt_lines(spark: SparkSession, paths: list[str]) -> DataFrame:
     from pyspark.sql import functions as F
 
     return read_raw(spark, paths).where(F.col(CORRUPT).isNotNull())
+
+
+def malformed_per_file(spark: SparkSession, paths: list[str]) -> dict[str, int]:
+    """Path -> its lines that do not parse or lack ``ts_ns``/``ev``, for the logs that have any: a
+    parse of ``paths`` of its own, counted per file in one aggregate (no filter on a partial parse)."""
+    from pyspark.sql import functions as F
+
+    bad = (F.col(CORRUPT).isNotNull() | ~valid()).cast("long")
+    rows = (
+        read_raw(spark, paths)
+        .groupBy(F.input_file_name().alias("file"))
+        .agg(F.sum(bad).alias("n"))
+        .where(F.col("n") > 0)
+        .collect()
+    )
+    return {unquote(urlparse(r["file"]).path): int(r["n"]) for r in rows}
 
 
 def read_publications(spark: SparkSession, run: RunDir) -> DataFrame | None:

@@ -47,6 +47,23 @@ def windows(records: list[dict[str, Any]]) -> list[Window]:
     return out
 
 
+def records(run_dir: Path) -> list[dict[str, Any]]:
+    """The executed fault timeline (``faults.jsonl``), in order; none for a run without faults."""
+    path = run_dir / contract.FAULTS
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def kills(recs: list[dict[str, Any]]) -> dict[str, int]:
+    """Broker -> how many times the timeline killed it (SIGKILL)."""
+    out: dict[str, int] = {}
+    for r in recs:
+        if r["action"] == "kill":
+            out[r["target"]] = out.get(r["target"], 0) + 1
+    return out
+
+
 def attribute(summary: dict[str, Any], run_dir: Path) -> None:
     """Split the missing deliveries of ``summary`` (a summary dict, changed in place) into inside and
     outside the fault windows; nothing without ``faults.jsonl`` and the oracle's offenders."""
@@ -56,7 +73,7 @@ def attribute(summary: dict[str, Any], run_dir: Path) -> None:
         return
     import pandas as pd
 
-    wins = windows([json.loads(line) for line in path.read_text().splitlines() if line.strip()])
+    wins = windows(records(run_dir))
     pairs = pd.read_parquet(offenders, columns=["t_ns", "missing"])
     times = pairs.loc[pairs["missing"], "t_ns"].astype("int64")
     inside = int(sum(1 for t in times if any(w.covers(int(t)) for w in wins)))
@@ -68,3 +85,4 @@ def attribute(summary: dict[str, Any], run_dir: Path) -> None:
     n["missing"] = max(0, outside - int(n.get("undelivered_at_stop", 0)))
     n["fault_windows"] = [{"target": w.target, "start_ns": w.start_ns, "end_ns": w.end_ns} for w in wins]
     c["ok"] = outside == 0 and not c.get("duplicates") and not c.get("false_positives")
+    c["ok"] = c["ok"] and not c.get("malformed_broker_lines")

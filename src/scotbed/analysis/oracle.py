@@ -6,8 +6,10 @@ under :mod:`scotbed.filters` semantics (evaluated by a shared
 subscriptions active at the publication's intended time.
 
 A subscription has two *transition* windows: from its ``subscribe`` until its
-propagation ended (the last ``sub_in`` at any broker), and from its
-``unsubscribe`` until the last ``unsub_in``. Each window lasts at least
+propagation ended (when the wave its subscribe started had first reached each
+of its brokers: :mod:`scotbed.analysis.propagation`; a later re-forward of the
+settled subscription never reopens the window), and from its ``unsubscribe`` until the
+last ``unsub_in``. Each window lasts at least
 ``settle_ns`` (the configurable settle bound, for runs whose broker logs
 are partial or whose clocks drift). A publication whose issue interval
 [min(intended, sent), max(intended, sent)] overlaps a transition window is
@@ -27,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from scotbed.analysis import jsontext
+from scotbed.analysis import jsontext, propagation
 from scotbed.filters import Attributes, Filter
 from scotbed.matching import make_matcher
 from scotbed.matching.columnar import Columns, exact_filter
@@ -77,7 +79,7 @@ class Episode:
 
 def episodes(
     ops: Iterable[Mapping[str, Any]],
-    last_sub_in: Mapping[str, int],
+    sub_settled: Mapping[str, int | Sequence[int]],
     last_unsub_in: Mapping[str, int],
     client_subscribe: Mapping[str, int] | None = None,
     client_unsubscribe: Mapping[str, int] | None = None,
@@ -85,17 +87,22 @@ def episodes(
 ) -> list[Episode]:
     """Subscription episodes from the workload's ``subscriptions.jsonl`` lines and the propagation ends.
 
-    The start/end time is the client's (un)subscribe event when logged, else the workload's ``ts_ns``.
+    ``sub_settled``: sub_id -> the end of its subscribe's propagation, or of each subscribe's in order
+    (:func:`scotbed.analysis.propagation.wave_ends`; the k-th subscribe of a sub_id takes the k-th, the
+    last when there are fewer). The start/end time is the client's (un)subscribe event when logged,
+    else the workload's ``ts_ns``.
     """
     client_subscribe = client_subscribe or {}
     client_unsubscribe = client_unsubscribe or {}
     open_: dict[str, Episode] = {}
     done: list[Episode] = []
+    subscribes: dict[str, int] = {}
     for op in sorted(ops, key=lambda o: int(o["ts_ns"])):
         sid = str(op["sub_id"])
         if op["op"] == "subscribe":
             t = int(client_subscribe.get(sid, op["ts_ns"]))
-            settled = max(t + settle_ns, int(last_sub_in.get(sid, t)))
+            k = subscribes[sid] = subscribes.get(sid, -1) + 1
+            settled = max(t + settle_ns, _kth(sub_settled.get(sid), k, t))
             flt = Filter.from_json(op["filter"], where=f"subscription {sid}")
             open_[sid] = Episode(
                 sid,
@@ -115,6 +122,34 @@ def episodes(
         else:
             raise ValueError(f"subscriptions.jsonl: unknown op {op['op']!r} for {sid}")
     return done + list(open_.values())
+
+
+def episodes_of_logs(
+    ops: Iterable[Mapping[str, Any]],
+    traffic: Sequence[propagation.Row],
+    client_subscribe: Mapping[str, int] | None = None,
+    client_unsubscribe: Mapping[str, int] | None = None,
+    settle_ns: int = 0,
+) -> list[Episode]:
+    """:func:`episodes` with the propagation ends traced from the brokers' subscription traffic (rows
+    of :data:`~scotbed.analysis.propagation.EVENTS`: :func:`~scotbed.analysis.propagation.wave_ends`)."""
+    return episodes(
+        ops,
+        propagation.wave_ends(traffic),
+        propagation.unsub_ends(traffic),
+        client_subscribe,
+        client_unsubscribe,
+        settle_ns,
+    )
+
+
+def _kth(ends: int | Sequence[int] | None, k: int, default: int) -> int:
+    """The k-th of ``ends`` (the last when there are fewer; the one when it is a number)."""
+    if ends is None:
+        return default
+    if isinstance(ends, int):
+        return ends
+    return int(ends[min(k, len(ends) - 1)]) if len(ends) else default
 
 
 class Expectation:
@@ -382,6 +417,24 @@ def _result(counts: dict[str, int], first: Callable[[str, str], list[dict[str, A
         "first_duplicates": first("duplicate", "duplicates"),
         "first_false_positives": first("false_positive", "false_positives"),
     }
+
+
+def check_rows(
+    eps: Iterable[Episode],
+    publications: pa.RecordBatch,
+    received: pa.Table,
+    engine: str = "naive",
+    first_n: int = 10,
+) -> tuple[dict[str, Any], pa.Table]:
+    """The whole check of publications and receives a caller holds: the publications (pub_id, intended,
+    sent, attrs as JSON text) matched by :func:`expected_batches`, checked by :func:`check_local`."""
+    import pyarrow as pa
+
+    exp = Expectation(eps, engine)
+    expected = pa.Table.from_batches(
+        list(expected_batches([publications], exp)), schema=arrow_schema(EXPECTED_DDL)
+    )
+    return check_local(expected, received, first_n)
 
 
 def check_local(expected: pa.Table, received: pa.Table, first_n: int = 10) -> tuple[dict[str, Any], pa.Table]:

@@ -15,7 +15,7 @@ import pandas as pd
 from pyspark.sql import functions as F
 
 from scotbed import contract
-from scotbed.analysis import fidelity, links, pruning, validity
+from scotbed.analysis import corrupt_logs, fidelity, links, pruning, validity
 from scotbed.analysis import metrics as M
 from scotbed.analysis import summary as S
 from scotbed.analysis.context import COLLECTED_EVENTS, RunData
@@ -46,13 +46,18 @@ def subscriptions_section(d: RunData) -> S.Subscriptions:
 
 
 def correctness_section(d: RunData) -> S.Correctness:
-    o = d.oracle
+    """The oracle's verdict; not ok, whatever the oracle found, when a broker log lost lines
+    (:mod:`scotbed.analysis.corrupt_logs`): ``malformed_broker_lines`` and a ``reason`` naming them."""
+    o, corrupt = d.oracle, d.corrupt_broker_logs
+    lost = {"malformed_broker_lines": sum(corrupt.values())} if corrupt else {}
+    why = corrupt_logs.reason(corrupt) if corrupt else None
     if o is None:
         reason = f"{contract.SUBSCRIPTIONS} or {contract.PUBLICATIONS} missing"
-        return S.Correctness(None, d.engine, d.settle_ms, reason=reason)
+        return S.Correctness(None, d.engine, d.settle_ms, lost, reason="; ".join(filter(None, (reason, why))))
     first = {k: v for k, v in o.result.items() if k.startswith("first_")}
     counts = {k: v for k, v in o.result.items() if k != "ok" and k not in first}
-    return S.Correctness(o.result["ok"], d.engine, d.settle_ms, counts, first)
+    ok = o.result["ok"] and not corrupt
+    return S.Correctness(ok, d.engine, d.settle_ms, {**counts, **lost}, first, why)
 
 
 def notifications_section(d: RunData) -> S.Notifications:

@@ -250,13 +250,16 @@ def verdict(summary: Summary, in_fault_windows: int = 0) -> tuple[bool, str]:
     )
     if in_fault_windows:
         text += f", {in_fault_windows} lost inside fault windows"
+    reason = summary.correctness.reason
     if n.undelivered_at_stop:
         ok = False
         text += f", {n.undelivered_at_stop} undelivered at stop (the backlog outlasted timeouts.drain_s)"
         # the oracle's own ``ok`` counts these as missing; the drain record says they were still queued
         clean = summary.correctness.ok is not None and n.missing == n.duplicates == n.false_positives == 0
-        if clean:
+        if clean and reason is None:
             return ok, UNDRAINED + text
+    if reason is not None:
+        text += f"; {reason}"
     return ok, ("correct: " if ok else "INCORRECT: ") + text
 
 
@@ -266,7 +269,9 @@ def verdict_of_json(doc: Mapping[str, Any]) -> tuple[bool, str]:
         notes = doc["notifications"]  # may carry more (the fault timeline's missing_in_fault_windows)
         n = Notifications(**{f.name: notes[f.name] for f in fields(Notifications) if f.name in notes})
         c = doc["correctness"]
-        correctness = Correctness(c.get("ok"), str(c.get("engine", "")), float(c.get("settle_ms", 0.0)))
+        correctness = Correctness(
+            c.get("ok"), str(c.get("engine", "")), float(c.get("settle_ms", 0.0)), reason=c.get("reason")
+        )
     except (KeyError, TypeError) as e:
         return False, f"INCORRECT: the summary has no complete notification counts ({e})"
     return verdict(

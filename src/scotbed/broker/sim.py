@@ -2,7 +2,9 @@
 
 Messages travel in one global FIFO (links are reliable and ordered), every
 inter-broker message is recorded, and the link status table of every directed
-link can be set by hand. It is what proves exact message counts and
+link can be set by hand. The subscription traffic is also logged as the
+brokers log it (``sub_in``, ``sub_out``, ``unsub_in``, ``unsub_out``; DESIGN §5),
+stamped by a logical clock, for the analysis's propagation trace. It is what proves exact message counts and
 exactly-once delivery quickly and deterministically; the real broker
 processes prove the same on the wire in the slow tests.
 """
@@ -14,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from scotbed import contract
 from scotbed.config import NeighbourConfig
 from scotbed.filters import Filter
 from scotbed.matching import Matcher, make_matcher
@@ -73,6 +76,9 @@ class SimNetwork:
         self.delivered_at: dict[tuple[str, str], str] = {}
         self.matched_at: Counter[str] = Counter()  # broker -> notifications it matched
         self.host: dict[str, str] = {}  # sub_id -> host broker
+        #: (ts, node, ev, sub_id, link) of the subscription traffic, ts from :meth:`tick`
+        self.log: list[tuple[int, str, str, str, str]] = []
+        self.clock = 0
         self._queue: deque[tuple[str, str, Message]] = deque()
 
     # --- driving -----------------------------------------------------------------------
@@ -107,11 +113,21 @@ class SimNetwork:
             self._dispatch(dst, src, copy_with(m, hops=m.hops + 1))
         return len(self.sent) - before
 
+    def tick(self) -> int:
+        """The logical clock, advanced by one: every logged event and every caller's stamp is distinct."""
+        self.clock += 1
+        return self.clock
+
+    def _log(self, broker: str, ev: str, sub_id: str, link: str) -> None:
+        self.log.append((self.tick(), broker, ev, sub_id, link))
+
     def _dispatch(self, broker: str, from_hop: str | None, msg: Message) -> None:
         algo = self.brokers[broker]
         if isinstance(msg, Subscription):
+            self._log(broker, contract.SUB_IN, msg.sub_id, from_hop or "")
             d = algo.on_subscription(msg, from_hop)
         elif isinstance(msg, Unsubscription):
+            self._log(broker, contract.UNSUB_IN, msg.sub_id, from_hop or "")
             d = algo.on_unsubscription(msg, from_hop)
         else:
             d = algo.on_publication(msg, from_hop)
@@ -124,6 +140,9 @@ class SimNetwork:
             if f.hop not in algo.view.neighbours:
                 raise AssertionError(f"{broker} forwarded to {f.hop}, which is not its neighbour")
             self.sent.append(Sent(broker, f.hop, f.msg))
+            if isinstance(f.msg, Subscription | Unsubscription):
+                ev = contract.SUB_OUT if isinstance(f.msg, Subscription) else contract.UNSUB_OUT
+                self._log(broker, ev, f.msg.sub_id, f.hop)
             self._queue.append((broker, f.hop, f.msg))
 
     # --- inspecting --------------------------------------------------------------------

@@ -73,9 +73,7 @@ def add_run_options(p: argparse.ArgumentParser, analysis: bool = True) -> None:
 
 def add_workers_option(p: argparse.ArgumentParser) -> None:
     """``--workers N``: refused by the parser (exit 2) unless N >= 1, so no run deploys first."""
-    p.add_argument(
-        "--workers", type=worker_count, default=2, metavar="N", help="Locust worker processes (default 2)"
-    )
+    p.add_argument("--workers", type=worker_count, default=2, metavar="N", help="Locust worker processes")
 
 
 def worker_count(text: str) -> int:
