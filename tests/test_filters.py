@@ -1,4 +1,4 @@
-"""Filter semantics (DESIGN §5), the text syntax and its errors."""
+"""Filter semantics (docs/design.md §5), the text syntax and its errors."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The result contract (DESIGN §5): run-directory paths and event names, in one place.
+"""The result contract (docs/design.md §5): run-directory paths and event names, in one place.
 
 Writers (the broker's event log, the workload processes, the orchestrator's
 run and render) and readers (the analysis, the test-data synthesiser) name
@@ -89,12 +89,12 @@ BROKER_EVENTS = (
 #: (envelopes still queued, dropped); not routing work, so not in BROKER_EVENTS
 LINK_UP = "link_up"
 LINK_DOWN = "link_down"
-#: the topology manager (self-organising trees, DESIGN §10), per broker: ``topo`` is one decision
+#: the topology manager (self-organising trees, docs/design.md §10), per broker: ``topo`` is one decision
 #: (``phase`` evaluate|agree|swap, ``outcome``, ``reason``, ``heuristic``, ``inputs`` as JSON text);
 #: ``topo_out`` one control message it sent (``kind``, ``link``, ``size`` in bytes): the heuristic's overhead
 TOPO = "topo"
 TOPO_OUT = "topo_out"
-#: the topology manager switched to cost table ``n`` of the run's redraw timeline (DESIGN §10,
+#: the topology manager switched to cost table ``n`` of the run's redraw timeline (docs/design.md §10,
 #: ``topology.costs.redraws``); the analysis prices this broker's later events with that table
 COST_REDRAW = "cost_redraw"
 #: a link hello from a broker that is not (yet) a neighbour, refused (``link``, ``reason``): the
@@ -116,7 +116,7 @@ PUBLISH = "publish"
 RECEIVE = "receive"
 CLIENT_EVENTS = (SUBSCRIBE, UNSUBSCRIBE, PUBLISH, RECEIVE)
 
-#: peers (Vinifera, DESIGN §10): a peer logs ``subscribe`` (``ranges``), ``publish`` (``pub_id``,
+#: peers (Vinifera, docs/design.md §10): a peer logs ``subscribe`` (``ranges``), ``publish`` (``pub_id``,
 #: ``values``, ``round``), ``deliver`` (``pub_id``, ``hops``, ``tree_hops``) and these, with ``src``/``dst``
 #: peer names; ``ev_*`` carry ``pub_id``, ``attr``, ``phase``, ``hops`` (``ev_in`` also ``round``);
 #: ``view`` the links after a change

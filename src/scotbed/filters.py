@@ -1,7 +1,7 @@
 """Content-based filter model shared by brokers, workloads and the analysis.
 
 A *filter* is a conjunction of predicates over a notification's typed
-attributes (DESIGN §5). Semantics, identical everywhere they are evaluated:
+attributes (docs/design.md §5). Semantics, identical everywhere they are evaluated:
 
 - an attribute a filter does not name is unconstrained;
 - a predicate on an attribute the notification lacks is false (``exists``

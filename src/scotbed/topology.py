@@ -1,4 +1,4 @@
-"""SCOT and tree overlays as pure data (DESIGN §2).
+"""SCOT and tree overlays as pure data (docs/design.md §2).
 
 A SCOT is the Cartesian product G_A □ K_m of an acyclic factor G_A (a tree)
 and the complete graph K_m. Broker B(a, i) has a ∈ V(G_A) and i ∈ {0..m-1}
@@ -174,7 +174,7 @@ def _bfs_far(adj: Mapping[str, Sequence[str]], src: str) -> tuple[str, int]:
 
 
 def paper_fig2() -> AcyclicFactor:
-    """OctopiS Fig. 2 read as the path a–b–c–d–e–f (DESIGN §2)."""
+    """OctopiS Fig. 2 read as the path a–b–c–d–e–f (docs/design.md §2)."""
     vs = tuple("abcdef")
     return AcyclicFactor("paper-fig2", vs, tuple(itertools.pairwise(vs)))
 
@@ -465,7 +465,7 @@ class Scot:
         }
 
     def to_json(self) -> dict[str, Any]:
-        """The ``topology.json`` document of a run (DESIGN §5)."""
+        """The ``topology.json`` document of a run (docs/design.md §5)."""
         return {
             "schema_version": 1,
             **self.summary(),

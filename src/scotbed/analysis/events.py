@@ -1,6 +1,6 @@
 """Read a run's event logs and workload into Spark DataFrames with fixed schemas, parsing each once.
 
-The schema is the union of the fields DESIGN §5 and the broker/client
+The schema is the union of the fields docs/design.md §5 and the broker/client
 contracts define; a field an event does not carry is null. Lines that are not
 valid JSON or lack ``ts_ns``/``ev`` are dropped and counted (``malformed``);
 a broker log's are named per file (:func:`malformed_per_file`): they make the

@@ -1,6 +1,6 @@
 """Per-link accounting: which inter-broker message crossed which directed link, and for what.
 
-Every inter-broker message is one ``*_out`` event of its sender (DESIGN §9),
+Every inter-broker message is one ``*_out`` event of its sender (docs/design.md §9),
 with ``link`` = the receiving neighbour. Two tables come out of the logs:
 
 - ``link_notifications``: (pub_id, from, to, dynamic) for every notification copy;

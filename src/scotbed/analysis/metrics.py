@@ -1,4 +1,4 @@
-"""The run metrics as Spark DataFrame expressions over the events (DESIGN §5), few actions each.
+"""The run metrics as Spark DataFrame expressions over the events (docs/design.md §5), few actions each.
 
 Functions return a Spark DataFrame when the result grows with the run (one row
 per delivery) and a pandas DataFrame or dict when it is bounded by the number

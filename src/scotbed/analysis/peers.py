@@ -1,4 +1,4 @@
-"""The peers' run (Vinifera, DESIGN §10) read back on the driver: one
+"""The peers' run (Vinifera, docs/design.md §10) read back on the driver: one
 :class:`~scotbed.peers.metrics.EventRecord` per published event from the event logs, the record the
 simulator keeps, so a test compares processes and simulator event by event; the verdict and the small
 report on the figures, which Spark computes (:mod:`scotbed.analysis.peers_section`, their one home).

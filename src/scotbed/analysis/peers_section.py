@@ -1,4 +1,4 @@
-"""The ``peers`` section of summary.json (a run of ``topology: {kind: peers}``, Vinifera, DESIGN §10):
+"""The ``peers`` section of summary.json (a run of ``topology: {kind: peers}``, Vinifera, docs/design.md §10):
 the paper's figures from the peers' event logs, as DataFrame expressions.
 
 The oracle: a peer is interested in an event when its logged subscription matches the event's

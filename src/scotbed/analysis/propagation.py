@@ -7,7 +7,7 @@ later ``sub_in`` is no part of the subscription's settling, and must not reopen 
 taking the *last* ``sub_in`` as the settling time would excuse every publication that matched it
 until then.
 
-The wave is traced from the broker event logs (DESIGN §5) as brokers write them. A broker handles one
+The wave is traced from the broker event logs (docs/design.md §5) as brokers write them. A broker handles one
 message at a time and logs what it sends while it handles it: a ``sub_out`` belongs to the *trigger*
 logged last before it at that broker (a ``sub_in``, an ``unsub_in``, a ``link_up`` or a
 ``link_down``). A wave starts at a ``sub_in`` from a local client (``link`` "") and goes on through

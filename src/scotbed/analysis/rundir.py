@@ -1,4 +1,4 @@
-"""The run directory of DESIGN §5, read from the analysis side.
+"""The run directory of docs/design.md §5, read from the analysis side.
 
 Only small documents are read here on the driver (spec, topology, the
 subscription workload). Event logs and publications are read by Spark

@@ -5,7 +5,7 @@ run's events give exactly that, with no knowledge of the tree: a broker that han
 notification logged ``notif_in`` once (``link`` "" at the publisher's broker), a link that carried
 it logged ``notif_out`` at its sending end. So the realised cost of a window is Σ p over its
 ``notif_in`` plus Σ c over its ``notif_out``; on a tree that is Eq. 2 over the window's
-notifications, whatever the overlay was at the time. Costs are over vertex names (DESIGN §10):
+notifications, whatever the overlay was at the time. Costs are over vertex names (docs/design.md §10):
 ``vertex_of`` maps a broker id to its vertex. With cost redraws each event is priced with the
 table in force at its broker then (:class:`~scotbed.overlay.redraws.InForce`; a ``notif_out`` with
 its sender's). Pure logic over event dicts; the run-directory reader and the report plot call it.

@@ -1,4 +1,4 @@
-"""The typed summary of a run: one dataclass per section of ``analysis/summary.json`` (DESIGN §5).
+"""The typed summary of a run: one dataclass per section of ``analysis/summary.json`` (docs/design.md §5).
 
 Each section knows its JSON shape (``to_json``); :class:`Summary` keeps the
 sections in the order the registry in :mod:`scotbed.analysis.sections` lists
@@ -232,7 +232,7 @@ class Summary:
 
 
 def verdict(summary: Summary, in_fault_windows: int = 0) -> tuple[bool, str]:
-    """DESIGN §3: no duplicate, no false positive, no missing delivery outside the transitions of a
+    """docs/design.md §3: no duplicate, no false positive, no missing delivery outside the transitions of a
     subscription change (those the oracle counts apart) or the run's declared fault windows
     (``in_fault_windows``, lost on purpose), and something was expected and delivered."""
     n = summary.notifications

@@ -1,4 +1,4 @@
-"""Buffered JSONL writer of the broker events of DESIGN §5.
+"""Buffered JSONL writer of the broker events of docs/design.md §5.
 
 Every line is ``{"ts_ns": int, "node": str, "ev": str, ...}`` with ``ts_ns``
 from :func:`time.time_ns`. Lines are serialised when the event happens (so

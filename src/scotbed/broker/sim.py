@@ -3,7 +3,7 @@
 Messages travel in one global FIFO (links are reliable and ordered), every
 inter-broker message is recorded, and the link status table of every directed
 link can be set by hand. The subscription traffic is also logged as the
-brokers log it (``sub_in``, ``sub_out``, ``unsub_in``, ``unsub_out``; DESIGN §5),
+brokers log it (``sub_in``, ``sub_out``, ``unsub_in``, ``unsub_out``; docs/design.md §5),
 stamped by a logical clock, for the analysis's propagation trace. It is what proves exact message counts and
 exactly-once delivery quickly and deterministically; the real broker
 processes prove the same on the wire in the slow tests.

@@ -1,4 +1,4 @@
-"""The ``scotbed`` command line (DESIGN §3).
+"""The ``scotbed`` command line (docs/design.md §3).
 
 Subcommands live in :mod:`scotbed.orchestrator.commands`, one module each
 with ``add_parser(subparsers)``; to add one, write the module and list it in

@@ -1,4 +1,4 @@
-"""`scotbed run`: one command from spec to report (DESIGN §3, §5).
+"""`scotbed run`: one command from spec to report (docs/design.md §3, §5).
 
 The lifecycle, every barrier with a timeout (spec ``timeouts``) and an error
 that names who did not pass it::
@@ -497,7 +497,7 @@ class Lifecycle:
 
 
 def verdict_of(summary: dict[str, Any]) -> tuple[bool, str]:
-    """DESIGN §3, decided by the analysis's typed summary (:func:`scotbed.analysis.summary.verdict`)."""
+    """docs/design.md §3, decided by the analysis's typed summary (:func:`scotbed.analysis.summary.verdict`)."""
     from scotbed.analysis.summary import verdict_of_json
 
     return verdict_of_json(summary)

@@ -1,4 +1,4 @@
-"""Host-side script driving: a scripted scenario (DESIGN §8) played from this host.
+"""Host-side script driving: a scripted scenario (docs/design.md §8) played from this host.
 
 The sibling of :mod:`.locust_driver` for ``workload: {script: FILE}``: the run lifecycle
 (:mod:`scotbed.orchestrator.run`) chooses it where it chooses the workload driver; this module

@@ -1,4 +1,4 @@
-"""The spec side of scripted scenarios (``workload: {script: FILE}``, DESIGN §8).
+"""The spec side of scripted scenarios (``workload: {script: FILE}``, docs/design.md §8).
 
 A script is read relative to the spec file and checked against the overlay
 (broker ids) while the spec is validated, so a bad line is a spec error

@@ -1,4 +1,4 @@
-"""The experiment spec (DESIGN §4): typed, defaulted, and loud when wrong.
+"""The experiment spec (docs/design.md §4): typed, defaulted, and loud when wrong.
 
 One pydantic model per block; every field documents its unit. Unknown keys
 are errors. All problems surface as one :class:`SpecError` whose lines each
@@ -271,7 +271,7 @@ class WorkloadSpec(Block):
     )
     script: FileName | None = Field(
         default=None,
-        description="scripted scenario (JSON Lines, DESIGN §8), relative to the spec file; "
+        description="scripted scenario (JSON Lines, docs/design.md §8), relative to the spec file; "
         "replaces the generated workload",
     )
     peers: spec_peers.PeersWorkloadSpec | None = Field(default=None, description="topology kind peers (§10)")
@@ -358,7 +358,7 @@ class Spec(Block):
     )
     links: LinksSpec = Field(default_factory=lambda: LinksSpec())
     routing: str = Field(
-        default=routing_registry.DEFAULT_ROUTING, description="routing algorithm (DESIGN §1)"
+        default=routing_registry.DEFAULT_ROUTING, description="routing algorithm (docs/design.md §1)"
     )
     routing_params: dict[str, Any] = Field(
         default_factory=dict, description="algorithm-specific parameters passed to every broker"

@@ -1,4 +1,4 @@
-"""The spec blocks of peer runs (Vinifera, DESIGN §10): ``topology: {kind: peers, n: ..., ...}``,
+"""The spec blocks of peer runs (Vinifera, docs/design.md §10): ``topology: {kind: peers, n: ..., ...}``,
 ``workload.peers`` and ``routing_params`` mapped onto :class:`~scotbed.peers.config.PeerConfig`.
 
 Defaults come from :mod:`scotbed.peers` (their one home); :func:`problems` checks a spec's routing

@@ -1,4 +1,4 @@
-"""The spec blocks of self-organising trees (DESIGN §10): ``topology.costs`` and
+"""The spec blocks of self-organising trees (docs/design.md §10): ``topology.costs`` and
 ``topology.self_organising``. Defaults come from :mod:`scotbed.overlay`, their one home.
 
 The models keep the spec's strictness (unknown keys, coerced types and non-finite numbers are

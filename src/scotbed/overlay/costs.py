@@ -1,4 +1,4 @@
-"""Link and broker costs (DESIGN §10 ``topology.costs``) and the paper's delivery cost (Eq. 1/2).
+"""Link and broker costs (docs/design.md §10 ``topology.costs``) and the paper's delivery cost (Eq. 1/2).
 
 A cost table covers every pair of brokers that may be linked, not only the current tree's links:
 the heuristics price links that do not exist yet.

@@ -1,4 +1,4 @@
-"""The routing algorithm registry: the one module that names the algorithms (DESIGN §1).
+"""The routing algorithm registry: the one module that names the algorithms (docs/design.md §1).
 
 Adding an algorithm is one new module with a :class:`~scotbed.routing.base.RoutingAlgorithm`
 subclass (declaring its overlay requirements and its parameters with defaults) plus one line in
@@ -35,7 +35,7 @@ ALGORITHMS: dict[str, str] = {
     "dnr": "scotbed.routing.octopis:DynamicNotificationRouting",
     "link-matching": "scotbed.routing.link_matching:LinkMatching",
 }
-#: peer algorithms (DESIGN §10): spec name -> "module:Class" of the peer state machine; they run on
+#: peer algorithms (docs/design.md §10): spec name -> "module:Class" of the peer state machine; they run on
 #: ``topology: {kind: peers}`` only, in peer processes (scotbed.peerproc), never in brokers
 PEER_ALGORITHMS: dict[str, str] = {
     "vinifera": "scotbed.peers.peer:Peer",

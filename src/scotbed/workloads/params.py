@@ -1,7 +1,7 @@
 """The workload parameters, typed: what :func:`scotbed.workloads.plan.build_plan` builds a plan from.
 
 The orchestrator fills one :class:`WorkloadParams` from the spec's ``workload:`` block
-(DESIGN §4), where every default and every single-value check lives; the cross-field rules
+(docs/design.md §4), where every default and every single-value check lives; the cross-field rules
 of a workload live here (:meth:`WorkloadParams.problems`) and the spec's checks call them,
 so the plan builder trusts what it gets. Units as in the spec: rates per minute, times in
 seconds (before ``time_scale``), ``covering.degree`` in percent.

@@ -18,7 +18,7 @@ subscriptions and the same quotes (only timing differs). Contents
 Times ``at_s`` and ``start_s`` count from the *release* instant t0; initial
 subscriptions are issued before it. Ids are ``sub-<subscriber>-<k>`` and
 ``pub-<publisher>-<i>``: unique across the run and derived from the plan alone.
-Output goes under the run directory (``events/``, ``workload/``, ``locust/``, DESIGN §5).
+Output goes under the run directory (``events/``, ``workload/``, ``locust/``, docs/design.md §5).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What a workload process writes: client event logs and the workload files (DESIGN §5).
+"""What a workload process writes: client event logs and the workload files (docs/design.md §5).
 
 Every Locust worker process writes its own files, so no two processes share a
 file (on Kubernetes they do not even share a disk):

@@ -1,4 +1,4 @@
-"""Scripted scenarios (DESIGN §8): the JSON Lines format, parsed and checked without any I/O.
+"""Scripted scenarios (docs/design.md §8): the JSON Lines format, parsed and checked without any I/O.
 
 A script replaces the generated workload with an exact list of operations,
 executed in file order (:mod:`scotbed.workloads.script_runner` runs them)::
@@ -14,7 +14,7 @@ unless the line says ``"settle": false``. Attribute names and values are free
 (strings and numbers). Decisions the contract leaves open, taken here:
 
 - a blank line, or a line that starts with ``#``, is skipped; after a line's JSON
-  object only a ``# comment`` may follow (DESIGN §8's own example annotates lines so);
+  object only a ``# comment`` may follow (docs/design.md §8's own example annotates lines so);
 - a ``sub_id`` names one subscription for the whole run: it cannot be subscribed
   twice, not even after its unsubscription (the oracle keys episodes by sub_id);
   a ``pub_id`` is issued once;

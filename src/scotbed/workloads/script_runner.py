@@ -8,7 +8,7 @@ subscribe, unsubscribe and publish (unless ``"settle": false``) and at every
 every batch acknowledged, counters stable), so each operation's messages
 are over before the next one starts and counts are exact.
 
-It writes what a generated workload writes (DESIGN §5), so the analysis and
+It writes what a generated workload writes (docs/design.md §5), so the analysis and
 the oracle need nothing special: ``events/script.jsonl`` (``subscribe``,
 ``unsubscribe``, ``publish``, ``receive``), ``workload/subscriptions.jsonl``
 and ``workload/publications.jsonl``; and ``workload/script_ops.jsonl``, one

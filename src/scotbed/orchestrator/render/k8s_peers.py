@@ -1,4 +1,4 @@
-"""Kubernetes manifests of a peers run (Vinifera, DESIGN §10), as plain dicts.
+"""Kubernetes manifests of a peers run (Vinifera, docs/design.md §10), as plain dicts.
 
 Objects, in apply order: Namespace, ConfigMap (the run file every peer reads), headless Service
 ``peers``, NetworkPolicy, one Pod per peer. Peer ``3`` is ``peer-3.peers.<namespace>.svc:<port>``
