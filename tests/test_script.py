@@ -1,4 +1,4 @@
-"""Scripted scenarios (docs/design.md §8): parsing, every kind of bad line named by its number, the spec hook."""
+"""Scripted scenarios (docs/design.md §8): parsing, bad lines named by number, the spec hook."""
 
 from __future__ import annotations
 

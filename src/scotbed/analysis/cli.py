@@ -42,7 +42,7 @@ def parser() -> argparse.ArgumentParser:
         prog="scotbed analyze",
         description="Compute a run's summary, curves and report (a campaign directory: its aggregate).",
     )
-    p.add_argument("run_dir", help="a run directory (docs/design.md §5), or a campaign directory (with index.json)")
+    p.add_argument("run_dir", help="a run directory (docs/design.md §5) or a campaign directory")
     p.add_argument("--spark-master", metavar="URL", help="Spark master URL (default: local[*])")
     p.add_argument(
         "--settle-ms",

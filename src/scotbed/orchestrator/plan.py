@@ -22,8 +22,8 @@ from scotbed.orchestrator.spec import Spec, SpecError
 
 
 def make_run_id(name: str, when: datetime | None = None, token: str | None = None) -> str:
-    """``<name>-<UTC yyyymmddThhmmss>-<8 hex>`` (docs/design.md §5); at most 63 characters for a 38-character name,
-    so it fits a Kubernetes label value."""
+    """``<name>-<UTC yyyymmddThhmmss>-<8 hex>`` (docs/design.md §5); at most 63 characters for a
+    38-character name, so it fits a Kubernetes label value."""
     when = when or datetime.now(UTC)
     return f"{name}-{when.astimezone(UTC):%Y%m%dT%H%M%S}-{token or secrets.token_hex(4)}"
 

@@ -497,7 +497,7 @@ class Lifecycle:
 
 
 def verdict_of(summary: dict[str, Any]) -> tuple[bool, str]:
-    """docs/design.md §3, decided by the analysis's typed summary (:func:`scotbed.analysis.summary.verdict`)."""
+    """The verdict of docs/design.md §3, from by the analysis's typed summary (analysis.summary.verdict)."""
     from scotbed.analysis.summary import verdict_of_json
 
     return verdict_of_json(summary)

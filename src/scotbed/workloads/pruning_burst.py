@@ -1,4 +1,4 @@
-"""The unsubscription-burst scenario of the selective-pruning paper (§V) as a scripted workload (docs/design.md §8).
+"""The unsubscription-burst scenario of the selective-pruning paper (§V) as a script (docs/design.md §8).
 
 A script rather than the generated workload, because the paper's controls are exact placements
 and timings: subscribers only on the subscriber edges ``s<k>`` of a tiered factor

@@ -55,7 +55,7 @@ def _service(
     svc: dict[str, Any] = {
         "image": image,
         "hostname": cfg.id,
-        # Arguments only: the image's ENTRYPOINT (python -m scotbed.broker) is the contract (docs/design.md §7).
+        # Arguments only: the image's ENTRYPOINT is the contract (docs/design.md §7).
         "command": ["--config", CONFIG_PATH, "--id", cfg.id],
         "environment": {"PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"},
         "labels": {
