@@ -148,8 +148,7 @@ class Lifecycle:
             backend_name = experiment.check(spec, self.options.backend, with_workload=False).backend
             ph.update(f"{spec.name}: routing {spec.routing}, backend {backend_name}")
         run_id = deploy_plan.make_run_id(spec.name)
-        run_dir = (self.options.out / (self.options.run_dir_name or run_id)).resolve()
-        self.run_dir = run_dir
+        self.run_dir = run_dir = (self.options.out / (self.options.run_dir_name or run_id)).resolve()
         for sub in contract.RUN_DIRS:
             (run_dir / sub).mkdir(parents=True, exist_ok=True)
         (run_dir / contract.SPEC_RESOLVED).write_text(
