@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from test_run_local import SMALL, TREE  # the small run every real-run test uses
 
 from scotbed import topology as topo
 from scotbed.broker import fleet
@@ -33,17 +34,6 @@ REPO = Path(__file__).resolve().parents[1]
 QUICKSTART = REPO / "experiments" / "quickstart.yaml"
 RUN_ID = "quickstart-20250102T030405-0a1b2c3d"
 PORT = 9464  # the containers' metrics port, as the README documents it
-SMALL = [
-    "workload.subscribers=12",
-    "workload.publishers=2",
-    "workload.notifications_per_publisher=40",
-    "workload.rate_per_minute=2400",
-    "workload.symbols=20",
-    "workload.selectivity=0.1",
-    "timeouts.ready_s=90",
-    "timeouts.quiescent_s=60",
-]
-TREE = ["topology.kind=tree", "topology.acyclic={kind: kary, fanout: 2, depth: 2}", "topology.connectivity=1"]
 
 
 @pytest.fixture(autouse=True)
