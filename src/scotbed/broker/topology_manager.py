@@ -146,7 +146,7 @@ class TopologyManager:
         for n, link in self.broker.links.items():
             ms = link_delay_ms(self.schedule.costs.link(self.broker.id, n), self.ms_per_cost)
             if link.latency != (ms, 0.0):
-                link.latency = (ms, 0.0)
+                link.set_latency(ms, 0.0)  # reaches the line of a link already connected
 
     def _switch(self, index: int, came: str | None) -> None:
         """Cost table ``index`` (newer than mine) is in force: log it and flood it over the tree."""
