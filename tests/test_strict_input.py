@@ -136,13 +136,34 @@ def test_a_count_beyond_its_bound_is_refused_at_once(tmp_path: Path, key: str, b
 
 
 def test_churn_of_too_many_cycles_is_refused_naming_the_rate(tmp_path: Path) -> None:
-    churn = "workload.churn={rate_per_minute: 1e30}"
+    churn = "workload.churn={rate_per_minute: 6e7, duration_s: 600000}"  # both within their own bounds
     proc = scotbed(tmp_path, "validate", str(QUICKSTART), "--set", churn, timeout=120)
     _refused(
         proc,
-        "workload.churn.rate_per_minute: 1e+30 per minute from 0 s to ",
+        "workload.churn.rate_per_minute: 6e+07 per minute from 0 s to ",
         f"unsubscribe/re-subscribe cycles; at most {bounds.MAX_CHURN_CYCLES}",
     )
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "bound"),
+    [
+        ("seed", str(2**64), bounds.MAX_SEED),
+        ("workload.rate_per_minute", "1e300", bounds.MAX_RATE_PER_S * 60),
+        ("workload.start_spread_s", "1e300", bounds.MAX_SECONDS),
+        ("workload.drain_s", "1e300", bounds.MAX_SECONDS),
+        ("timeouts.run_s", "1e300", bounds.MAX_SECONDS),
+        ("links.capacity_msgs_per_s", "1e300", bounds.MAX_RATE_PER_S),
+        ("brokers.service_us", "1e300", bounds.MAX_SERVICE_US),
+        ("analysis.settle_ms", "1e300", bounds.MAX_SECONDS * 1000),
+    ],
+)
+def test_a_time_rate_or_seed_beyond_its_bound_is_refused(key: str, value: str, bound: int) -> None:
+    """A week of seconds, a million messages a second, a 64-bit seed: beyond, asyncio's timers overflow,
+    a rate divides to zero gaps, and a seed no longer fits what numpy and Spark hold."""
+    with pytest.raises(SpecError) as e:
+        load_spec(QUICKSTART, [f"{key}={value}"])
+    assert f"{key}: " in str(e.value) and f"less than or equal to {bound}" in str(e.value)
 
 
 def test_a_time_scale_beyond_its_bounds_is_refused(tmp_path: Path) -> None:

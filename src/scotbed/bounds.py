@@ -40,3 +40,12 @@ MAX_BLOOM_HASHES = 64
 MAX_PEER_ROUNDS = 100_000
 MAX_PEER_EVENTS_PER_ROUND = 100_000
 MAX_PEER_ID_SPACE = 2**32
+#: every duration, offset and timeout of a spec or a fault, in seconds (a week); a field in ms
+#: (``interval_ms``, ``window_ms``, ``settle_ms``, ``period_ms``, ``cooldown_ms``) at most as long
+MAX_SECONDS = 604_800
+#: rates: a link's capacity in messages/s, and every ``rate_per_minute`` at most this many per second
+MAX_RATE_PER_S = 1_000_000
+#: ``brokers.service_us``, the processing time per message, in µs (one second)
+MAX_SERVICE_US = 1_000_000
+#: seeds (the spec's, a random tree's, a cost redraw's): a signed 64-bit integer, what Spark and numpy hold
+MAX_SEED = 2**63 - 1

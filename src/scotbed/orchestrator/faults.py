@@ -57,7 +57,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from scotbed import contract
+from scotbed import bounds, contract
 from scotbed.analysis.faultwindows import OPENS
 from scotbed.config import MAX_LINK_DELAY_MS
 
@@ -70,11 +70,13 @@ BACKENDS = ("local", "compose", "k8s")  # those whose deployment has a fault_tar
 class FaultSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
-    at_s: float = Field(ge=0, description="seconds after the publishers are released")
+    at_s: float = Field(ge=0, le=bounds.MAX_SECONDS, description="seconds after the publishers are released")
     action: Literal["kill", "stop", "restart", "cut", "restore", "capacity", "latency"]
     broker: str
     neighbour: str | None = Field(default=None, description="cut, restore, capacity: the link's other end")
-    capacity_msgs_per_s: float | None = Field(default=None, ge=0, description="capacity: the new rate")
+    capacity_msgs_per_s: float | None = Field(
+        default=None, ge=0, le=bounds.MAX_RATE_PER_S, description="capacity: the new rate"
+    )
     latency_ms: float | None = Field(
         default=None, ge=0, lt=MAX_LINK_DELAY_MS, description="latency: the new delay, ms (below 1 h)"
     )

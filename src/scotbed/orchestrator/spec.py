@@ -93,12 +93,20 @@ class LinksSpec(Block):
     """Link emulation at each broker's output queue: capacity (divided by workload.time_scale), then
     latency and jitter (multiplied by it; see :mod:`scotbed.broker.latency`)."""
 
-    capacity_msgs_per_s: float = Field(default=0.0, ge=0, description="messages/s per link; 0 = unlimited")
+    capacity_msgs_per_s: float = Field(
+        default=0.0, ge=0, le=bounds.MAX_RATE_PER_S, description="messages/s per link; 0 = unlimited"
+    )
     acol_capacity_msgs_per_s: float | None = Field(
-        default=None, ge=0, description="messages/s on aCOLs; default: capacity_msgs_per_s"
+        default=None,
+        ge=0,
+        le=bounds.MAX_RATE_PER_S,
+        description="messages/s on aCOLs; default: capacity_msgs_per_s",
     )
     icol_capacity_msgs_per_s: float | None = Field(
-        default=None, ge=0, description="messages/s on iCOLs; default: capacity_msgs_per_s"
+        default=None,
+        ge=0,
+        le=bounds.MAX_RATE_PER_S,
+        description="messages/s on iCOLs; default: capacity_msgs_per_s",
     )
     latency_ms: float = Field(
         default=0.0, ge=0, le=60_000, description="one-way delay per link in ms (× workload.time_scale)"
@@ -114,7 +122,10 @@ class CongestionSpec(Block):
     """DNR's congestion detection per output queue (OctopiS Eq. 3); ignored by other algorithms."""
 
     window_ms: float = Field(
-        default=50.0, gt=0, description="Δt, the congestion-element window in milliseconds"
+        default=50.0,
+        gt=0,
+        le=bounds.MAX_SECONDS * 1000,
+        description="Δt, the congestion-element window in milliseconds",
     )
     ce_threshold: float = Field(
         default=1.0, gt=0, description="overloaded when CE = In/Out over Δt exceeds this"
@@ -127,7 +138,9 @@ class CongestionSpec(Block):
 class BrokersSpec(Block):
     """The brokers' own processing cost (scotbed.broker.service), × workload.time_scale; off by default."""
 
-    service_us: float = Field(default=0.0, ge=0, description="µs of processing per message; 0 = none")
+    service_us: float = Field(
+        default=0.0, ge=0, le=bounds.MAX_SERVICE_US, description="µs of processing per message; 0 = none"
+    )
     service_us_at: dict[str, Annotated[float, Field(ge=0)]] = Field(
         default_factory=dict, description="per acyclic-factor vertex: its brokers' service_us"
     )
@@ -160,9 +173,13 @@ def _placement_mode(value: Any) -> Any:
 class HrpSpec(Block):
     """A high-rate publisher burst (OctopiS §5 burst scenario)."""
 
-    rate_per_minute: float = Field(gt=0, description="notifications per minute")
+    rate_per_minute: float = Field(
+        gt=0, le=bounds.MAX_RATE_PER_S * 60, description="notifications per minute"
+    )
     notifications: int = Field(ge=1, le=bounds.MAX_NOTIFICATIONS, description="notifications in the burst")
-    start_s: float = Field(default=0.0, ge=0, description="seconds after the publishers start")
+    start_s: float = Field(
+        default=0.0, ge=0, le=bounds.MAX_SECONDS, description="seconds after the publishers start"
+    )
     interested_fraction: float = Field(
         default=0.002,
         ge=0,
@@ -176,26 +193,45 @@ class UnsubBurstSpec(Block):
     paper §6); needs ``workload.covering``."""
 
     count: int = Field(ge=1, le=bounds.MAX_SUBSCRIBERS, description="root subscriptions removed")
-    interval_ms: float = Field(default=500.0, ge=0, description="milliseconds between two unsubscriptions")
-    start_s: float = Field(default=0.0, ge=0, description="seconds after the publishers start")
+    interval_ms: float = Field(
+        default=500.0,
+        ge=0,
+        le=bounds.MAX_SECONDS * 1000,
+        description="milliseconds between two unsubscriptions",
+    )
+    start_s: float = Field(
+        default=0.0, ge=0, le=bounds.MAX_SECONDS, description="seconds after the publishers start"
+    )
 
 
 class ChurnSpec(Block):
     """Subscribers that unsubscribe and subscribe again while notifications flow (mobile scenario)."""
 
     rate_per_minute: float = Field(
-        gt=0, description="unsubscribe/re-subscribe cycles per minute, all together"
+        gt=0,
+        le=bounds.MAX_RATE_PER_S * 60,
+        description="unsubscribe/re-subscribe cycles per minute, all together",
     )
     mobility: Literal["none", "region", "cluster"] = Field(
         default="none",
         description="where a subscriber re-subscribes: its own broker, another broker of its region "
         "B(a, j != i), or of its cluster B(a' != a, i)",
     )
-    start_s: float = Field(default=0.0, ge=0, description="seconds after the publishers start")
-    duration_s: float | None = Field(
-        default=None, gt=0, description="seconds of churn; default: until the last publication"
+    start_s: float = Field(
+        default=0.0, ge=0, le=bounds.MAX_SECONDS, description="seconds after the publishers start"
     )
-    away_s: float = Field(default=1.0, ge=0, description="seconds between unsubscribing and re-subscribing")
+    duration_s: float | None = Field(
+        default=None,
+        gt=0,
+        le=bounds.MAX_SECONDS,
+        description="seconds of churn; default: until the last publication",
+    )
+    away_s: float = Field(
+        default=1.0,
+        ge=0,
+        le=bounds.MAX_SECONDS,
+        description="seconds between unsubscribing and re-subscribing",
+    )
 
 
 class CoveringSpec(Block):
@@ -250,9 +286,17 @@ class WorkloadSpec(Block):
     notifications_per_publisher: int = Field(
         default=200, ge=0, le=bounds.MAX_NOTIFICATIONS, description="notifications each publisher sends"
     )
-    rate_per_minute: float = Field(default=600.0, gt=0, description="notifications per minute per publisher")
+    rate_per_minute: float = Field(
+        default=600.0,
+        gt=0,
+        le=bounds.MAX_RATE_PER_S * 60,
+        description="notifications per minute per publisher",
+    )
     start_spread_s: float = Field(
-        default=0.0, ge=0, description="publishers start uniformly within this many seconds"
+        default=0.0,
+        ge=0,
+        le=bounds.MAX_SECONDS,
+        description="publishers start uniformly within this many seconds",
     )
     placement: Annotated[PlacementSpec, BeforeValidator(_placement_mode)] = Field(
         default_factory=lambda: PlacementSpec()
@@ -267,7 +311,10 @@ class WorkloadSpec(Block):
         description="divide all rates and link capacities by this, multiply delays",
     )
     drain_s: float = Field(
-        default=2.0, ge=0, description="seconds the workload waits for deliveries after its last publication"
+        default=2.0,
+        ge=0,
+        le=bounds.MAX_SECONDS,
+        description="seconds the workload waits for deliveries after its last publication",
     )
     script: FileName | None = Field(
         default=None,
@@ -300,7 +347,7 @@ class WorkloadSpec(Block):
 class HostBoundSpec(Block):
     """When the delays measure the host, not the routing (criteria, units: scotbed.analysis.validity)."""
 
-    lag_bound_ms: float = Field(default=HB.lag_bound_ms, gt=0)
+    lag_bound_ms: float = Field(default=HB.lag_bound_ms, gt=0, le=bounds.MAX_SECONDS * 1000)
     lag_periods_max: float = Field(default=HB.lag_periods_max, gt=0, le=1)
     delay_share_max: float = Field(default=HB.delay_share_max, gt=0)
     cpu_saturation_max: float = Field(default=HB.cpu_saturation_max, gt=0)
@@ -315,6 +362,7 @@ class AnalysisSpec(Block):
     settle_ms: float = Field(
         default=0.0,
         ge=0,
+        le=bounds.MAX_SECONDS * 1000,
         description="milliseconds after a subscription change during which a publication counts as "
         "'in transition' rather than missing, on top of the logged propagation",
     )
@@ -324,10 +372,16 @@ class AnalysisSpec(Block):
 class TimeoutsSpec(Block):
     """Bounds on each run phase, in seconds; a phase that overruns fails the run."""
 
-    ready_s: float = Field(default=120.0, gt=0, description="all brokers healthy and linked")
-    quiescent_s: float = Field(default=30.0, gt=0, description="subscriptions settled before publishing")
-    drain_s: float = Field(default=120.0, gt=0, description="deliveries after the last publication")
-    run_s: float = Field(default=3600.0, gt=0, description="the whole run")
+    ready_s: float = Field(
+        default=120.0, gt=0, le=bounds.MAX_SECONDS, description="all brokers healthy and linked"
+    )
+    quiescent_s: float = Field(
+        default=30.0, gt=0, le=bounds.MAX_SECONDS, description="subscriptions settled before publishing"
+    )
+    drain_s: float = Field(
+        default=120.0, gt=0, le=bounds.MAX_SECONDS, description="deliveries after the last publication"
+    )
+    run_s: float = Field(default=3600.0, gt=0, le=bounds.MAX_SECONDS, description="the whole run")
 
 
 class SecuritySpec(Block):
@@ -352,7 +406,12 @@ class Spec(Block):
         max_length=38,
         description="lowercase letters, digits and '-'; part of the run id, namespaces and labels",
     )
-    seed: int = Field(default=0, ge=0, description="seeds placement, workload generation and random trees")
+    seed: int = Field(
+        default=0,
+        ge=0,
+        le=bounds.MAX_SEED,
+        description="seeds placement, workload generation and random trees",
+    )
     topology: Annotated[TopologySpec, BeforeValidator(spec_peers.lift)] = Field(
         default_factory=lambda: TopologySpec()
     )

@@ -60,7 +60,9 @@ class StarFactor(Block):
 class RandomFactor(Block):
     kind: Literal["random"]
     n: int = Field(ge=1, le=bounds.MAX_BROKERS, description="vertices")
-    seed: int | None = Field(default=None, description="tree seed; default: the spec's seed")
+    seed: int | None = Field(
+        ge=0, le=bounds.MAX_SEED, default=None, description="tree seed; default: the spec's seed"
+    )
 
 
 class EdgesFactor(Block):

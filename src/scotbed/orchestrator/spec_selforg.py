@@ -29,10 +29,17 @@ class _Strict(BaseModel):
 class RedrawSpec(_Strict):
     """One cost redraw on the timeline (:mod:`scotbed.overlay.redraws`)."""
 
-    at_s: float = Field(ge=0, description="seconds after the sequencer's topology manager started")
+    at_s: float = Field(
+        ge=0, le=bounds.MAX_SECONDS, description="seconds after the sequencer's topology manager started"
+    )
     what: Literal["links", "brokers", "set"] = Field(description="draw all c_e, all p_v, or set some")
     max: float | None = Field(default=None, ge=0, description="links|brokers: draw uniformly in [0, max]")
-    seed: int | None = Field(default=None, description="links|brokers: the draw's seed (default: its number)")
+    seed: int | None = Field(
+        ge=0,
+        le=bounds.MAX_SEED,
+        default=None,
+        description="links|brokers: the draw's seed (default: its number)",
+    )
     links: list[list[str | int | float]] | None = Field(default=None, description="set: [u, v, c_uv]")
     brokers: dict[str, float] | None = Field(default=None, description="set: vertex name -> p_v")
 
@@ -65,10 +72,15 @@ class SelfOrganisingSpec(_Strict):
 
     heuristic: str = Field(description="ci (cost and interest), lmst or lmit")
     eta: int = Field(default=4, ge=1, le=bounds.MAX_BROKERS, description="broadcast radius η in hops")
-    period_ms: float = Field(default=1000.0, gt=0, description="broadcast interval Δt in ms")
+    period_ms: float = Field(
+        default=1000.0, gt=0, le=bounds.MAX_SECONDS * 1000, description="broadcast interval Δt in ms"
+    )
     hysteresis: float = Field(default=0.0, ge=0, lt=1, description="relative gain a request must exceed")
     cooldown_ms: float = Field(
-        default=0.0, ge=0, description="pause of a broker after a swap it took part in"
+        default=0.0,
+        ge=0,
+        le=bounds.MAX_SECONDS * 1000,
+        description="pause of a broker after a swap it took part in",
     )
     cache_size: int = Field(
         default=interest.CACHE_SIZE,
