@@ -75,3 +75,28 @@ def test_a_tie_keeps_the_log_order() -> None:
         (21, "y", "sub_in", "S", "x"),
     ]
     assert propagation.wave_ends(log) == {"T": [20], "S": [21]}
+
+
+def test_a_subscriptions_delay_ends_with_its_own_wave_not_a_reforward() -> None:
+    """B's subscribe settled when it reached b-v0-0; A's unsubscription re-forwarded B up to b-v4-0
+    2.1 s later, which the last ``sub_in`` would have counted as B's delay."""
+    import pandas as pd
+
+    from scotbed.analysis.metrics import stored_at_first_wave
+
+    issued = {"A": 1795829823231000000, "B": 1795829823692000000}
+    last_in = {"A": 1795829823242763973, "B": 1795829825802777041}
+    subs = pd.DataFrame(
+        {
+            "sub_id": ["A", "B", "C"],
+            "issued_ns": [issued["A"], issued["B"], 10],
+            "stored_ns": [last_in["A"], last_in["B"], 30],  # C: no traced wave, its last sub_in stays
+        }
+    )
+    out = stored_at_first_wave(subs, propagation.wave_ends(rows(PATH5)))
+    assert list(out["stored_ns"]) == [1795829823242763973, 1795829823694052363, 30]
+    assert list(out["delay_ms"]) == [
+        (1795829823242763973 - issued["A"]) / 1e6,
+        (1795829823694052363 - issued["B"]) / 1e6,
+        20 / 1e6,
+    ]

@@ -12,7 +12,7 @@ matching in µs. IMs count inter-broker messages only: ``*_out`` events whose
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 import numpy as np
@@ -118,7 +118,8 @@ def subscription_facts(events: DataFrame) -> DataFrame:
     """Per sub_id, one group-by over the subscription events: the subscription table and the oracle's times.
 
     ``issued_ns`` is the client's ``subscribe`` event, or the first ``sub_in`` when the client log is
-    missing; ``stored_ns`` is the last ``sub_in`` (propagation ended); ``ims`` the ``sub_out`` events
+    missing; ``stored_ns`` is the last ``sub_in`` (:func:`stored_at_first_wave` replaces it with the end
+    of the subscribe's own propagation); ``ims`` the ``sub_out`` events
     towards another broker. ``in_table`` marks the rows of the subscription table (a ``subscribe``
     or ``sub_in`` was logged).
     """
@@ -154,6 +155,18 @@ def subscription_facts(events: DataFrame) -> DataFrame:
 
 
 SUBSCRIPTION_COLUMNS = ["sub_id", "issued_ns", "stored_ns", "sub_in", "ims", "delay_ms"]
+
+
+def stored_at_first_wave(subs: pd.DataFrame, ends: Mapping[str, list[int]]) -> pd.DataFrame:
+    """The subscription table with ``stored_ns`` (and ``delay_ms``) at the end of each subscription's
+    first propagation wave (``ends``: :func:`scotbed.analysis.propagation.wave_ends`), not its last
+    ``sub_in``: a covering re-forward of a settled subscription, when an unsubscription releases it, is
+    no part of its subscribe's delay. A subscription without a traced wave keeps its last ``sub_in``."""
+    waves = [ends[sid][0] if ends.get(sid) else None for sid in subs["sub_id"]]
+    first = pd.Series(pd.array(waves, dtype="Int64"), index=subs.index)
+    stored = first.fillna(subs["stored_ns"].astype("Int64"))  # integers: ns do not fit a float's mantissa
+    delay_ms = (stored - subs["issued_ns"].astype("Int64")).astype("float64") / 1e6
+    return subs.assign(stored_ns=stored, delay_ms=delay_ms)
 
 
 def times_of(facts: pd.DataFrame, col: str) -> dict[str, int]:

@@ -15,7 +15,7 @@ import pandas as pd
 from pyspark.sql import functions as F
 
 from scotbed import contract
-from scotbed.analysis import corrupt_logs, fidelity, links, pruning, validity
+from scotbed.analysis import corrupt_logs, fidelity, links, propagation, pruning, validity
 from scotbed.analysis import metrics as M
 from scotbed.analysis import summary as S
 from scotbed.analysis.context import COLLECTED_EVENTS, RunData
@@ -34,6 +34,7 @@ def events_section(d: RunData) -> S.Events:
 def subscriptions_section(d: RunData) -> S.Subscriptions:
     t = d.sub_table
     subs = t[t["in_table"]][M.SUBSCRIPTION_COLUMNS].reset_index(drop=True)
+    subs = M.stored_at_first_wave(subs, propagation.wave_ends(d.sub_traffic))
     d.tables["subscriptions"] = subs
     ims = int(subs["ims"].sum()) if len(subs) else 0
     return S.Subscriptions(
