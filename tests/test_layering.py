@@ -6,18 +6,22 @@
 - No module reaches into another's private members (``_name``): it imports none, and calls or reads
   one only on ``self``/``cls`` or on its own classes' objects.
 - No function over 100 lines, no hand-written module over 600 lines.
+- The code says what and why, not when: no "stop N", no "X s against Y s" (figures live in
+  ``benchmarks/README.md``); the code, the docs and the README name no file outside the repository.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
 from scotbed import routing
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "scotbed"
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src" / "scotbed"
 REGISTRY = SRC / "routing" / "__init__.py"
 
 
@@ -125,3 +129,30 @@ def test_no_module_reaches_into_another_s_private_members() -> None:
     found = {line for path in _modules() for line in _private_reads(path)}
     assert sorted(found - PRIVATE_READS) == []
     assert sorted(PRIVATE_READS - found) == [], "a listed exception is gone: drop it from PRIVATE_READS"
+
+
+#: history in the code: a work session's number, a timing against another, a dropped attempt
+HISTORY = re.compile(r"\bstop \d+|\d(?: ?(?:ms|µs|s))?\)? against \d|[Tt]ried and dropped")
+#: a file outside the repository: the notes and papers beside it, the design contract's old home, /tmp
+OUTSIDE = re.compile(r"\.\./(?:shared|notes|papers)/|(?<!docs/)\bDESIGN(?:\.md| ?§)|/tmp/(?!scotbed-)")
+#: generated from the reproduction rows, which quote the papers' own references
+GENERATED = {"docs/reproduction.md", "src/scotbed/orchestrator/reproduce/rows.yaml"}
+
+
+def _lines(paths: list[Path], pattern: re.Pattern[str]) -> list[str]:
+    return [
+        f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
+        for path in paths
+        if path.relative_to(ROOT).as_posix() not in GENERATED
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if pattern.search(line)
+    ]
+
+
+def test_the_code_carries_no_history() -> None:
+    assert _lines(_modules(), HISTORY) == []
+
+
+def test_code_docs_and_readme_name_no_file_outside_the_repository() -> None:
+    texts = [*_modules(), *sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
+    assert _lines(texts, OUTSIDE) == []
