@@ -44,11 +44,11 @@ from pathlib import Path
 from typing import Any
 
 from scotbed.analysis.rundir import RunDir
-from scotbed.testing.synth import SCALE, SynthSpec, synthesise
+from scotbed.analysis.synth import SCALE, SynthSpec, synthesise
 
 
 def spec_for(events: int) -> SynthSpec:
-    """:data:`~scotbed.testing.synth.SCALE` sized by a pilot run's events per publication."""
+    """:data:`~scotbed.analysis.synth.SCALE` sized by a pilot run's events per publication."""
     with tempfile.TemporaryDirectory() as tmp:
         pilot = synthesise(Path(tmp) / "pilot", replace(SCALE, publications=2000))
     per_pub = pilot["events"] / 2000

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from scotbed.testing.synth import SynthSpec, synthesise
+from scotbed.analysis.synth import SynthSpec, synthesise
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -39,7 +39,7 @@ def test_a_small_or_medium_run_starts_a_short_lived_jvm_and_a_large_one_the_defa
     from scotbed.analysis.api import jvm_for
     from scotbed.analysis.rundir import RunDir
     from scotbed.analysis.session import LONG_JVM, SHORT_JVM
-    from scotbed.testing.synth import SynthSpec, synthesise
+    from scotbed.analysis.synth import SynthSpec, synthesise
 
     run = tmp_path / "tiny-20260101T000000-0badc0de"
     synthesise(run, SynthSpec(brokers=1, fanout=2, subscribers=3, symbols=2, publications=5))
@@ -97,7 +97,7 @@ def test_a_small_run_s_sql_settings_hold_for_its_analysis_only(
 ) -> None:
     from scotbed.analysis import api, pipeline, size
     from scotbed.analysis.session import SMALL_RUN_CONF
-    from scotbed.testing.synth import SynthSpec, synthesise
+    from scotbed.analysis.synth import SynthSpec, synthesise
 
     run = tmp_path / "tiny-20260101T000000-0badc0de"
     synthesise(run, SynthSpec(brokers=1, fanout=2, subscribers=3, symbols=2, publications=5))
@@ -123,11 +123,11 @@ def test_a_small_run_s_sql_settings_hold_for_its_analysis_only(
 
 def test_the_aot_cache_trains_on_a_small_run_and_one_on_the_large_run_path(tmp_path: Path) -> None:
     """The cache's profiles cover both paths only if the large training run really takes the large one."""
-    from scotbed.analysis import jvm_archive
+    from scotbed.analysis import jvm_archive_build
     from scotbed.analysis.rundir import RunDir
     from scotbed.analysis.size import is_small
 
-    runs = jvm_archive._training_runs(tmp_path, large=True)
+    runs = jvm_archive_build.training_runs(tmp_path, large=True)
     assert [is_small(RunDir.open(run)) for run in runs] == [True, False]
 
 

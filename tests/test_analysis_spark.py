@@ -22,8 +22,8 @@ from scotbed.analysis.events import read_events, read_publications
 from scotbed.analysis.pub_arrow import read_publications as read_arrow_publications
 from scotbed.analysis.rundir import RunDir
 from scotbed.analysis.stats import time_to_stabilise
+from scotbed.analysis.synth import SynthSpec, synthesise
 from scotbed.analysis.traffic import traffic_per_broker
-from scotbed.testing.synth import SynthSpec, synthesise
 
 pytestmark = pytest.mark.spark
 

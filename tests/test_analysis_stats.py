@@ -223,7 +223,7 @@ def test_delay_axis_follows_the_data() -> None:
 
 
 def test_a_plot_is_drawn_once_and_looks_as_tight_layout_draws_it(tmp_path, monkeypatch) -> None:
-    """``plots._save`` draws each figure once (``savefig`` would lay out again an engine left on it)
+    """``plots.save`` draws each figure once (``savefig`` would lay out again an engine left on it)
     and its PNG has the pixels of a plain ``tight_layout`` and ``savefig``."""
     import numpy as np
     from matplotlib.figure import Figure
@@ -244,7 +244,7 @@ def test_a_plot_is_drawn_once_and_looks_as_tight_layout_draws_it(tmp_path, monke
     draws: list[Figure] = []
     draw = Figure.draw
     monkeypatch.setattr(Figure, "draw", lambda fig, renderer: draws.append(fig) or draw(fig, renderer))
-    plots._save(figure(), tmp_path / "saved.png")
+    plots.save(figure(), tmp_path / "saved.png")
     assert len(draws) == 1
     got, want = (np.asarray(Image.open(tmp_path / f"{n}.png")) for n in ("saved", "plain"))
     assert got.shape == want.shape and (got == want).all()

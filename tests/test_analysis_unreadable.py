@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from scotbed.analysis.synth import SynthSpec, synthesise
 from scotbed.analysis.unreadable import describe
-from scotbed.testing.synth import SynthSpec, synthesise
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

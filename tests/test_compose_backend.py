@@ -27,7 +27,7 @@ from scotbed.orchestrator.backends.docker_engine import (
 from scotbed.orchestrator.render import compose_standalone, write_brokers_json
 from scotbed.orchestrator.spec import Spec, build_scot, load_spec
 from scotbed.orchestrator.state import RunState
-from scotbed.workloads import plan as wplan
+from scotbed.workloads import plan_json
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICKSTART = ROOT / "experiments" / "quickstart.yaml"
@@ -324,7 +324,7 @@ def test_standalone_file_runs_the_workload_against_service_names(spec: Spec) -> 
     # one image, buildable from the repository by any service compose happens to start first
     assert {s["image"] for s in services.values()} == {compose_standalone.IMAGE}
     assert all(s["build"]["args"]["EXTRAS"] == "broker,workloads" for s in services.values())
-    plan = wplan.load(ROOT / "compose" / "quickstart" / "plan.json")
+    plan = plan_json.load(ROOT / "compose" / "quickstart" / "plan.json")
     assert {b.address for b in plan.brokers} == {f"{b}:50051" for b in brokers}
     assert plan.release.mode == "auto"
     assert len(plan.subscribers) == spec.workload.subscribers

@@ -17,7 +17,7 @@ import pytest
 
 from scotbed import contract
 from scotbed.analysis.summary import verdict_of_json
-from scotbed.testing.synth import SynthSpec, synthesise
+from scotbed.analysis.synth import SynthSpec, synthesise
 
 pytestmark = pytest.mark.spark
 

@@ -5,7 +5,7 @@
 - a broker event log with lost lines (garbled, or cut mid-line) fails the verdict, naming the log and
   its count, unless the run killed that broker on purpose.
 
-The runs are synthesised (:mod:`scotbed.testing.synth`, written by the brokers' own log writer); what a
+The runs are synthesised (:mod:`scotbed.analysis.synth`, written by the brokers' own log writer); what a
 test adds to a broker log is written by that writer too, so its lines are shaped as brokers write them.
 """
 
@@ -20,8 +20,8 @@ from scotbed_cli import scotbed
 
 from scotbed import contract
 from scotbed.analysis import cli
+from scotbed.analysis.synth import SynthSpec, synthesise
 from scotbed.broker.eventlog import EventLog
-from scotbed.testing.synth import SynthSpec, synthesise
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

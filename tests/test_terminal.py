@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from scotbed import contract
+from scotbed.analysis.synth import SynthSpec, synthesise
 from scotbed.analysis.validity import EXIT_HOST_BOUND, HOST_BOUND, UNKNOWN, VALID, exit_status
-from scotbed.testing.synth import SynthSpec, synthesise
 
 ROOT = Path(__file__).resolve().parent.parent
 QUICKSTART = str(ROOT / "experiments" / "quickstart.yaml")

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from scotbed.filters import Filter, Predicate
 from scotbed.matching import make_matcher
-from scotbed.matching.pst import _STAR, _Node
+from scotbed.matching.pst import _STAR, Node
 from scotbed.matching.trits import TritPst, trit_string
 
 ATTRS = ["a", "b", "c"]
@@ -64,7 +64,7 @@ def _apply(
     return pst, live
 
 
-def _walk(node: _Node, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], _Node]]:
+def _walk(node: Node, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Node]]:
     yield path, node
     for v, child in node.eq.items():
         yield from _walk(child, (*path, ("=", v)))
@@ -74,11 +74,11 @@ def _walk(node: _Node, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, 
         yield from _walk(node.star, (*path, "*"))
 
 
-def _subtree_keys(node: _Node) -> list[Hashable]:
+def _subtree_keys(node: Node) -> list[Hashable]:
     return [k for _, n in _walk(node) for k in n.subs]
 
 
-def _reached(pst: TritPst, attrs: dict[str, Any]) -> list[_Node]:
+def _reached(pst: TritPst, attrs: dict[str, Any]) -> list[Node]:
     """Every node the full search (no trit pruning, every '*' edge) reaches for ``attrs``."""
     out, stack = [], [(pst._root, 0)]
     while stack:

@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from scotbed import contract, topology
+from scotbed.analysis.synth import SynthSpec, synthesise
 from scotbed.analysis.validity import (
     HOST_BOUND,
     UNKNOWN,
@@ -36,7 +37,6 @@ from scotbed.broker.eventlog import read_events
 from scotbed.broker.fleet import wait_quiescent
 from scotbed.broker.launcher import LocalCluster
 from scotbed.broker.looplag import SCHEDSTAT, LoopProbe, run_queue_wait_ns
-from scotbed.testing.synth import SynthSpec, synthesise
 
 S = 1_000_000_000
 T0 = 1_700_000_000 * S

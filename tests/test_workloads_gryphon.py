@@ -14,6 +14,7 @@ from scotbed import topology as T
 from scotbed.orchestrator.spec import SpecError
 from scotbed.workloads import gryphon as g
 from scotbed.workloads import plan as P
+from scotbed.workloads import plan_json
 
 SCHEMA = g.GryphonSchema(attributes=10, values=3, zipf_s=1.0)
 
@@ -96,7 +97,7 @@ def test_a_gryphon_plan_round_trips_and_its_publishers_follow_their_region() -> 
         "rate_per_minute": 600,
     }
     plan = _plan(w)
-    assert P.Plan.from_json(json.loads(plan.dumps())).dumps() == plan.dumps() == _plan(w).dumps()
+    assert plan_json.plan_from_json(json.loads(plan.dumps())).dumps() == plan.dumps() == _plan(w).dumps()
     assert plan.schema == "gryphon" and all(len(s.subscriptions) == 4 for s in plan.subscribers)
     assert all(
         p.attr in {f"a{i}" for i in range(8)}

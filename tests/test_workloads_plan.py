@@ -12,6 +12,7 @@ from workload_plans import plan_for
 from scotbed import topology as T
 from scotbed.orchestrator.spec import SpecError
 from scotbed.workloads import plan as P
+from scotbed.workloads import plan_json
 from scotbed.workloads.quotes import sample
 
 SCOT = T.Scot(T.paper_fig2(), 3)
@@ -33,7 +34,7 @@ def test_same_seed_gives_byte_identical_plan_files(tmp_path) -> None:
     b = P.write(build(w), tmp_path / "b.json").read_bytes()
     assert a == b
     assert a != P.write(build(w, seed=8), tmp_path / "c.json").read_bytes()
-    assert P.load(tmp_path / "a.json").dumps().encode() == a
+    assert plan_json.load(tmp_path / "a.json").dumps().encode() == a
 
 
 def test_plan_ids_clients_and_schedule() -> None:
@@ -181,19 +182,19 @@ def test_unknown_attribute_in_a_plan_filter_names_the_subscription() -> None:
         match=r"plan.subscribers\[1\].subscriptions\[0\].filter\[0\]: unknown attribute "
         r"'price'; known: change, change_pct, close, date, exchange",
     ):
-        P.Plan.from_json(doc)
+        plan_json.plan_from_json(doc)
 
 
 def test_plan_reader_names_bad_fields() -> None:
     doc = _doc()
     doc["publishers"][0]["broker"] = "b-z-9"
     with pytest.raises(P.PlanError, match=r"plan.publishers\[0\].broker: unknown broker 'b-z-9'"):
-        P.Plan.from_json(doc)
+        plan_json.plan_from_json(doc)
     doc = _doc()
     doc["subscribers"][2]["subscriptions"][0]["sub_id"] = doc["subscribers"][0]["subscriptions"][0]["sub_id"]
     with pytest.raises(P.PlanError, match=r"sub_id 'sub-s0-0' is used twice"):
-        P.Plan.from_json(doc)
+        plan_json.plan_from_json(doc)
     doc = _doc()
     doc["release"] = {"mode": "later"}
     with pytest.raises(P.PlanError, match=r"plan.release.mode: 'later' is not one of"):
-        P.Plan.from_json(doc)
+        plan_json.plan_from_json(doc)

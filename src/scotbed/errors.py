@@ -8,6 +8,9 @@ exception outside this tree is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+#: why a document whose nesting exhausts the parser's recursion is refused
+TOO_DEEP = "nested too deeply to parse (arrays or objects inside each other without end)"
+
 
 class ScotbedError(Exception):
     """Something scotbed could not do; the message names what and where."""

@@ -19,6 +19,8 @@ import stat
 from pathlib import Path
 from typing import Any, Literal
 
+from scotbed.errors import TOO_DEEP
+
 #: the most bytes a spec, campaign, plan, broker config, script, edge list or quote CSV may hold
 #: (after gunzipping)
 MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
@@ -50,10 +52,6 @@ def read_text(path: str | Path, what: str, error: type[Exception]) -> str:
     """The UTF-8 text of ``path``, a ``what`` file its own parser reads (a script)."""
     p = Path(path)
     return decode(_read(p, what, error), str(p), f"{what} file", error)
-
-
-#: why a document whose nesting exhausts the parser's recursion is refused
-TOO_DEEP = "nested too deeply to parse (arrays or objects inside each other without end)"
 
 
 def _read(p: Path, what: str, error: type[Exception]) -> bytes:

@@ -15,8 +15,7 @@ from typing import Any
 
 import yaml
 
-from scotbed.errors import UserError
-from scotbed.loader import TOO_DEEP
+from scotbed.errors import TOO_DEEP, UserError
 
 
 class YamlError(UserError):

@@ -37,10 +37,8 @@ from scotbed.analysis.size import is_small
 from scotbed.analysis.store import Store, store_events
 
 # Runs with less event text than this keep their parsed events in Spark's memory cache, not in Parquet
-# (a small run pays Parquet's fixed cost of writing files). At 91 MB (0.86M events) Spark's Parquet
-# store was already cheaper: 3.5 s to write against 3.9 s to cache, and its queries 0.99-1.24 s against
-# 1.35-1.59 s. Arrow's store (:mod:`scotbed.analysis.store`) for `make demo`'s run moved the JVM's
-# first-job warm-up into the first section and left the analysis as long (10.0-11.2 s against 10.1-11.0 s).
+# (a small run pays Parquet's fixed cost of writing files; from about 91 MB of text the Parquet store is
+# the cheaper one, figures: benchmarks/README.md).
 IN_MEMORY_BYTES = 64 << 20
 # The hop counts (0..this) the one pass over the deliveries counts: a path longer than any the
 # testbed's overlays make; a delivery beyond it makes the hops a query of their own.
@@ -48,16 +46,13 @@ HOPS_COUNTED = 32
 # Up to this many valid events a run's deliveries (32 bytes a receive) and its matches (12 bytes a match)
 # are collected to the driver, and a run has fewer of either than events: their quantiles are then
 # exact. For the deliveries one sort and one collect serve both the delay statistics and the stability
-# windows, where Spark's percentile_approx was a job of its own: 0.86M events 0.4-0.9 s against
-# 1.1-2.7 s; 8.5M events 1.6-2.4 s against 2.8-5.4 s (the whole analysis, alternated: 1st 62.0-64.2 s
-# against 64.2-71.6 s, 2nd 44.5-47.9 s against 48.4-58.8 s). For the matches see
+# windows, where Spark's percentile_approx would be a job of its own. For the matches see
 # :func:`scotbed.analysis.metrics.matching_delays`.
 COLLECTED_EVENTS = 20_000_000
 # Runs whose publication workload has less text than this match it in the driver (collected as Arrow),
-# not in Python workers: at 0.86M events (8.6 MB, 55k publications) the expected pairs cost 0.34-0.59 s
-# there against 2.0 s on a cold session's workers; at 8.5M events (86 MB, 550k publications) the driver's
-# pairs, a large local relation, cost 2.5-2.9 s and the check after them 4.3-5.2 s, against 1.7-2.0 s
-# and 1.6-2.0 s from the workers (warm, with the columnar matching).
+# not in Python workers, which cost a cold session more than the driver's work; a much larger workload
+# makes the driver's pairs a large local relation, slower than the workers' (figures:
+# benchmarks/README.md).
 DRIVER_MATCH_BYTES = 16 << 20
 # The one part file of a table a small run's driver writes (:meth:`RunData.written`), named as Spark
 # names its parts so that a table's directory reads alike whoever wrote it.
@@ -300,8 +295,8 @@ class RunData:
     @shared_input
     def pub_stats(self) -> PubStats:
         """What several sections read of the publication times, in one action: collected as Arrow (32 bytes
-        a publication, the lag's quantiles by rank) up to :data:`COLLECTED_EVENTS` valid events, where
-        Spark's aggregate with its percentile took 0.83-1.0 s against 0.30-0.39 s (8.53M events, warm)."""
+        a publication, the lag's quantiles by rank) up to :data:`COLLECTED_EVENTS` valid events, faster than
+        Spark's aggregate with its percentile."""
         if self.line_counts[0] <= COLLECTED_EVENTS:
             return self._collected_pub_stats()
         lag = ((F.col("sent_ns") - F.col("intended_ns")) / 1e6).alias("send_lag_ms")

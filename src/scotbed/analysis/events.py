@@ -56,8 +56,7 @@ RAW_DDL = f"{EVENT_DDL}, `{CORRUPT}` STRING"
 
 # Columns with a value per event or per publication, written to the Parquet store without a dictionary:
 # Parquet's writer tries one for every column and drops it once it outgrows a page, which these always
-# do. At 8.5M events Spark's store took 11.7-12.7 s without their dictionaries against 12.3-15.1 s (warm,
-# alternated); the rest (event names, brokers, links, sub ids) keep theirs.
+# do, so trying costs write time for nothing; the rest (event names, brokers, links, sub ids) keep theirs.
 PLAIN_COLUMNS = ("ts_ns", "pub_id", "intended_ns", "sent_ns", "us")
 
 # ``attrs`` is read as its JSON text (Spark keeps a nested object's text for a STRING field): only

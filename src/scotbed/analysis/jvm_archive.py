@@ -1,43 +1,32 @@
-"""The class archive of the analysis's JVM: Spark's classes mapped, not loaded.
+"""The class archive of the analysis's JVM: Spark's classes mapped, not loaded. Where an archive lives
+and the JVM option that maps it; :mod:`scotbed.analysis.jvm_archive_build` builds them.
 
 A cold Spark JVM spends seconds loading, parsing and verifying the classes one analysis touches.
 A dynamic CDS archive (JDK 13+) holds exactly those classes, pre-parsed and pre-verified. It is dumped
-when the JVM of one analysis of a synthesised run exits. On `make demo`'s run it halved the
-session's start (4.0 to 2.0 s) and the parse of the logs (2.6 to 1.4 s).
+when the JVM of one analysis of a synthesised run exits.
 
 On JDK 25 (:data:`AOT_MAJOR`) the archive is an AOT cache instead (JEPs 483, 514, 515): the classes
 also linked, and the method profiles of a training run, so the JIT compiles the hot methods of a large
-analysis sooner. Its training analyses, with the JIT's defaults, a small run and one of
-:data:`TRAINING_PUBLICATIONS` publications on the large-run path. At 1M events a first analysis took
-19.3-20.2 s against 22.6-22.9 s on JDK 17 with its CDS archive (21.7-22.2 s on JDK 25 without a
-cache), a further one 10.5-12.3 s against 13.3-14.6 s. A small run's JVM asks for a JDK 17
-(:data:`~scotbed.analysis.session.SHORT_JVM`), so where both are installed each has its archive.
+analysis sooner. A small run's JVM asks for a JDK 17 (:data:`~scotbed.analysis.session.SHORT_JVM`), so
+where both are installed each has its archive. The figures behind these choices are in
+``benchmarks/README.md``.
 
-``make setup`` builds them (``python -m scotbed.analysis.jvm_archive --ensure``). A file name
-fingerprints its JDK and the Spark install, so a new JDK or Spark gets a new archive. A JVM whose
-archive is missing or unusable runs without it (``-Xshare:auto``, the default): slower, never wrong.
+A file name fingerprints its JDK and the Spark install, so a new JDK or Spark gets a new archive. A JVM
+whose archive is missing or unusable runs without it (``-Xshare:auto``, the default): slower, never
+wrong.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
 import sys
-import tempfile
-import time
-from dataclasses import replace
 from pathlib import Path
 
 from scotbed import java
 
 ARCHIVE_DIR = Path(sys.prefix) / "share" / "scotbed"
-BUILD_LOG = ARCHIVE_DIR / "build.log"  # the output of the training JVMs of the last --ensure
-# The JVM writes the archive as it exits: about 200 MB; ten seconds on this 2-core machine for the CDS
-# archive, a minute for the AOT cache (a second JVM assembles it from the training's record).
-DUMP_TIMEOUT_S = 600.0
 AOT_MAJOR = 25  # the first JDK with both the one-step AOT cache (JEP 514) and method profiles (JEP 515)
-TRAINING_PUBLICATIONS = 48_000  # of the AOT training's large run: about 0.73M events, 73 MB of text
 
 
 def archive_path(home: Path) -> Path:
@@ -48,13 +37,14 @@ def archive_path(home: Path) -> Path:
     binary = Path(os.path.realpath(home / "bin" / "java"))
     spark_jars = Path(pyspark.__file__).parent / "jars"
     key = f"{binary}:{binary.stat().st_mtime_ns}:{pyspark.__version__}:{spark_jars.stat().st_mtime_ns}"
-    suffix = "aot" if _is_aot(home) else "jsa"
+    suffix = "aot" if is_aot(home) else "jsa"
     return (
         ARCHIVE_DIR / f"spark-{pyspark.__version__}-{hashlib.sha256(key.encode()).hexdigest()[:12]}.{suffix}"
     )
 
 
-def _is_aot(home: Path) -> bool:
+def is_aot(home: Path) -> bool:
+    """Whether the archive of the JDK at ``home`` is an AOT cache (else a CDS archive)."""
     return (java.major(str(home / "bin" / "java")) or 0) >= AOT_MAJOR
 
 
@@ -64,102 +54,3 @@ def java_options(home: Path) -> tuple[str, ...]:
     if not path.exists():
         return ()
     return (f"-XX:AOTCache={path}",) if path.suffix == ".aot" else (f"-XX:SharedArchiveFile={path}",)
-
-
-def build(dest: Path, home: Path) -> Path:
-    """Dump the archive of the JDK at ``home`` after its training analyses (:func:`_training_runs`) to
-    ``dest`` (atomically). A CDS archive's training JVM is a small run's (C1 only), an AOT cache's keeps
-    the JIT's defaults, whose profiles it records. The JVM exits for the dump, and PySpark launches one
-    gateway per process: no Spark session can start in this process after it."""
-    from scotbed.analysis import session as spark_session
-    from scotbed.analysis.api import analyze
-
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    partial = dest.with_name(f"{dest.name}.{os.getpid()}.partial")
-    aot = _is_aot(home)
-    if aot:  # -Xlog: the cache skips the classes of signed jars, with a warning for each
-        options: tuple[str, ...] = (f"-XX:AOTCacheOutput={partial}", "-Xlog:aot=off,cds=off")
-    else:
-        options = (*spark_session.SHORT_JVM.options, f"-XX:ArchiveClassesAtExit={partial}", "-Xlog:cds=error")
-    jvm = spark_session.Jvm(java.major(str(home / "bin" / "java")) or java.MIN_MAJOR, options)
-    with tempfile.TemporaryDirectory(prefix="scotbed-jvm-archive-") as tmp:
-        runs = _training_runs(Path(tmp), large=aot)
-        spark = spark_session.get_session(jvm=jvm, archive=False, log=BUILD_LOG)
-        gateway = spark.sparkContext._gateway
-        assert gateway is not None, "a local session has a gateway"
-        process = gateway.proc
-        for run in runs:
-            analyze(run, spark=spark)
-        spark.stop()
-        process.stdin.close()  # Spark's gateway exits on EOF; the JVM dumps the archive as it exits
-        process.wait(timeout=DUMP_TIMEOUT_S)
-    if not partial.exists():
-        raise RuntimeError(f"the JVM exited ({process.returncode}) without writing its archive {partial}")
-    os.replace(partial, dest)
-    return dest
-
-
-def _training_runs(tmp: Path, large: bool) -> list[Path]:
-    """A small synthesised run and, with ``large``, one on the large-run path (beyond
-    :data:`~scotbed.analysis.size.SMALL_RUN_BYTES`)."""
-    from scotbed.testing.synth import SCALE, SynthSpec, synthesise
-
-    specs = [SynthSpec(burst_publications=50, unsubscribe_fraction=0.2, loop_lag_ms=1.0)]
-    if large:
-        specs.append(
-            replace(
-                SCALE,
-                publications=TRAINING_PUBLICATIONS,
-                burst_publications=200,
-                unsubscribe_fraction=0.2,
-                loop_lag_ms=1.0,
-            )
-        )
-    runs = [tmp / f"run-{k}" for k in range(len(specs))]
-    for run, spec in zip(runs, specs, strict=True):
-        synthesise(run, spec)
-    return runs
-
-
-def homes() -> list[Path]:
-    """The JDKs the analysis's JVMs run on (:data:`~scotbed.analysis.session.SHORT_JVM`'s and
-    :data:`~scotbed.analysis.session.LONG_JVM`'s: one, or two where both releases are installed)."""
-    from scotbed.analysis.session import LONG_JVM, SHORT_JVM
-
-    return list(dict.fromkeys(java.require(jvm.release) for jvm in (SHORT_JVM, LONG_JVM)))
-
-
-def ensure() -> list[Path]:
-    """The archive of every JDK in :func:`homes`, each built when missing; others' archives removed."""
-    wanted = {home: archive_path(home) for home in homes()}
-    for stale in [*ARCHIVE_DIR.glob("spark-*.jsa*"), *ARCHIVE_DIR.glob("spark-*.aot*")]:
-        if stale not in wanted.values():
-            stale.unlink()
-    BUILD_LOG.unlink(missing_ok=True)
-    for home, path in wanted.items():
-        if not path.exists():  # each in a process of its own: PySpark starts one gateway per process
-            started = time.monotonic()
-            build = [sys.executable, "-m", __spec__.name, "--build", str(home), str(path)]
-            if subprocess.run(build).returncode != 0:
-                raise RuntimeError(f"building {path} failed; the JVM's output is in {BUILD_LOG}")
-            took = time.monotonic() - started
-            print(f"Spark class archive: {path} ({took:.0f} s to build)", file=sys.stderr)
-    return list(wanted.values())
-
-
-def main(argv: list[str]) -> int:
-    if argv[:1] == ["--build"] and len(argv) == 3:
-        build(Path(argv[2]), Path(argv[1]))
-        return 0
-    if argv != ["--ensure"]:
-        print(
-            "usage: python -m scotbed.analysis.jvm_archive --ensure | --build JAVA_HOME DEST", file=sys.stderr
-        )
-        return 2
-    for path in ensure():
-        print(f"Spark class archive: {path}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))

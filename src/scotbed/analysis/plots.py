@@ -21,7 +21,7 @@ DPI = 100
 PNG_COMPRESS_LEVEL = 3
 
 
-def _save(fig: Any, out: Path) -> Path:
+def save(fig: Any, out: Path) -> Path:
     """Lay ``fig`` out once and draw it once.
 
     ``tight_layout`` leaves a placeholder layout engine on the figure, and ``savefig`` lays out a
@@ -39,7 +39,7 @@ def _save(fig: Any, out: Path) -> Path:
 
 def save_laid_out(fig: Any, out: Path) -> Path:
     """Save a figure made with its own layout engine (``layout="constrained"``: room for a legend
-    outside the axes, no clipped labels), at the same resolution and compression as :func:`_save`."""
+    outside the axes, no clipped labels), at the same resolution and compression as :func:`save`."""
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=DPI, pil_kwargs={"compress_level": PNG_COMPRESS_LEVEL})
     plt.close(fig)
@@ -75,7 +75,7 @@ def delay_cdf(curves: Mapping[str, Sequence[tuple[float, float]]], out: Path) ->
     ax.set_ylim(0, 1.01)
     ax.grid(alpha=0.3)
     ax.legend()
-    return _save(fig, out)
+    return save(fig, out)
 
 
 def stability(
@@ -101,7 +101,7 @@ def stability(
     ax.set_title("Stability curve")
     ax.grid(alpha=0.3)
     ax.legend()
-    return _save(fig, out)
+    return save(fig, out)
 
 
 def loop_lag(series: pd.DataFrame, curve: pd.DataFrame, origin_ns: int, bound_ms: float, out: Path) -> Path:
@@ -126,7 +126,7 @@ def loop_lag(series: pd.DataFrame, curve: pd.DataFrame, origin_ns: int, bound_ms
     a_lag.set_xlabel("time since the first intended publication (s)")
     a_lag.grid(alpha=0.3)
     a_lag.legend(fontsize=7)
-    return _save(fig, out)
+    return save(fig, out)
 
 
 def queues(series: pd.DataFrame, out: Path, top: int = 8) -> Path:
@@ -144,7 +144,7 @@ def queues(series: pd.DataFrame, out: Path, top: int = 8) -> Path:
         ax.grid(alpha=0.3)
     a_out.set_title("Queue lengths over time")
     a_in.set_xlabel("time (s)")
-    return _save(fig, out)
+    return save(fig, out)
 
 
 def table_sizes(series: pd.DataFrame, out: Path) -> Path:
@@ -157,7 +157,7 @@ def table_sizes(series: pd.DataFrame, out: Path) -> Path:
     ax.grid(alpha=0.3)
     if series["node"].nunique() <= 12:
         ax.legend(fontsize=7, ncol=2)
-    return _save(fig, out)
+    return save(fig, out)
 
 
 def broker_load(load: pd.DataFrame, out: Path) -> Path:
@@ -172,7 +172,7 @@ def broker_load(load: pd.DataFrame, out: Path) -> Path:
     ax.set_ylabel("messages in + out")
     ax.set_title("Per-broker load")
     ax.legend()
-    return _save(fig, out)
+    return save(fig, out)
 
 
 def core_input_queue(series: pd.DataFrame, out: Path) -> Path:
@@ -188,4 +188,4 @@ def core_input_queue(series: pd.DataFrame, out: Path) -> Path:
     ax.grid(alpha=0.3)
     if len(series):
         ax.legend(fontsize=7, ncol=2)
-    return _save(fig, out)
+    return save(fig, out)

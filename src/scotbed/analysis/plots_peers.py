@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from scotbed.analysis.plots import _save, plt
+from scotbed.analysis.plots import plt, save
 
 
 def load_cdf(load: pd.DataFrame, out: Path) -> Path:
@@ -21,7 +21,7 @@ def load_cdf(load: pd.DataFrame, out: Path) -> Path:
     ax.set_xlim(left=0)
     ax.set_ylim(0, 1.02)
     ax.grid(alpha=0.3)
-    return _save(fig, out)
+    return save(fig, out)
 
 
 def hit_ratio(series: pd.DataFrame, out: Path) -> Path:
@@ -31,4 +31,4 @@ def hit_ratio(series: pd.DataFrame, out: Path) -> Path:
     ax.set_ylabel("hit ratio")
     ax.set_ylim(0, 1.05)
     ax.grid(alpha=0.3)
-    return _save(fig, out)
+    return save(fig, out)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from scotbed.analysis.plots import _save, plt
+from scotbed.analysis.plots import plt, save
 
 
 def cost_figure(series: pd.DataFrame, label: str) -> Any:
@@ -23,4 +23,4 @@ def cost_figure(series: pd.DataFrame, label: str) -> Any:
 
 
 def cost_over_time(series: pd.DataFrame, out: Path, label: str) -> Path:
-    return _save(cost_figure(series, label), out)
+    return save(cost_figure(series, label), out)

@@ -17,7 +17,9 @@ from scotbed.analysis.stats import flatten
 from scotbed.analysis.summary import verdict_of_json
 
 
-def _env() -> Environment:
+def environment() -> Environment:
+    """The templates of the analysis's HTML pages (``analysis/templates``) with its number and JSON
+    filters."""
     env = Environment(loader=PackageLoader("scotbed.analysis", "templates"), autoescape=select_autoescape())
     env.filters["tojson_pretty"] = lambda v: json.dumps(v, indent=2, default=str)
     env.filters["number"] = fmt_number
@@ -55,7 +57,7 @@ def render_run(
     tables: Mapping[str, pd.DataFrame],
 ) -> Path:
     html = (
-        _env()
+        environment()
         .get_template("report.html.j2")
         .render(
             summary=summary,
@@ -111,7 +113,7 @@ def render_campaign(
         for r in table.to_dict("records")
     ]
     html = (
-        _env()
+        environment()
         .get_template("campaign.html.j2")
         .render(
             title=title,

@@ -1,8 +1,8 @@
 """A run's plots, each drawn as soon as the sections it shows are done, in one background thread.
 
 Drawing is Python work and Spark's queries are mostly waits on the JVM, so the plots of the early
-sections are drawn while the later sections compute: on `make demo`'s run the seven plots (about a
-second) no longer follow the last query. One thread draws them all: pyplot keeps global state.
+sections are drawn while the later sections compute, not after the last query. One thread draws them
+all: pyplot keeps global state.
 """
 
 from __future__ import annotations

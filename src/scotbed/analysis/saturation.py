@@ -76,7 +76,7 @@ def sweep_report(root: Path, cells: Sequence[Mapping[str, Any]], criterion: str)
             _plot_table(table, key), key, f"sustainable {param}", png, SERIES
         )
     html = (
-        report._env()
+        report.environment()
         .get_template("saturation.html.j2")
         .render(
             title=root.name,

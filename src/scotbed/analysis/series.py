@@ -46,8 +46,7 @@ def sample_series(
     Queue length over time per broker and link (``link == ""`` is the input queue): each bin's
     maximum length and mean congestion element. Routing-table size over time per broker: each bin's
     largest size. ``t_s`` is the bin start relative to the first sample of its kind. Both series
-    in one query, where a query each cost a scan and a job more: for both, warm, 0.42-0.56 s against
-    0.75-0.95 s at 0.86M events, 0.59-0.89 s against 0.91-1.07 s at 8.53M, the same tables.
+    in one query: a query each would cost a scan and a job more.
     """
     binned = [
         (ev, b) for ev, b in ((contract.QUEUE, queue_bins), (contract.TABLE, table_bins)) if b is not None

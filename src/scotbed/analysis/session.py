@@ -70,18 +70,14 @@ class Jvm:
 
 # A JVM that lives for one small or medium analysis (up to size.SHORT_JVM_BYTES of event text: seconds of
 # work, about a thousand distinct generated classes) never repays the optimising JIT's compile time: C1 only.
-# On `make demo`'s run (29.6k events, cold JVM, 3 runs each) it cut the CPU from 45.0 to 28.7 s and the wall
-# time from 28.2 to 24.6 s; the serial collector gave no measurable gain. It asks for a JDK 17: a small run
-# parsed 0.3-0.8 s slower on JDK 25, with an AOT cache or a CDS archive alike (the demo's run, cold, five runs
-# each: 10.2-13.3 s on JDK 17 against 11.7-14.2 s on JDK 25).
+# It asks for a JDK 17, on which a small run parses faster than on JDK 25 (figures: benchmarks/README.md).
 SHORT_JVM = Jvm(17, ("-XX:TieredStopAtLevel=1",))
 # A larger analysis keeps the JIT's defaults: its hot loops need C2. It asks for a JDK 25, whose AOT cache
-# holds a training run's method profiles (1M events: a first analysis 19.3-20.2 s against 22.6-22.9 s on
-# JDK 17 with its CDS archive). A campaign's shared session starts with its first run's JVM.
+# holds a training run's method profiles. A campaign's shared session starts with its first run's JVM.
 LONG_JVM = Jvm(java.PREFERRED_MAJOR)
 # A small run's queries are interpreted, not compiled: on a few thousand rows per query, generating and
 # compiling Java for every plan (whole-stage code generation, then each expression's own class) costs
-# more than it saves. On `make demo`'s run (cold JVM) it cut the analysis from 14.8 to 12.6 s.
+# more than it saves.
 SMALL_RUN_CONF = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 _shared: list[bool] = []
 _reaper: list[bool] = []

@@ -15,11 +15,7 @@ from scotbed.analysis.rundir import RunDir
 
 SMALL_RUN_BYTES = 64 << 20  # of event text
 # Up to here a run is analysed on the short-lived JVM (C1 only) too: a single analysis never repays C2's
-# compile time. Measured with benchmarks/analysis_scale.py --repeat 2, alternated, two runs each: at 0.86M
-# events (91 MB) a first analysis took 14.1-15.0 s on it against 17.9-20.5 s on the long one (CPU 25 s
-# against 34-38 s), a further one 9.1-10.3 s against 9.3-11.6 s; at 2.57M (274 MB) 22.8-24.1 s against
-# 24.4-28.1 s, but a further one 16.8-19.2 s against 14.7-17.4 s; at 8.53M (one run each) 64.5 / 50.1 s
-# against 54.8 / 43.0 s.
+# compile time (figures: benchmarks/README.md).
 SHORT_JVM_BYTES = 128 << 20
 
 

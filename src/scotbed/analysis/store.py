@@ -43,11 +43,9 @@ def store_events(spark: SparkSession, paths: list[str], dest: Path, in_memory: b
     """Parse the logs once into Spark's memory cache (``in_memory``) or Parquet under ``dest``, which
     lives for one analysis (uncompressed: compressing it costs more than it saves).
 
-    Measured at 8.5M events (915 MB of logs, 2 cores, alternated): Arrow's store took 7.4-8.0 s against
-    Spark's 15.6 s, and the whole analysis 56-59 s against 67 s (46 s against 52 s for a campaign's
-    further runs). Each log is cut into files of :data:`~scotbed.analysis.arrow_store.FILE_ROWS`, as
-    whole-log files left Spark's scan partitions unequal (a group-by took 10.1-18.0 s against 7.1-9.2 s
-    on Spark's store; 8.1-9.5 s against 7.6-8.4 s with the cut files).
+    The Parquet store is written by Arrow, in about half the time of Spark's own parse. Each log is cut
+    into files of :data:`~scotbed.analysis.arrow_store.FILE_ROWS`, as whole-log files leave Spark's scan
+    partitions unequal (figures: benchmarks/README.md).
     """
     shutil.rmtree(dest, ignore_errors=True)
     if in_memory:

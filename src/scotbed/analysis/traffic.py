@@ -9,9 +9,8 @@ Up to the collected bound the fixpoint runs in numpy over every publication at o
 (:func:`local_tally`); above it, as Spark higher-order functions over each publication's copies.
 Spark interprets those functions, so they work on numbers: every broker is an index into the run's
 broker list, a copy is one ``int`` (sender × K + receiver) and a set of brokers is a bit mask (an
-array of 63-bit words). At 8.5M events (13 brokers) this took 3.1-3.5 s against
-7.0-7.7 s with arrays of broker names and copies as structs (warm; 5.3-5.8 s against 11.7-13.7 s
-on first use), the same tables.
+array of 63-bit words), about half the time of arrays of broker names and copies as structs
+(figures: benchmarks/README.md).
 """
 
 from __future__ import annotations
@@ -101,8 +100,8 @@ def traffic_per_broker(
     relay: node, visits, relay_only. false_positive_traffic: node, ims, fp_ims.
 
     With ``collect`` the visits, copies and interested brokers come to the driver as Arrow (an int
-    code and the pub_id a row) and :func:`local_tally` runs the fixpoint in numpy: at 8.5M events
-    2.2-2.5 s against 3.6-4.0 s warm, 3.3 s against 9.5 s on first use (the same tables). Else one
+    code and the pub_id a row) and :func:`local_tally` runs the fixpoint in numpy, faster than Spark's
+    higher-order functions on the same tables. Else one
     group-by of the copies and the interested brokers together, the fixpoint as Spark higher-order
     functions.
     """

@@ -210,17 +210,20 @@ def _indexable(p: Predicate) -> bool:
     return p.op in _HALF and _is_number(p.value)
 
 
-class _Node:
+class Node:
+    """A tree node: its children by ``=`` value, by prefix and ``'*'``, and the filters stored at it (a
+    subclass's engine, :class:`scotbed.matching.trits.TritPst`, annotates it too)."""
+
     __slots__ = ("ann", "bucket", "eq", "jump", "pre", "pre_lengths", "skip", "star", "subs")
 
     def __init__(self) -> None:
-        self.eq: dict[Any, _Node] = {}
-        self.pre: dict[str, _Node] = {}
+        self.eq: dict[Any, Node] = {}
+        self.pre: dict[str, Node] = {}
         self.pre_lengths: dict[int, int] = {}  # prefix length -> prefixes of that length in ``pre``
-        self.star: _Node | None = None
+        self.star: Node | None = None
         self.subs: dict[Hashable, tuple[Predicate, ...]] = {}
         self.bucket: _Bucket | None = None  # compiled ``subs``; None = stale
-        self.jump: _Node | None = None  # first non-trivial node down the '*' chain (valid with bucket)
+        self.jump: Node | None = None  # first non-trivial node down the '*' chain (valid with bucket)
         self.skip = 1  # levels from this node down to ``jump``
         self.ann: Any = None  # an annotation layered on by a subclass (link matching); None = stale
 
@@ -240,9 +243,9 @@ class _Node:
             self.jump, self.skip = nxt, skip
         return self.bucket
 
-    def children(self, attrs: Attributes, attr: str) -> list[_Node]:
+    def children(self, attrs: Attributes, attr: str) -> list[Node]:
         """The children a search follows for the event ``attrs`` at this node (testing ``attr``)."""
-        out: list[_Node] = []
+        out: list[Node] = []
         if self.eq or self.pre:
             x = attrs.get(attr, _MISSING)
             if isinstance(x, (str, int, float)) and not isinstance(x, bool):
@@ -279,7 +282,7 @@ class PstMatcher:
         self._stats: dict[str, dict[Any, int]] = {}  # attr -> {test label: filters}; '*' counted apart
         self._fixed = order is not None
         self._order: list[str] = list(order) if order is not None else []
-        self._root = _Node()
+        self._root = Node()
         self._changes = 0
         self.last_steps = 0
 
@@ -369,7 +372,7 @@ class PstMatcher:
 
         return sorted(self._stats, key=lambda a: (kept(a), a))
 
-    def _path_nodes(self, path: tuple[Any, ...]) -> list[_Node]:
+    def _path_nodes(self, path: tuple[Any, ...]) -> list[Node]:
         nodes = [self._root]
         for label in path:
             nodes.append(_child(nodes[-1], label))
@@ -402,7 +405,7 @@ class PstMatcher:
         """Recompute the attribute order (unless fixed) and rebuild the tree under it."""
         if not self._fixed:
             self._order = self._desired_order()
-        self._root = _Node()
+        self._root = Node()
         self._paths = {}
         for key, flt in self._filters.items():
             self._insert(key, flt)
@@ -418,28 +421,28 @@ def _is_prefix(label: Any) -> bool:
     return type(label) is tuple and len(label) == 2 and label[0] == "prefix"
 
 
-def _child(node: _Node, label: Any, create: bool = False) -> _Node:
+def _child(node: Node, label: Any, create: bool = False) -> Node:
     if label is _STAR:
         if node.star is None:
             assert create
-            node.star = _Node()
+            node.star = Node()
         return node.star
     if _is_prefix(label):
         child = node.pre.get(label[1])
         if child is None:
             assert create
-            child = node.pre[label[1]] = _Node()
+            child = node.pre[label[1]] = Node()
             n = len(label[1])
             node.pre_lengths[n] = node.pre_lengths.get(n, 0) + 1
         return child
     child = node.eq.get(label)
     if child is None:
         assert create
-        child = node.eq[label] = _Node()
+        child = node.eq[label] = Node()
     return child
 
 
-def _unlink(node: _Node, label: Any) -> None:
+def _unlink(node: Node, label: Any) -> None:
     if label is _STAR:
         node.star = None
     elif _is_prefix(label):
@@ -452,7 +455,7 @@ def _unlink(node: _Node, label: Any) -> None:
         del node.eq[label]
 
 
-def _compile_stale(node: _Node) -> None:
+def _compile_stale(node: Node) -> None:
     """Compile every stale node (they form a subtree-closed set under stale ancestors)."""
     stack = [node]
     while stack:

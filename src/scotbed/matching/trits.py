@@ -4,7 +4,7 @@ Why: a broker on the path of a notification only needs to know which of its link
 subscriber, not which subscriptions match; the trits let a search stop as soon as every link is decided.
 
 Every stored filter carries the bit of one link (a neighbour or LOCAL). A trit vector is two bitmasks over
-the links, ``yes`` and ``maybe`` (a link in neither is No). ``annot(v)`` (see readings.md) is the parallel
+the links, ``yes`` and ``maybe`` (a link in neither is No). ``annot(v)`` (docs/readings.md) is the parallel
 combination of
 
 - own(v): Yes for a link with a filter stored at ``v`` without residual tests, Maybe for a link whose
@@ -26,7 +26,7 @@ from collections.abc import Hashable, Sequence
 from itertools import chain
 
 from scotbed.filters import Attributes, Filter
-from scotbed.matching.pst import PstMatcher, _Node
+from scotbed.matching.pst import Node, PstMatcher
 
 Trits = tuple[int, int]  # (yes, maybe) bitmasks over the links
 
@@ -54,7 +54,7 @@ class TritPst(PstMatcher):
         self._bit.pop(key, None)
         return removed
 
-    def annotation(self, node: _Node) -> Trits:
+    def annotation(self, node: Node) -> Trits:
         """``annot(node)``, recomputed through stale descendants only."""
         ann: Trits | None = node.ann
         if ann is not None:
@@ -85,7 +85,7 @@ class TritPst(PstMatcher):
         levels = len(order)
         steps = 0
 
-        def search(node: _Node, level: int, want: int) -> int:
+        def search(node: Node, level: int, want: int) -> int:
             nonlocal steps
             steps += 1
             y, m = node.ann

@@ -60,6 +60,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from scotbed import bounds, contract
 from scotbed.analysis.faultwindows import OPENS
 from scotbed.config import MAX_LINK_DELAY_MS
+from scotbed.orchestrator.spec_errors import SpecError
 
 REJOIN_TIMEOUT_S = 30.0  # a restarted broker's links must be up both ways by then
 CUT_MSGS_PER_S = 1e-6  # a cut link: the token bucket releases nothing until restored
@@ -260,8 +261,6 @@ class Injector:
 
 def validate(spec: Any, scot: Any, backend: str) -> None:
     """Raise SpecError when the spec's timeline does not fit the overlay or the backend."""
-    from scotbed.orchestrator.spec import SpecError
-
     if not spec.faults:
         return
     if backend not in BACKENDS:

@@ -10,10 +10,15 @@ port-forwards; a broker serves clients and Admin on one port).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from scotbed import topology as topo
 from scotbed.loader import read_text
-from scotbed.orchestrator.spec import Spec, SpecError
+from scotbed.orchestrator.spec_errors import SpecError
 from scotbed.workloads.script import Script, ScriptError, parse
+
+if TYPE_CHECKING:
+    from scotbed.orchestrator.spec import Spec
 
 KEY = "workload.script"
 

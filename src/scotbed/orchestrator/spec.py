@@ -9,7 +9,8 @@ Checks happen in two layers: the models check each value on its own, and
 :func:`check_semantics` checks values against each other (routing vs
 overlay). :func:`build_scot` turns the topology block into a
 :class:`scotbed.topology.Scot`; it is the only function here that reads
-files (edge-list and GraphML factors, relative to the spec file).
+files (edge-list and GraphML factors, relative to the spec file, through
+:func:`scotbed.orchestrator.spec_factors.build`).
 """
 
 from __future__ import annotations
@@ -33,17 +34,17 @@ from scotbed import bounds
 from scotbed import routing as routing_registry
 from scotbed import topology as topo
 from scotbed.analysis.validity import Bounds as HB
-from scotbed.loader import read_document, read_text
+from scotbed.loader import read_document
 from scotbed.matching import implemented as matching_implemented
-from scotbed.orchestrator import spec_peers, spec_selforg
+from scotbed.orchestrator import spec_factors, spec_peers, spec_selforg
 from scotbed.orchestrator.faults import FaultSpec
 from scotbed.orchestrator.overrides import apply_sets
+from scotbed.orchestrator.scripted import unused_workload_keys
 from scotbed.orchestrator.spec_errors import SpecError, describe
 from scotbed.orchestrator.spec_factors import (
     ACYCLIC_KINDS,
     AcyclicSpec,
     Block,
-    EdgesFactor,
     FileName,
     KaryFactor,
     NamedFactor,
@@ -550,8 +551,6 @@ def check_semantics(spec: Spec) -> None:
             f"at most {bounds.MAX_BROKERS} allowed"
         )
     w = spec.workload
-    from scotbed.orchestrator.scripted import unused_workload_keys
-
     problems += [
         f"workload.{k}: not used with workload.script (the script is the workload)"
         for k in unused_workload_keys(spec)
@@ -578,33 +577,9 @@ def check_semantics(spec: Spec) -> None:
 # --- the overlay ------------------------------------------------------------------------------
 
 
-def _read(spec: Spec, file: str) -> tuple[str, str]:
-    path = (spec.base_dir / file).resolve()
-    try:
-        return read_text(path, "topology", SpecError), path.stem
-    except SpecError as e:
-        raise SpecError(f"topology.acyclic.file: cannot read {e}") from None
-
-
 def build_factor(spec: Spec) -> topo.AcyclicFactor:
-    a = spec.topology.acyclic
-    try:
-        if isinstance(a, NamedFactor):
-            return topo.NAMED_FACTORS[a.kind]()
-        if isinstance(a, KaryFactor):
-            return topo.kary(a.fanout, a.depth)
-        if isinstance(a, PathFactor):
-            return topo.path(a.n)
-        if isinstance(a, StarFactor):
-            return topo.star(a.n)
-        if isinstance(a, RandomFactor):
-            return topo.random_tree(a.n, spec.seed if a.seed is None else a.seed)
-        text, stem = _read(spec, a.file)
-        if isinstance(a, EdgesFactor):
-            return topo.from_edge_list(text, name=stem)
-        return topo.from_graphml(text, name=stem)
-    except topo.TopologyError as e:
-        raise SpecError(f"topology.acyclic: {e}") from None
+    """The spec's acyclic factor (files relative to the spec file, seed defaulting to the spec's)."""
+    return spec_factors.build(spec.topology.acyclic, spec.seed, spec.base_dir)
 
 
 def build_scot(spec: Spec) -> topo.Scot:

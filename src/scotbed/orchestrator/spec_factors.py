@@ -3,17 +3,22 @@
 :mod:`scotbed.orchestrator.spec` builds its blocks on :class:`Block` and the topology block on
 these factors. Every block is strict (unknown keys, ``true`` for a number and non-finite numbers
 are errors), and each factor size is bounded by :data:`scotbed.bounds.MAX_BROKERS`. A file name
-is refused with a NUL byte (no path can hold one) or empty.
+is refused with a NUL byte (no path can hold one) or empty. :func:`build` makes the factor a block
+describes.
 """
 
 from __future__ import annotations
 
 import typing
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 from scotbed import bounds
+from scotbed import topology as topo
+from scotbed.loader import read_text
+from scotbed.orchestrator.spec_errors import SpecError
 
 
 class Block(BaseModel):
@@ -89,3 +94,33 @@ AcyclicSpec = Annotated[
     Field(discriminator="kind"),
     BeforeValidator(_named_factor),
 ]
+
+
+def build(a: AcyclicSpec, seed: int, base_dir: Path) -> topo.AcyclicFactor:
+    """The factor ``a`` describes: a ``random`` one drawn with ``seed`` unless it has its own, an
+    ``edges`` or ``graphml`` one read from its file relative to ``base_dir``."""
+    try:
+        if isinstance(a, NamedFactor):
+            return topo.NAMED_FACTORS[a.kind]()
+        if isinstance(a, KaryFactor):
+            return topo.kary(a.fanout, a.depth)
+        if isinstance(a, PathFactor):
+            return topo.path(a.n)
+        if isinstance(a, StarFactor):
+            return topo.star(a.n)
+        if isinstance(a, RandomFactor):
+            return topo.random_tree(a.n, seed if a.seed is None else a.seed)
+        text, stem = _read(base_dir, a.file)
+        if isinstance(a, EdgesFactor):
+            return topo.from_edge_list(text, name=stem)
+        return topo.from_graphml(text, name=stem)
+    except topo.TopologyError as e:
+        raise SpecError(f"topology.acyclic: {e}") from None
+
+
+def _read(base_dir: Path, file: str) -> tuple[str, str]:
+    path = (base_dir / file).resolve()
+    try:
+        return read_text(path, "topology", SpecError), path.stem
+    except SpecError as e:
+        raise SpecError(f"topology.acyclic.file: cannot read {e}") from None

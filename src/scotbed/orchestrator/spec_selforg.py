@@ -13,6 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from scotbed import bounds
 from scotbed import routing as routing_registry
+from scotbed.orchestrator import spec_factors
+from scotbed.orchestrator.spec_errors import SpecError
 from scotbed.overlay import interest
 from scotbed.overlay import redraws as timelines
 from scotbed.overlay.costs import DEFAULT_BROKER, DEFAULT_LINK, Costs, CostsError
@@ -158,9 +160,7 @@ def manager_block(spec: Spec, scot: Any) -> dict[str, Any]:
 
 
 def _vertices(spec: Spec) -> frozenset[str] | None:
-    from scotbed.orchestrator.spec import SpecError, build_factor
-
     try:
-        return frozenset(build_factor(spec).vertices)
+        return frozenset(spec_factors.build(spec.topology.acyclic, spec.seed, spec.base_dir).vertices)
     except SpecError:
         return None  # the factor's own problem is reported where it is built

@@ -1,6 +1,6 @@
 """The CI heuristic's arithmetic (paper §4.1–4.2), pure functions of one broker's estimates.
 
-Readings (``readings.md``): Eq. 3's middle term is I_ij·(p_i + c_ik + p_k + c_kj + p_j); φ (Eq. 6)
+Readings (``docs/readings.md``): Eq. 3's middle term is I_ij·(p_i + c_ik + p_k + c_kj + p_j); φ (Eq. 6)
 is taken over N_η(i) including i with I_ii = I_i = |cache_i|; I_ikj = min(φ, I_ij, I_ik). Where Eq. 7
 would divide by I_ij = 0 (a broker on the path that shares nothing with i) the factor is 1: the
 path there is a plain relay.

@@ -1,7 +1,7 @@
 """The link-swap protocol: tree versions, a marker wave per version, and parking.
 
 The paper leaves the swap to its reference [9], which we do not have; this is scotbed's protocol
-(readings.md asks for marker waves in the FIFO link streams with parking). Every committed swap
+(docs/readings.md asks for marker waves in the FIFO link streams with parking). Every committed swap
 makes a new tree version v+1 = T_v + e_n − e_r, announced by a flood (NEWVER, carrying the swap).
 
 - A notification carries the version its publisher's broker had adopted when it was published and

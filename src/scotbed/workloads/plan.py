@@ -33,7 +33,6 @@ from typing import Any, Literal
 from scotbed.bounds import MAX_CHURN_CYCLES
 from scotbed.errors import UserError
 from scotbed.filters import Filter
-from scotbed.loader import read_document
 from scotbed.topology import Scot
 from scotbed.workloads import gryphon
 from scotbed.workloads.covering import new_roots
@@ -210,18 +209,6 @@ class Plan:
     def dumps(self) -> str:
         """Canonical text: the same plan always gives the same bytes."""
         return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":")) + "\n"
-
-    @classmethod
-    def from_json(cls, doc: Any, where: str = "plan") -> Plan:
-        from scotbed.workloads.plan_json import plan_from_json  # the reader imports this module
-
-        return plan_from_json(doc, where)
-
-
-def load(path: str | Path) -> Plan:
-    """Read a plan file; a ``.gz`` suffix means gzipped JSON (how a large plan fits a ConfigMap)."""
-    p = Path(path)
-    return Plan.from_json(read_document(p, "plan", PlanError), str(p))
 
 
 def write(plan: Plan, path: str | Path) -> Path:

@@ -1,14 +1,16 @@
-"""Reading a plan document (:meth:`scotbed.workloads.plan.Plan.from_json`): every field checked, every
-error a :class:`~scotbed.workloads.plan.PlanError` naming where, so a Locust process never starts on a
+"""Reading a plan document (:class:`scotbed.workloads.plan.Plan`): every field checked, every error a
+:class:`~scotbed.workloads.plan.PlanError` naming where, so a Locust process never starts on a
 malformed plan."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import fields
+from pathlib import Path
 from typing import Any
 
 from scotbed.filters import Filter, FilterError
+from scotbed.loader import read_document
 from scotbed.workloads.plan import (
     PLAN_VERSION,
     Action,
@@ -47,7 +49,15 @@ def _check_keys(doc: Any, allowed: set[str], where: str) -> None:
 NUM = (int, float)
 
 
-def plan_from_json(doc: Any, where: str) -> Plan:
+def load(path: str | Path) -> Plan:
+    """Read a plan file; a ``.gz`` suffix means gzipped JSON (how a large plan fits a ConfigMap)."""
+    p = Path(path)
+    return plan_from_json(read_document(p, "plan", PlanError), str(p))
+
+
+def plan_from_json(doc: Any, where: str = "plan") -> Plan:
+    """The plan ``doc`` (:meth:`~scotbed.workloads.plan.Plan.to_json`'s form) describes; ``where`` names it
+    in errors."""
     _check_keys(
         doc,
         {

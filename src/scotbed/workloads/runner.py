@@ -42,7 +42,8 @@ from scotbed import contract
 from scotbed.broker import tls
 from scotbed.errors import ScotbedError
 from scotbed.workloads.entry import PLAN_ENV, RUN_DIR_ENV, locustfile_path
-from scotbed.workloads.plan import Plan, load
+from scotbed.workloads.plan import Plan
+from scotbed.workloads.plan_json import load
 from scotbed.workloads.records import merge_workload
 
 

@@ -42,9 +42,8 @@ from typing import Any, Literal
 
 from scotbed.broker.limits import Refusal, check_publish, check_subscribe
 from scotbed.config import LimitsConfig
-from scotbed.errors import UserError
+from scotbed.errors import TOO_DEEP, UserError
 from scotbed.filters import Filter, FilterError, Scalar, text_problem, value_problem
-from scotbed.loader import TOO_DEEP
 from scotbed.v1 import scotbed_pb2 as pb
 from scotbed.wire import filter_to_pb, notification_to_pb
 

@@ -56,7 +56,8 @@ from scotbed.v1 import scotbed_pb2_grpc as pbg
 from scotbed.wire import notification_to_pb
 from scotbed.workloads.entry import PLAN_ENV, RUN_DIR_ENV
 from scotbed.workloads.grpc_user import GrpcClient, GrpcUser
-from scotbed.workloads.plan import Plan, load
+from scotbed.workloads.plan import Plan
+from scotbed.workloads.plan_json import load
 from scotbed.workloads.quotes import QuoteSource
 from scotbed.workloads.records import ProcessRecords
 from scotbed.workloads.schema import Quote

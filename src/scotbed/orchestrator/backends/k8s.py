@@ -26,7 +26,6 @@ import logging
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +51,7 @@ from scotbed.orchestrator.backends.k8s_diagnose import (
 from scotbed.orchestrator.backends.k8s_faults import K8sFaults
 from scotbed.orchestrator.backends.k8s_portforward import Forwarder
 from scotbed.orchestrator.backends.k8s_transfer import (
+    Collected,
     extract,
     tar_command,
 )
@@ -79,9 +79,6 @@ MANAGER = "scotbed"
 #: how long ErrImagePull/ImagePullBackOff may last before the wait gives up (a registry hiccup heals,
 #: an image that was never loaded into kind does not)
 IMAGE_PULL_GRACE_S = 30.0
-#: how long the collector container outlives the workload's timeout when nobody collects (a crashed
-#: orchestrator): the Job then finishes on its own
-COLLECT_GRACE_S = 300.0
 EXEC_TIMEOUT_S = 300.0
 
 
@@ -206,12 +203,6 @@ class K8sBackend:
         return dep
 
 
-@dataclass
-class _Collect:
-    written: list[Path] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-
-
 class K8sDeployment:
     """A run's namespace and what the orchestrator needs from it (see the base module's Deployment);
     ``brokers`` are the pods it waits for, forwards to and collects from (peer pods: a subclass)."""
@@ -271,18 +262,18 @@ class K8sDeployment:
 
     # -- readiness ---------------------------------------------------------------------------------
 
-    def _pods(self, selector: str | None = None) -> dict[str, Any]:
+    def pods_by_name(self, selector: str | None = None) -> dict[str, Any]:
         items = self.kube.core.list_namespaced_pod(self.namespace, label_selector=selector or self._selector)
         return {p.metadata.name: p for p in items.items}
 
-    def _events(self) -> list[Any]:
+    def namespace_events(self) -> list[Any]:
         try:
             return list(self.kube.core.list_namespaced_event(self.namespace).items)
         except Exception as e:
             log.warning("listing events of %s: %s", self.namespace, api_message(e))
             return []
 
-    def _log_tail(self, pod: str, container: str | None, previous: bool = False, lines: int = 20) -> str:
+    def log_tail(self, pod: str, container: str | None, previous: bool = False, lines: int = 20) -> str:
         try:
             text = self.kube.core.read_namespaced_pod_log(
                 pod, self.namespace, container=container, previous=previous, tail_lines=lines
@@ -291,7 +282,7 @@ class K8sDeployment:
             return f"(log unavailable: {api_message(e)})"
         return str(text or "")
 
-    def _problems(
+    def pod_problems(
         self, names: Sequence[str], pods: dict[str, Any], events: Sequence[Any]
     ) -> list[PodProblem]:
         out = []
@@ -305,9 +296,9 @@ class K8sDeployment:
                 out.append(p)
         return out
 
-    def _report(self, problems: Sequence[PodProblem]) -> str:
+    def problem_report(self, problems: Sequence[PodProblem]) -> str:
         logs = {
-            p.pod: self._log_tail(p.pod, p.log_container, p.log_previous)
+            p.pod: self.log_tail(p.pod, p.log_container, p.log_previous)
             for p in problems
             if p.log_container is not None
         }
@@ -322,7 +313,7 @@ class K8sDeployment:
         first_seen: dict[tuple[str, str], float] = {}
         while True:
             try:
-                pods = self._pods()
+                pods = self.pods_by_name()
             except Exception as e:
                 raise BackendError(
                     f"listing {self.component} pods in {self.namespace}: {api_message(e)}"
@@ -331,7 +322,7 @@ class K8sDeployment:
             self.backend.notify(f"{total - len(waiting)}/{total} {self.component} pods Ready")
             if not waiting:
                 return
-            problems = self._problems(waiting, pods, ())
+            problems = self.pod_problems(waiting, pods, ())
             now = clock()
             for p in problems:
                 first_seen.setdefault((p.pod, p.kind), now)
@@ -341,7 +332,7 @@ class K8sDeployment:
                 if p.fatal or (p.kind == "image" and now - first_seen[(p.pod, p.kind)] >= IMAGE_PULL_GRACE_S)
             ]
             if stuck or now >= deadline:
-                problems = self._problems(waiting, pods, self._events())
+                problems = self.pod_problems(waiting, pods, self.namespace_events())
                 if stuck:
                     head = f"{self.component} pods in namespace {self.namespace} failed: " + ", ".join(
                         sorted(p.pod for p in stuck)
@@ -352,14 +343,14 @@ class K8sDeployment:
                         f"in namespace {self.namespace}: {', '.join(sorted(waiting))}"
                     )
                 extra = "".join(f"\n  note: {w}" for w in self.warnings)
-                raise BackendError(f"{head}\n{self._report(problems)}{extra}")
+                raise BackendError(f"{head}\n{self.problem_report(problems)}{extra}")
             self.backend.sleep(self.backend.poll_s)
 
     # -- liveness ----------------------------------------------------------------------------------
 
     def dead(self) -> dict[str, str]:
         try:
-            pods = self._pods()
+            pods = self.pods_by_name()
         except Exception as e:  # a blip of the API server is not a dead broker
             log.warning("listing %s pods in %s: %s", self.component, self.namespace, api_message(e))
             return {}
@@ -374,13 +365,13 @@ class K8sDeployment:
                 continue
             statuses = (pod.status.container_statuses if pod.status else None) or []
             restarted = any((cs.restart_count or 0) > 0 and cs.state and cs.state.running for cs in statuses)
-            tail = self._log_tail(b, None, previous=restarted, lines=3).strip().replace("\n", " | ")
+            tail = self.log_tail(b, None, previous=restarted, lines=3).strip().replace("\n", " | ")
             out[b] = reason + (f": {tail}" if tail else "")
         return out
 
     # -- files -------------------------------------------------------------------------------------
 
-    def _copy_dir(self, pod: str, container: str, directory: str, dest: Path, into: _Collect) -> bool:
+    def copy_dir(self, pod: str, container: str, directory: str, dest: Path, into: Collected) -> bool:
         with tempfile.TemporaryFile() as tmp:
             try:
                 rc, err = self.kube.streams.exec_to(
@@ -403,7 +394,7 @@ class K8sDeployment:
         into.problems += [f"{pod}: skipped {s}" for s in skipped]
         return True
 
-    def _save_log(self, pod: str, container: str | None, dest: Path) -> None:
+    def save_log(self, pod: str, container: str | None, dest: Path) -> None:
         try:
             text = self.kube.core.read_namespaced_pod_log(pod, self.namespace, container=container)
         except Exception as e:
@@ -417,9 +408,9 @@ class K8sDeployment:
         ``logs/``; a pod that is gone or stopped is reported in :attr:`collect_problems` (its emptyDir
         cannot be read)."""
         events_dir.mkdir(parents=True, exist_ok=True)
-        result = _Collect()
+        result = Collected()
         try:
-            pods = self._pods()
+            pods = self.pods_by_name()
         except Exception as e:
             self.collect_problems = [f"listing {self.component} pods in {self.namespace}: {api_message(e)}"]
             return []
@@ -429,13 +420,13 @@ class K8sDeployment:
                 result.problems.append(f"{b}: pod is gone, its event log is lost")
                 continue
             container = pod.spec.containers[0].name
-            self._save_log(b, container, self.request.run_dir / "logs" / f"{b}.log")
+            self.save_log(b, container, self.request.run_dir / "logs" / f"{b}.log")
             running = any(cs.state and cs.state.running for cs in (pod.status.container_statuses or []))
             if not running:
                 why = dead_reason(pod) or f"phase {pod.status.phase}"
                 result.problems.append(f"{b}: not running ({why}), its event log cannot be read")
                 continue
-            self._copy_dir(b, container, EVENTS_DIR, events_dir, result)
+            self.copy_dir(b, container, EVENTS_DIR, events_dir, result)
         self.collect_problems = result.problems
         for p in result.problems:
             self.backend.warn(p)

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 from scotbed import contract
 from scotbed.broker import tls
 from scotbed.orchestrator.backends.base import BackendError
-from scotbed.orchestrator.backends.k8s import COLLECT_GRACE_S, _Collect
 from scotbed.orchestrator.backends.k8s_api import api_message, apply
 from scotbed.orchestrator.backends.k8s_transfer import (
     COLLECTOR,
+    Collected,
     add_collector,
     annotate_collect,
     collect_dir,
@@ -31,6 +31,9 @@ if TYPE_CHECKING:
     from scotbed.orchestrator.backends.k8s import K8sDeployment
 
 log = logging.getLogger(__name__)
+#: how long the collector container outlives the workload's timeout when nobody collects (a crashed
+#: orchestrator): the Job then finishes on its own
+COLLECT_GRACE_S = 300.0
 
 
 class WorkloadJobs:
@@ -78,10 +81,10 @@ class WorkloadJobs:
         deadline = clock() + timeout_s
         collected: set[str] = set()
         failures: dict[str, str] = {}
-        result = _Collect()
+        result = Collected()
         while True:
             try:
-                pods = self.dep._pods(selector)
+                pods = self.dep.pods_by_name(selector)
                 jobs = {
                     j.metadata.name: j
                     for j in self.dep.kube.batch.list_namespaced_job(self.dep.namespace).items
@@ -104,7 +107,7 @@ class WorkloadJobs:
             )
             stuck = [
                 p
-                for p in self.dep._problems(sorted(pods), pods, ())
+                for p in self.dep.pod_problems(sorted(pods), pods, ())
                 if p.fatal and p.kind in ("image", "config", "unschedulable")
             ]
             if all(states.values()) or stuck or clock() >= deadline:
@@ -128,11 +131,11 @@ class WorkloadJobs:
         if unfinished:
             why = "stopped waiting" if stuck else f"not finished after {timeout_s:.0f} s"
             parts.append(f"workload Jobs {why}: {', '.join(unfinished)}")
-        found = self.dep._problems(sorted(pods), pods, self.dep._events())
+        found = self.dep.pod_problems(sorted(pods), pods, self.dep.namespace_events())
         problems = [p for p in found if p.pod not in failures]
         detail = "\n".join(f"  {pod}: {msg}" for pod, msg in sorted(failures.items()))
         if problems:
-            detail += ("\n" if detail else "") + self.dep._report(problems)
+            detail += ("\n" if detail else "") + self.dep.problem_report(problems)
         raise BackendError("; ".join(parts) + (f"\n{detail}" if detail else ""))
 
     def _check_pod(self, pod: Any, failures: dict[str, str]) -> None:
@@ -144,7 +147,7 @@ class WorkloadJobs:
             term = cs.state.terminated if cs.state else None
             if cs.name == COLLECTOR or term is None or term.exit_code == 0:
                 continue
-            tail = self.dep._log_tail(name, cs.name, lines=15).rstrip()
+            tail = self.dep.log_tail(name, cs.name, lines=15).rstrip()
             failures[name] = (
                 f"container {cs.name} exited with code {term.exit_code}"
                 + (f" ({term.reason})" if term.reason else "")
@@ -152,12 +155,12 @@ class WorkloadJobs:
             )
             return
 
-    def _collect_pod(self, pod: Any, directory: str, into: _Collect) -> None:
+    def _collect_pod(self, pod: Any, directory: str, into: Collected) -> None:
         name = pod.metadata.name
         for c in pod.spec.containers:
             if c.name != COLLECTOR:
-                self.dep._save_log(name, c.name, self.dep.request.run_dir / "logs" / f"{name}-{c.name}.log")
-        if self.dep._copy_dir(name, COLLECTOR, directory, self.dep.request.run_dir, into):
+                self.dep.save_log(name, c.name, self.dep.request.run_dir / "logs" / f"{name}-{c.name}.log")
+        if self.dep.copy_dir(name, COLLECTOR, directory, self.dep.request.run_dir, into):
             self.dep.backend.notify(f"copied the files of {name}")
         with tempfile.TemporaryFile() as sink:
             try:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import posixpath
 import tarfile
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
@@ -44,6 +45,15 @@ _HOLD_SCRIPT = (
     "while not os.path.exists(marker) and time.monotonic() < end:\n"
     "    time.sleep(1)\n"
 )
+
+
+@dataclass
+class Collected:
+    """What copying pods' directories wrote (the files, in the run directory) and what went wrong (one
+    line per problem, naming the pod)."""
+
+    written: list[Path] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
 
 
 def tar_command(directory: str) -> list[str]:
