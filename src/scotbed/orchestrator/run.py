@@ -361,17 +361,14 @@ class Lifecycle:
         """Locust as Kubernetes Jobs next to the brokers (clients dial in-cluster DNS names); the
         master releases the publishers itself once every broker reports quiescent (release ``auto``)."""
         from scotbed.orchestrator.backends import k8s_faults
-        from scotbed.orchestrator.render.k8s import run_labels
-        from scotbed.workloads.k8s import render_locust
+        from scotbed.orchestrator.render.k8s import WORKLOAD_RELEASE, locust_jobs
         from scotbed.workloads.records import merge_workload
 
         assert self.run_dir is not None and self.deployment is not None
         with self.progress.phase("workload (Kubernetes Jobs)") as ph:
-            plan = self._plan(spec, scot, run_id, "auto")
-            cpu = {"cpu": self.options.pod_cpu} if self.options.pod_cpu else {}
-            labels = run_labels(run_id)
-            objects = render_locust(
-                plan, run_id, self.options.workload_image, self.options.workers, labels=labels, **cpu
+            plan = self._plan(spec, scot, run_id, WORKLOAD_RELEASE)
+            objects = locust_jobs(
+                plan, run_id, self.options.workload_image, self.options.workers, self.options.pod_cpu
             )
             ph.update(f"{len(plan.subscribers)} subscribers, {len(plan.publishers)} publishers")
             self.injector = k8s_faults.inject(spec, self.deployment, self.run_dir)

@@ -79,9 +79,6 @@ MANAGER = "scotbed"
 #: how long ErrImagePull/ImagePullBackOff may last before the wait gives up (a registry hiccup heals,
 #: an image that was never loaded into kind does not)
 IMAGE_PULL_GRACE_S = 30.0
-#: how long the collector container outlives the workload's timeout when nobody collects (a crashed
-#: orchestrator): the Job then finishes on its own
-COLLECT_GRACE_S = 300.0
 EXEC_TIMEOUT_S = 300.0
 
 
@@ -182,7 +179,7 @@ class K8sBackend:
         )
         meta = objects[0]["metadata"]
         objects[0] = {**objects[0], "metadata": {**meta, "labels": {**meta["labels"], MANAGED_BY: MANAGER}}}
-        write_yaml_documents(request.run_dir / contract.MANIFESTS_DIR / "k8s.yaml", objects)
+        write_yaml_documents(request.run_dir / contract.MANIFESTS_DIR / contract.K8S_OBJECTS, objects)
         brokers = [o["metadata"]["name"] for o in objects if o["kind"] == "Pod"]
         dep = K8sDeployment(kube, request, ns, brokers, self, warnings)
         pods = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Pod"}
