@@ -526,7 +526,7 @@ def test_failed_scheduling_event_explains_a_pod_without_a_condition_message() ->
     )
     p = pod_problem(pod, [event, other])
     assert p is not None and p.kind == "unschedulable" and not p.fatal
-    assert "3 Insufficient cpu" in p.message and "lower the requests" in p.message
+    assert "3 Insufficient cpu" in p.message and "lower the requests (--pod-cpu 50m)" in p.message
 
 
 def test_running_but_unready_pod_shows_the_probe_failure() -> None:

@@ -69,7 +69,10 @@ def scheduling_hint(message: str) -> str:
             "--preferred-anti-affinity"
         )
     if "insufficient" in low:
-        return "the nodes lack free CPU or memory for the broker's requests: add nodes or lower the requests"
+        return (
+            "the nodes lack free CPU or memory for the pods' requests: add nodes or lower the requests "
+            "(--pod-cpu 50m)"
+        )
     if "taint" in low:
         return "the remaining nodes carry taints the broker does not tolerate (e.g. the control plane)"
     return ""
