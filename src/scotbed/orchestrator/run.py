@@ -45,7 +45,7 @@ from scotbed.orchestrator.images import BROKER_IMAGE, WORKLOAD_IMAGE
 from scotbed.orchestrator.locust_driver import HostLocust, WorkloadFailed
 from scotbed.orchestrator.outdir import writable_dir, write_topology
 from scotbed.orchestrator.progress import Phase, Progress, make_progress
-from scotbed.orchestrator.provenance import resolved_spec_text
+from scotbed.orchestrator.provenance import record_java, resolved_spec_text
 from scotbed.orchestrator.script_driver import HostScript
 from scotbed.orchestrator.scripted import load_script
 from scotbed.orchestrator.spec import Spec, build_scot, load_spec
@@ -238,6 +238,7 @@ class Lifecycle:
             summary["publish_schedule"] = lag
             if (run_dir / contract.SUMMARY).exists():  # the analysis wrote it; add what the run knows
                 (run_dir / contract.SUMMARY).write_text(json.dumps(summary, indent=2, default=str))
+            record_java(run_dir, summary)
             if (note := unreadable.describe(summary)) is not None:
                 self.progress.warn(note)
         ok, verdict = verdict_of(summary) if self.options.analyse else (True, "not analysed")
