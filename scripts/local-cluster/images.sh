@@ -13,8 +13,10 @@ here="$(cd "$(dirname "$0")" && pwd)"
 . "$here/env.sh"
 
 offline="${OFFLINE:-1}"
-read -r broker workload < <("$CLUSTER_PYTHON" -c \
-    'from scotbed.orchestrator.images import BROKER_IMAGE, WORKLOAD_IMAGE; print(BROKER_IMAGE, WORKLOAD_IMAGE)')
+names=$("$CLUSTER_PYTHON" -c \
+    'from scotbed.orchestrator.images import BROKER_IMAGE, WORKLOAD_IMAGE; print(BROKER_IMAGE, WORKLOAD_IMAGE)') ||
+    { echo "images: $CLUSTER_PYTHON cannot name the images (make setup)" >&2; exit 1; }
+read -r broker workload <<<"$names"
 make -C "$REPO_DIR" --no-print-directory image OFFLINE="$offline" IMAGE="$broker"
 make -C "$REPO_DIR" --no-print-directory image OFFLINE="$offline" IMAGE="$workload" EXTRAS=broker,workloads
 for image in "$broker" "$workload"; do
