@@ -238,7 +238,6 @@ class Lifecycle:
             summary["publish_schedule"] = lag
             if (run_dir / contract.SUMMARY).exists():  # the analysis wrote it; add what the run knows
                 (run_dir / contract.SUMMARY).write_text(json.dumps(summary, indent=2, default=str))
-            record_java(run_dir, summary)
             if (note := unreadable.describe(summary)) is not None:
                 self.progress.warn(note)
         ok, verdict = verdict_of(summary) if self.options.analyse else (True, "not analysed")
@@ -434,6 +433,7 @@ class Lifecycle:
         summary: dict[str, Any] = analyze(
             run_dir, spark_master=self.options.spark_master, verbose=self.options.verbose
         )
+        record_java(run_dir, summary)
         n = summary.get("notifications", {})
         ph.update(
             f"{n.get('delivered', 0)}/{n.get('expected_deliveries', 0)} deliveries, "
