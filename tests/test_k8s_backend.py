@@ -1045,6 +1045,26 @@ def test_run_namespace_keeps_the_random_suffix_under_any_prefix() -> None:
     assert len(ns) <= 63 and ns.startswith("lab-") and ns.endswith("-0123abcd")
 
 
+@pytest.mark.parametrize("prefix", [[], ["--namespace-prefix", "lab-"]])
+def test_run_and_render_name_the_same_namespace(prefix: list[str]) -> None:
+    """`scotbed run --backend k8s` deploys into the namespace `scotbed render --target k8s` shows, with
+    the default prefix (`scotbed-<run id>`) and with --namespace-prefix."""
+    from scotbed.orchestrator.cli import build_parser
+    from scotbed.orchestrator.progress import make_progress
+    from scotbed.orchestrator.render.k8s import namespace_for
+    from scotbed.orchestrator.run import options_from_args
+
+    rid = "quickstart-20250101T000000-0123abcd"
+    parser = build_parser()
+    run_args = parser.parse_args(["run", "s.yaml", "--backend", "k8s", *prefix])
+    options = options_from_args(run_args)
+    backend = K8sBackend.from_options(options, make_progress(quiet=True, log_json=False))
+    render_args = parser.parse_args(["render", "s.yaml", "--target", "k8s", "--out", "o", *prefix])
+    shown = namespace_for(rid, render_args.namespace_prefix)
+    assert backend.addressing(rid).dial == broker_address("{id}", shown)
+    assert shown == ("lab-" if prefix else "scotbed-") + rid.lower()
+
+
 # -- end to end on a real cluster ----------------------------------------------------------------------
 
 KUBE_CONTEXT = os.environ.get("SCOTBED_KUBE_CONTEXT")

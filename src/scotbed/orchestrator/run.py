@@ -77,7 +77,7 @@ class RunOptions:
     image: str | None = None
     workload_image: str = WORKLOAD_IMAGE  # k8s: the Locust Jobs' image (broker image + workloads)
     kube_context: str | None = None
-    namespace_prefix: str = "scotbed"
+    namespace_prefix: str | None = None  # k8s: None: the renderer's (render.k8s.NAMESPACE_PREFIX)
     preferred_anti_affinity: bool = False
     pod_cpu: str | None = None  # k8s: CPU request of broker and Locust pods (None: their defaults)
     spark_master: str | None = None
@@ -536,7 +536,7 @@ def options_from_args(args: Any, **overrides: Any) -> RunOptions:
         "image": getattr(args, "image", None),
         "workload_image": getattr(args, "workload_image", None) or WORKLOAD_IMAGE,
         "kube_context": getattr(args, "kube_context", None),
-        "namespace_prefix": getattr(args, "namespace_prefix", "scotbed"),
+        "namespace_prefix": getattr(args, "namespace_prefix", None),
         "preferred_anti_affinity": getattr(args, "preferred_anti_affinity", False),
         "pod_cpu": getattr(args, "pod_cpu", None),
         "spark_master": getattr(args, "spark_master", None),

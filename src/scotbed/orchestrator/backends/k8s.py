@@ -83,13 +83,8 @@ EXEC_TIMEOUT_S = 300.0
 
 
 def run_namespace(run_id: str, prefix: str | None = None) -> str:
-    """The renderer's namespace, or ``prefix`` + run id cut to a DNS label keeping the random suffix."""
-    if prefix is None:
-        return namespace_for(run_id)
-    ns = (prefix + run_id).lower()
-    if len(ns) > 63:
-        ns = ns[:54].rstrip("-") + "-" + run_id.lower()[-8:]
-    return ns
+    """The run's namespace, as the renderer names it (:func:`.render.k8s.namespace_for`)."""
+    return namespace_for(run_id, prefix)
 
 
 class K8sBackend:

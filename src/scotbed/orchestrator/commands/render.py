@@ -11,7 +11,7 @@ from typing import Any
 
 from scotbed import contract
 from scotbed.orchestrator.commands import CommandError, add_spec_arguments, load
-from scotbed.orchestrator.commands.run import add_workers_option, cpu_quantity
+from scotbed.orchestrator.commands.run import add_namespace_option, add_workers_option, cpu_quantity
 from scotbed.orchestrator.images import BROKER_IMAGE, WORKLOAD_IMAGE
 from scotbed.orchestrator.plan import deployed_configs, make_run_id, workload_plan
 from scotbed.orchestrator.render import compose as compose_render
@@ -40,6 +40,7 @@ def add_parser(sub: Any) -> None:
         help="k8s: image of the Locust Jobs (default: %(default)s)",
     )
     add_workers_option(p)
+    add_namespace_option(p)
     p.add_argument(
         "--pod-cpu",
         type=cpu_quantity,
@@ -98,7 +99,7 @@ def _render_k8s(args: argparse.Namespace, spec: Spec, scot: Any, run_id: str, ou
         )
         if warning:
             print(f"warning: {warning}", file=sys.stderr)
-    ns = k8s_render.namespace_for(run_id)
+    ns = k8s_render.namespace_for(run_id, args.namespace_prefix)
     addressing = k8s_render.addressing(ns)
     objects = k8s_render.render_k8s(
         deployed_configs(spec, scot, addressing, run_id),

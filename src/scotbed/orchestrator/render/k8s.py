@@ -52,6 +52,8 @@ DEFAULT_PORT = 50051
 BROKER_UID = 10001
 #: the newest schema version the tests validate against
 KUBERNETES_VERSION = "1.31"
+#: what a run's namespace starts with unless `--namespace-prefix` names another prefix
+NAMESPACE_PREFIX = "scotbed-"
 #: how the publishers start on Kubernetes: the Locust master in the cluster releases them itself once
 #: every broker reports quiescent (the orchestrator outside cannot reach the Jobs' files)
 WORKLOAD_RELEASE: Literal["auto"] = "auto"
@@ -108,9 +110,11 @@ def container_security() -> dict[str, Any]:
     }
 
 
-def namespace_for(run_id: str) -> str:
-    """A DNS label (<= 63, lowercase) for the run; the run id's random suffix keeps it unique."""
-    ns = "scotbed-" + run_id.lower()
+def namespace_for(run_id: str, prefix: str | None = None) -> str:
+    """The run's namespace: ``prefix`` (None: :data:`NAMESPACE_PREFIX`) + the run id as a DNS label
+    (<= 63, lowercase), cut where too long so as to keep the run id's random suffix, which keeps it
+    unique."""
+    ns = ((NAMESPACE_PREFIX if prefix is None else prefix) + run_id).lower()
     if len(ns) > 63:
         ns = ns[:54].rstrip("-") + "-" + run_id.lower()[-8:]
     return ns
