@@ -66,8 +66,12 @@ kind-up: setup
 	scripts/kind-up.sh
 
 # A real Kubernetes v1.20 on this machine, built once from Debian's source package (cached in
-# /var/cache/scotbed); context scotbed-local. See docs/kubernetes.md.
-local-cluster: setup
+# /var/cache/scotbed), its node holding the broker and workload images; context scotbed-local. The
+# Debian packages it needs (scripts/local-cluster/packages.sh) come first: setup needs some of them.
+# See docs/kubernetes.md.
+local-cluster:
+	scripts/local-cluster/packages.sh install
+	$(MAKE) --no-print-directory setup
 	scripts/local-cluster/up.sh
 
 local-cluster-down:

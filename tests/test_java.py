@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from scotbed import java
 
@@ -45,7 +46,8 @@ def test_a_jdk_25_is_preferred_to_the_java_on_path(jdks: Path, monkeypatch: pyte
     _jdk(jdks, "java-21", "21.0.2")
     newest = _jdk(jdks, "temurin-25", "25.0.3")
     assert java.java_home() == (newest, str(jdks))
-    assert java.describe() == f"{newest} (Java 25, from {jdks})"
+    assert java.describe(newest) == f"{newest} (Java 25)"
+    assert java.describe(newest, "25.0.3") == f"{newest} (Java 25.0.3)"  # a running JVM's own version
 
 
 def test_without_a_jdk_25_the_java_on_path_comes_first(jdks: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -112,3 +114,26 @@ def test_the_release_file_and_java_version_agree_on_every_jdk_installed_here() -
         said = subprocess.run([home / "bin" / "java", "-version"], capture_output=True, text=True).stderr
         java.major.cache_clear()
         assert java.major(str(home / "bin" / "java")) == java._feature(r'version "', said), home
+
+
+def test_a_run_records_the_jdk_its_analysis_ran_on(jdks: Path, tmp_path: Path) -> None:
+    """spec.resolved.yaml names no JDK before the analysis (which chooses one by the run's size) and
+    then the one summary.json names: a small run's JDK 17 where a JDK 25 is preferred otherwise."""
+    from scotbed import contract
+    from scotbed.orchestrator.provenance import record_java, resolved_spec_text
+    from scotbed.orchestrator.spec import parse_spec
+
+    _jdk(jdks, "temurin-25", "25.0.3")
+    small = _jdk(jdks, "temurin-17", "17.0.15")
+    spec = parse_spec({"name": "jdk", "topology": {"acyclic": "paper-fig2", "connectivity": 2}})
+    resolved = tmp_path / contract.SPEC_RESOLVED
+    resolved.write_text(resolved_spec_text(spec, "jdk-1", "local", []))
+    before = yaml.safe_load(resolved.read_text())
+    assert "java" not in before["run"]
+    summary = {"environment": {"java": java.describe(small, "17.0.15")}}
+    record_java(tmp_path, summary)
+    after = yaml.safe_load(resolved.read_text())
+    assert after["run"].pop("java") == summary["environment"]["java"] == f"{small} (Java 17.0.15)"
+    assert after == before
+    record_java(tmp_path, {})  # an analysis that recorded no environment changes nothing
+    assert yaml.safe_load(resolved.read_text())["run"]["java"] == summary["environment"]["java"]

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
+import yaml
 from kubernetes import client as k
 from kubernetes.client.exceptions import ApiException
 
@@ -525,7 +526,7 @@ def test_failed_scheduling_event_explains_a_pod_without_a_condition_message() ->
     )
     p = pod_problem(pod, [event, other])
     assert p is not None and p.kind == "unschedulable" and not p.fatal
-    assert "3 Insufficient cpu" in p.message and "lower the requests" in p.message
+    assert "3 Insufficient cpu" in p.message and "lower the requests (--pod-cpu 50m)" in p.message
 
 
 def test_running_but_unready_pod_shows_the_probe_failure() -> None:
@@ -545,7 +546,7 @@ def test_running_but_unready_pod_shows_the_probe_failure() -> None:
     assert p is not None and p.kind == "not-ready" and "NOT_SERVING" in p.message
 
 
-def test_image_pull_backoff_fails_after_the_grace_with_the_image_and_the_kind_hint(env: Any) -> None:
+def test_image_pull_backoff_fails_after_the_grace_with_the_image_and_how_to_load_it(env: Any) -> None:
     e = env()
     e.clock.ticks.append(
         lambda now: e.api.set_all(e.ns, lambda p: waiting("ImagePullBackOff", 'Back-off pulling image "x"'))
@@ -554,7 +555,9 @@ def test_image_pull_backoff_fails_after_the_grace_with_the_image_and_the_kind_hi
         e.backend.deploy(e.request)
     msg = str(err.value)
     assert "failed: b-a-0, b-a-1" in msg
-    assert "ImagePullBackOff for image 'scotbed-broker:test'" in msg and "kind load docker-image" in msg
+    assert "ImagePullBackOff for image 'scotbed-broker:test'" in msg
+    for how in ("`kind load docker-image", "`minikube image load", "`make local-cluster`"):
+        assert how in msg
     assert IMAGE_PULL_GRACE_S <= e.clock.now < 60, "gives up before the ready timeout"
 
 
@@ -858,25 +861,29 @@ def _locust_objects(run_id: str) -> list[dict[str, Any]]:
     return render_locust(plan, run_id, "scotbed-broker:test", workers=1, labels=run_labels(run_id))
 
 
-def test_the_workload_renderers_jobs_are_collected_from_their_results_dir(env: Any) -> None:
+def _play_locust(e: Any) -> None:
+    """Every Locust pod writes an event log and its summary, exits 0 and is released by its collector."""
     from scotbed.workloads.k8s import RESULTS_DIR
 
+    e.streams.on_marker = _complete_on_marker(e.api, e.ns)
+
+    def progress(now: float) -> None:
+        for p in e.api.pods_in(e.ns):
+            name = p.metadata.name
+            if "job-name" in p.metadata.labels and (name, COLLECTOR) not in e.streams.files:
+                e.streams.files[(name, COLLECTOR)] = {f"{RESULTS_DIR}/events/{name}.jsonl": b"{}\n"}
+                e.api.logs[(name, None, False)] = f"{name}: Locust summary\n"
+                _finish(e.api, e.ns, name, 0)
+
+    e.clock.ticks.append(progress)
+
+
+def test_the_workload_renderers_jobs_are_collected_from_their_results_dir(env: Any) -> None:
     e = env()
     dep = _deployed(e)
     try:
-        e.streams.on_marker = _complete_on_marker(e.api, e.ns)
-        objects = _locust_objects(e.run_id)
-
-        def progress(now: float) -> None:
-            for p in e.api.pods_in(e.ns):
-                name = p.metadata.name
-                if "job-name" in p.metadata.labels and (name, COLLECTOR) not in e.streams.files:
-                    e.streams.files[(name, COLLECTOR)] = {f"{RESULTS_DIR}/events/{name}.jsonl": b"{}\n"}
-                    e.api.logs[(name, None, False)] = f"{name}: Locust summary\n"
-                    _finish(e.api, e.ns, name, 0)
-
-        e.clock.ticks.append(progress)
-        dep.run_workload_jobs(objects, timeout_s=60)
+        _play_locust(e)
+        dep.run_workload_jobs(_locust_objects(e.run_id), timeout_s=60)
         pods = sorted(p.metadata.name for p in e.api.pods_in(e.ns) if "job-name" in p.metadata.labels)
         assert len(pods) == 2
         for pod in pods:
@@ -885,6 +892,42 @@ def test_the_workload_renderers_jobs_are_collected_from_their_results_dir(env: A
             assert len(logs) == 1 and "Locust summary" in logs[0].read_text()
     finally:
         dep.teardown()
+
+
+def test_render_writes_the_workload_objects_a_run_applies(env: Any, tmp_path: Path) -> None:
+    """`scotbed render --target k8s` shows the Locust ConfigMap, Service and Jobs exactly as the backend
+    applies them (the run's manifests/workload.yaml), collector and namespace included."""
+    from scotbed.orchestrator.cli import main
+    from scotbed.orchestrator.plan import workload_plan
+    from scotbed.orchestrator.render.k8s import WORKLOAD_RELEASE, locust_jobs
+
+    e = env()
+    spec_file = tmp_path / "k8stest.yaml"
+    spec_file.write_text(yaml.safe_dump(SPEC))
+    image, workers, cpu = "scotbed-workloads:test", 3, "50m"
+    options = ["--run-id", e.run_id, "--workload-image", image, "--workers", str(workers), "--pod-cpu", cpu]
+    assert (
+        main(["render", str(spec_file), "--target", "k8s", "--out", str(tmp_path / "render"), *options]) == 0
+    )
+    dep = _deployed(e)
+    try:
+        _play_locust(e)
+        plan = workload_plan(
+            e.spec, e.scot, dep.client_addresses, run_id=e.run_id, release_mode=WORKLOAD_RELEASE
+        )
+        dep.run_workload_jobs(locust_jobs(plan, e.run_id, image, workers, cpu), e.spec.timeouts.run_s)
+    finally:
+        dep.teardown()
+    rendered = list(yaml.safe_load_all((tmp_path / "render" / "workload.yaml").read_text()))
+    applied = list(yaml.safe_load_all((e.request.run_dir / "manifests" / "workload.yaml").read_text()))
+    assert [o["kind"] for o in rendered] == ["ConfigMap", "Service", "Job", "Job"]
+    assert rendered == applied
+    assert {o["metadata"]["namespace"] for o in rendered} == {e.ns}
+    worker = rendered[3]["spec"]
+    assert worker["parallelism"] == workers
+    locust, collector = worker["template"]["spec"]["containers"]
+    assert (locust["image"], locust["resources"]["requests"]["cpu"]) == (image, cpu)
+    assert collector["name"] == COLLECTOR
 
 
 def test_collector_needs_the_annotated_directory_to_be_a_mount() -> None:
@@ -1000,6 +1043,26 @@ def test_run_namespace_keeps_the_random_suffix_under_any_prefix() -> None:
     assert run_namespace(rid) == run_namespace(rid, "scotbed-")
     ns = run_namespace(rid, "lab-")
     assert len(ns) <= 63 and ns.startswith("lab-") and ns.endswith("-0123abcd")
+
+
+@pytest.mark.parametrize("prefix", [[], ["--namespace-prefix", "lab-"]])
+def test_run_and_render_name_the_same_namespace(prefix: list[str]) -> None:
+    """`scotbed run --backend k8s` deploys into the namespace `scotbed render --target k8s` shows, with
+    the default prefix (`scotbed-<run id>`) and with --namespace-prefix."""
+    from scotbed.orchestrator.cli import build_parser
+    from scotbed.orchestrator.progress import make_progress
+    from scotbed.orchestrator.render.k8s import namespace_for
+    from scotbed.orchestrator.run import options_from_args
+
+    rid = "quickstart-20250101T000000-0123abcd"
+    parser = build_parser()
+    run_args = parser.parse_args(["run", "s.yaml", "--backend", "k8s", *prefix])
+    options = options_from_args(run_args)
+    backend = K8sBackend.from_options(options, make_progress(quiet=True, log_json=False))
+    render_args = parser.parse_args(["render", "s.yaml", "--target", "k8s", "--out", "o", *prefix])
+    shown = namespace_for(rid, render_args.namespace_prefix)
+    assert backend.addressing(rid).dial == broker_address("{id}", shown)
+    assert shown == ("lab-" if prefix else "scotbed-") + rid.lower()
 
 
 # -- end to end on a real cluster ----------------------------------------------------------------------

@@ -1,10 +1,13 @@
-"""The local cluster's own parts that need no cluster: its DNS answers and its kubeconfig merge."""
+"""The local cluster's own parts that need no cluster: its DNS answers, its kubeconfig merge and the list
+of Debian packages it installs."""
 
 from __future__ import annotations
 
 import importlib.util
+import shutil
 import socket
 import struct
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -128,3 +131,18 @@ def test_kubeconfig_merge_and_remove_keep_other_entries(tmp_path: Path) -> None:
     kubeconfig.remove(user, "scotbed-local")
     doc = yaml.safe_load(user.read_text())
     assert doc["contexts"] == [other] and doc["clusters"] == [] and doc["current-context"] == ""
+
+
+@pytest.mark.skipif(shutil.which("dpkg-query") is None, reason="not a Debian system")
+def test_packages_names_each_missing_package_once_and_no_installed_one() -> None:
+    """packages.sh is the one list `make local-cluster` and .ci/run install from; ``missing`` is what
+    ``install`` hands to apt-get."""
+    script = str(SCRIPTS / "packages.sh")
+    listed = subprocess.run([script, "list"], capture_output=True, text=True, check=True).stdout.split()
+    assert {"golang-go", "etcd-server", "socat", "docker.io", "debootstrap", "python3-venv"} <= set(listed)
+    absent = "scotbed-no-such-package"
+    missing = subprocess.run(
+        [script, "missing", absent, "dpkg", absent], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert missing.count(absent) == 1 and "dpkg" not in missing
+    assert set(missing) - {absent} <= set(listed)

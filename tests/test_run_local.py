@@ -19,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+import yaml
 
 from scotbed.orchestrator.run import RunOptions, run_spec
 from scotbed.orchestrator.state import load_all, same_process
@@ -80,6 +81,8 @@ def test_run_delivers_exactly_once(routing: str, topology: list[str], tmp_path: 
         assert (run_dir / name).is_file(), name
     on_disk = json.loads((run_dir / "analysis" / "summary.json").read_text())
     assert on_disk["publish_schedule"] == result.summary["publish_schedule"]  # the run's additions
+    resolved = yaml.safe_load((run_dir / "spec.resolved.yaml").read_text())
+    assert resolved["run"]["java"] == on_disk["environment"]["java"]  # the JDK the analysis ran on
     assert on_disk["publish_schedule"]["notifications"] == n["published"]
     assert (run_dir / "workload" / "subscriptions.jsonl").stat().st_size > 0
     topology = json.loads((run_dir / "topology.json").read_text())

@@ -2,10 +2,13 @@
 # `make local-cluster`: a real Kubernetes (v1.20.2, built from Debian's source package) on this
 # machine: etcd, API server (token auth + RBAC), controller manager and scheduler on loopback; one
 # real kubelet running pods in the Docker engine on its docker0 bridge; a cluster DNS; N fake nodes
-# tainted so only tolerating pods land there. Leaves context `scotbed-local` as the current context.
+# tainted so only tolerating pods land there. Installs the Debian packages it needs (packages.sh),
+# builds the broker and workload images into the node's Docker engine (images.sh). Leaves context
+# `scotbed-local` as the current context.
 #
-# Idempotent: a healthy cluster is left alone; a broken or partial one is torn down (down.sh) and
-# started afresh. Every process is recorded in $CLUSTER_DIR/pids and stopped by that pid.
+# Idempotent: a healthy cluster is left alone (its images are rebuilt from the checkout); a broken or
+# partial one is torn down (down.sh) and started afresh. Every process is recorded in
+# $CLUSTER_DIR/pids and stopped by that pid.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -71,12 +74,14 @@ port_free() {
 }
 
 [[ "$(id -u)" -eq 0 ]] || die "needs root (the kubelet manages containers, mounts and cgroups)"
+"$here/packages.sh" install || die "the Debian packages it needs are missing (scripts/local-cluster/packages.sh)"
 [[ -x "$CLUSTER_PYTHON" ]] || die "no Python environment at $CLUSTER_PYTHON: run make setup first"
 for tool in etcd socat nsenter curl openssl ip ss; do
-    command -v "$tool" >/dev/null || die "$tool is missing (Debian: etcd-server socat util-linux curl openssl iproute2)"
+    command -v "$tool" >/dev/null || die "$tool is missing although its package is installed (packages.sh)"
 done
 
 if healthy; then
+    "$here/images.sh" || die "building the broker and workload images failed (see above)"
     say "already up (context $CONTEXT)"
     exit 0
 fi
@@ -95,6 +100,8 @@ fi
 bridge=$(bridge_ip)
 [[ -n "$bridge" ]] || die "the Docker engine has no docker0 bridge"
 say "docker engine ready (bridge $bridge, pause image $PAUSE_IMAGE)"
+"$here/images.sh" || die "building the broker and workload images failed (see above)"
+say "broker and workload images built"
 
 for p in $ETCD_CLIENT_PORT $ETCD_PEER_PORT $APISERVER_PORT 10250; do
     port_free "$p" || die "port $p is in use: another cluster? (make local-cluster-down, or stop its owner)"

@@ -16,6 +16,9 @@ WORKLOAD_DIR = "workload"  # what was issued, with content
 LOCUST_DIR = "locust"  # Locust's own CSV/HTML output
 ANALYSIS_DIR = "analysis"  # summary.json, per-metric tables, plots
 MANIFESTS_DIR = "manifests"  # what was deployed (k8s or compose)
+#: k8s: the brokers' objects, then the workload's (in manifests/ and in a `scotbed render` folder)
+K8S_OBJECTS = "k8s.yaml"
+K8S_WORKLOAD_OBJECTS = "workload.yaml"
 #: the folders every run directory has
 RUN_DIRS = (EVENTS_DIR, WORKLOAD_DIR, LOCUST_DIR, ANALYSIS_DIR, MANIFESTS_DIR)
 

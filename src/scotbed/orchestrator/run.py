@@ -45,7 +45,7 @@ from scotbed.orchestrator.images import BROKER_IMAGE, WORKLOAD_IMAGE
 from scotbed.orchestrator.locust_driver import HostLocust, WorkloadFailed
 from scotbed.orchestrator.outdir import writable_dir, write_topology
 from scotbed.orchestrator.progress import Phase, Progress, make_progress
-from scotbed.orchestrator.provenance import resolved_spec_text
+from scotbed.orchestrator.provenance import record_java, resolved_spec_text
 from scotbed.orchestrator.script_driver import HostScript
 from scotbed.orchestrator.scripted import load_script
 from scotbed.orchestrator.spec import Spec, build_scot, load_spec
@@ -77,7 +77,7 @@ class RunOptions:
     image: str | None = None
     workload_image: str = WORKLOAD_IMAGE  # k8s: the Locust Jobs' image (broker image + workloads)
     kube_context: str | None = None
-    namespace_prefix: str = "scotbed"
+    namespace_prefix: str | None = None  # k8s: None: the renderer's (render.k8s.NAMESPACE_PREFIX)
     preferred_anti_affinity: bool = False
     pod_cpu: str | None = None  # k8s: CPU request of broker and Locust pods (None: their defaults)
     spark_master: str | None = None
@@ -361,17 +361,14 @@ class Lifecycle:
         """Locust as Kubernetes Jobs next to the brokers (clients dial in-cluster DNS names); the
         master releases the publishers itself once every broker reports quiescent (release ``auto``)."""
         from scotbed.orchestrator.backends import k8s_faults
-        from scotbed.orchestrator.render.k8s import run_labels
-        from scotbed.workloads.k8s import render_locust
+        from scotbed.orchestrator.render.k8s import WORKLOAD_RELEASE, locust_jobs
         from scotbed.workloads.records import merge_workload
 
         assert self.run_dir is not None and self.deployment is not None
         with self.progress.phase("workload (Kubernetes Jobs)") as ph:
-            plan = self._plan(spec, scot, run_id, "auto")
-            cpu = {"cpu": self.options.pod_cpu} if self.options.pod_cpu else {}
-            labels = run_labels(run_id)
-            objects = render_locust(
-                plan, run_id, self.options.workload_image, self.options.workers, labels=labels, **cpu
+            plan = self._plan(spec, scot, run_id, WORKLOAD_RELEASE)
+            objects = locust_jobs(
+                plan, run_id, self.options.workload_image, self.options.workers, self.options.pod_cpu
             )
             ph.update(f"{len(plan.subscribers)} subscribers, {len(plan.publishers)} publishers")
             self.injector = k8s_faults.inject(spec, self.deployment, self.run_dir)
@@ -436,6 +433,7 @@ class Lifecycle:
         summary: dict[str, Any] = analyze(
             run_dir, spark_master=self.options.spark_master, verbose=self.options.verbose
         )
+        record_java(run_dir, summary)
         n = summary.get("notifications", {})
         ph.update(
             f"{n.get('delivered', 0)}/{n.get('expected_deliveries', 0)} deliveries, "
@@ -538,7 +536,7 @@ def options_from_args(args: Any, **overrides: Any) -> RunOptions:
         "image": getattr(args, "image", None),
         "workload_image": getattr(args, "workload_image", None) or WORKLOAD_IMAGE,
         "kube_context": getattr(args, "kube_context", None),
-        "namespace_prefix": getattr(args, "namespace_prefix", "scotbed"),
+        "namespace_prefix": getattr(args, "namespace_prefix", None),
         "preferred_anti_affinity": getattr(args, "preferred_anti_affinity", False),
         "pod_cpu": getattr(args, "pod_cpu", None),
         "spark_master": getattr(args, "spark_master", None),

@@ -83,13 +83,8 @@ EXEC_TIMEOUT_S = 300.0
 
 
 def run_namespace(run_id: str, prefix: str | None = None) -> str:
-    """The renderer's namespace, or ``prefix`` + run id cut to a DNS label keeping the random suffix."""
-    if prefix is None:
-        return namespace_for(run_id)
-    ns = (prefix + run_id).lower()
-    if len(ns) > 63:
-        ns = ns[:54].rstrip("-") + "-" + run_id.lower()[-8:]
-    return ns
+    """The run's namespace, as the renderer names it (:func:`.render.k8s.namespace_for`)."""
+    return namespace_for(run_id, prefix)
 
 
 class K8sBackend:
@@ -179,7 +174,7 @@ class K8sBackend:
         )
         meta = objects[0]["metadata"]
         objects[0] = {**objects[0], "metadata": {**meta, "labels": {**meta["labels"], MANAGED_BY: MANAGER}}}
-        write_yaml_documents(request.run_dir / contract.MANIFESTS_DIR / "k8s.yaml", objects)
+        write_yaml_documents(request.run_dir / contract.MANIFESTS_DIR / contract.K8S_OBJECTS, objects)
         brokers = [o["metadata"]["name"] for o in objects if o["kind"] == "Pod"]
         dep = K8sDeployment(kube, request, ns, brokers, self, warnings)
         pods = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Pod"}

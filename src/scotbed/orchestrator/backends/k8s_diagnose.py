@@ -69,7 +69,10 @@ def scheduling_hint(message: str) -> str:
             "--preferred-anti-affinity"
         )
     if "insufficient" in low:
-        return "the nodes lack free CPU or memory for the broker's requests: add nodes or lower the requests"
+        return (
+            "the nodes lack free CPU or memory for the pods' requests: add nodes or lower the requests "
+            "(--pod-cpu 50m)"
+        )
     if "taint" in low:
         return "the remaining nodes carry taints the broker does not tolerate (e.g. the control plane)"
     return ""
@@ -103,7 +106,9 @@ def pod_problem(pod: Any, events: Iterable[Any] = ()) -> PodProblem | None:
             msg = f"{reason} for image {cs.image!r}" + (f": {detail}" if detail else "")
             msg += (
                 "; on kind load it with `kind load docker-image IMAGE --name CLUSTER`, on minikube with "
-                "`minikube image load IMAGE` (the pods use imagePullPolicy IfNotPresent)"
+                "`minikube image load IMAGE`, on the local cluster run `make local-cluster` again (it "
+                "builds the broker and workload images into the node's Docker engine); the pods use "
+                "imagePullPolicy IfNotPresent"
             )
             return PodProblem(name, "image", msg, reason in IMAGE_FATAL)
         if reason == "CrashLoopBackOff":

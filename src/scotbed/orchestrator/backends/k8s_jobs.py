@@ -17,6 +17,7 @@ from scotbed.broker import tls
 from scotbed.orchestrator.backends.base import BackendError
 from scotbed.orchestrator.backends.k8s_api import api_message, apply
 from scotbed.orchestrator.backends.k8s_transfer import (
+    COLLECT_GRACE_S,
     COLLECTOR,
     Collected,
     add_collector,
@@ -31,9 +32,29 @@ if TYPE_CHECKING:
     from scotbed.orchestrator.backends.k8s import K8sDeployment
 
 log = logging.getLogger(__name__)
-#: how long the collector container outlives the workload's timeout when nobody collects (a crashed
-#: orchestrator): the Job then finishes on its own
-COLLECT_GRACE_S = 300.0
+
+
+def as_applied(
+    objects: Sequence[dict[str, Any]],
+    namespace: str,
+    timeout_s: float,
+    collect: str | None = RESULTS_DIR,
+    tls_mount: bool = False,
+) -> list[dict[str, Any]]:
+    """The workload's objects as the backend applies them (and writes them to ``manifests/``), and as
+    ``scotbed render`` shows them: in ``namespace``; a Job whose containers mount ``collect`` annotated
+    to be copied out and given the collector container (:mod:`.k8s_transfer`), which holds its pod at
+    most ``timeout_s`` + :data:`~.k8s_transfer.COLLECT_GRACE_S`; with ``tls_mount`` every Job's pods
+    read the run's certificates. A collect annotation that names no volume mount is a ValueError."""
+    applied = []
+    for o in objects:
+        obj = {**o, "metadata": {**o.get("metadata", {}), "namespace": namespace}}
+        if collect is not None:
+            obj = annotate_collect(obj, collect)
+        if tls_mount:  # security.tls: the Locust users dial the brokers over TLS
+            obj = k8s_tls.mount_in_job(obj)
+        applied.append(add_collector(obj, timeout_s + COLLECT_GRACE_S))
+    return applied
 
 
 class WorkloadJobs:
@@ -56,20 +77,13 @@ class WorkloadJobs:
         reported with its last log lines. On a timeout the files of still-running pods are copied as
         they are, then the error names every unfinished Job with its pods' problems.
         """
-        hold = timeout_s + COLLECT_GRACE_S
-        objs = []
-        for o in objects:
-            meta = {**o.get("metadata", {}), "namespace": self.dep.namespace}
-            obj = {**o, "metadata": meta}
-            if collect is not None:
-                obj = annotate_collect(obj, collect)
-            if tls.directory() is not None:  # security.tls: the Locust users dial the brokers over TLS
-                obj = k8s_tls.mount_in_job(obj)
-            try:
-                objs.append(add_collector(obj, hold))
-            except ValueError as e:
-                raise BackendError(str(e)) from None
-        write_yaml_documents(self.dep.request.run_dir / contract.MANIFESTS_DIR / "workload.yaml", objs)
+        try:
+            objs = as_applied(objects, self.dep.namespace, timeout_s, collect, tls.directory() is not None)
+        except ValueError as e:
+            raise BackendError(str(e)) from None
+        write_yaml_documents(
+            self.dep.request.run_dir / contract.MANIFESTS_DIR / contract.K8S_WORKLOAD_OBJECTS, objs
+        )
         for o in objs:
             apply(self.dep.kube, o)
         templates = {o["metadata"]["name"]: o["spec"]["template"] for o in objs if o["kind"] == "Job"}

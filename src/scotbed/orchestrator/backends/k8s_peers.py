@@ -87,7 +87,7 @@ class K8sPeerLauncher:
         )
         meta = objects[0]["metadata"]
         objects[0] = {**objects[0], "metadata": {**meta, "labels": {**meta["labels"], MANAGED_BY: MANAGER}}}
-        write_yaml_documents(workdir / contract.MANIFESTS_DIR / "k8s.yaml", objects)
+        write_yaml_documents(workdir / contract.MANIFESTS_DIR / contract.K8S_OBJECTS, objects)
         request = DeployRequest(self.run_id, workdir, [], self.ready_timeout_s, self.state, self.image)
         pods = [o["metadata"]["name"] for o in objects if o["kind"] == "Pod"]
         self.pods = PeerPods(kube, request, self.namespace, pods, b, [warning] if warning else [])

@@ -28,6 +28,9 @@ from typing import IO, Any
 COLLECT_ANNOTATION = "scotbed.io/collect-dir"
 COLLECTOR = "scotbed-collector"
 COLLECTED_MARKER = ".collected"
+#: how long the collector container outlives the workload's timeout when nobody collects (a crashed
+#: orchestrator): the Job then finishes on its own
+COLLECT_GRACE_S = 300.0
 
 _TAR_SCRIPT = (
     "import os, sys, tarfile\n"

@@ -56,7 +56,7 @@ def add_run_options(p: argparse.ArgumentParser, analysis: bool = True) -> None:
         "make image EXTRAS=broker,workloads IMAGE=scotbed-workloads:0.1.0)",
     )
     p.add_argument("--kube-context", metavar="NAME", help="Kubernetes context (k8s; default: current)")
-    p.add_argument("--namespace-prefix", default="scotbed", metavar="PREFIX", help="k8s namespace prefix")
+    add_namespace_option(p)
     p.add_argument(
         "--preferred-anti-affinity",
         action="store_true",
@@ -68,6 +68,14 @@ def add_run_options(p: argparse.ArgumentParser, analysis: bool = True) -> None:
         metavar="QTY",
         help="k8s: CPU request of every broker and Locust pod, e.g. 50m (default 100m per broker, "
         "500m per Locust pod); lower it to fit a small cluster",
+    )
+
+
+def add_namespace_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--namespace-prefix",
+        metavar="PREFIX",
+        help="k8s: a run's namespace is PREFIX + its run id (default: scotbed-)",
     )
 
 

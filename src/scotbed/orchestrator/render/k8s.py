@@ -25,7 +25,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from scotbed import contract
 from scotbed.broker import metrics
@@ -35,6 +35,8 @@ from scotbed.orchestrator.plan import Addressing
 from scotbed.orchestrator.render import k8s_tls
 from scotbed.orchestrator.render.k8s_placement import ANYWHERE, Placement
 from scotbed.orchestrator.render.k8s_versions import ServerVersion, broker_probes
+from scotbed.workloads.k8s import render_locust
+from scotbed.workloads.plan import Plan
 
 LABEL_RUN = "scotbed.io/run-id"
 LABEL_BROKER = "scotbed.io/broker"
@@ -50,6 +52,11 @@ DEFAULT_PORT = 50051
 BROKER_UID = 10001
 #: the newest schema version the tests validate against
 KUBERNETES_VERSION = "1.31"
+#: what a run's namespace starts with unless `--namespace-prefix` names another prefix
+NAMESPACE_PREFIX = "scotbed-"
+#: how the publishers start on Kubernetes: the Locust master in the cluster releases them itself once
+#: every broker reports quiescent (the orchestrator outside cannot reach the Jobs' files)
+WORKLOAD_RELEASE: Literal["auto"] = "auto"
 
 
 @dataclass(frozen=True)
@@ -103,9 +110,11 @@ def container_security() -> dict[str, Any]:
     }
 
 
-def namespace_for(run_id: str) -> str:
-    """A DNS label (<= 63, lowercase) for the run; the run id's random suffix keeps it unique."""
-    ns = "scotbed-" + run_id.lower()
+def namespace_for(run_id: str, prefix: str | None = None) -> str:
+    """The run's namespace: ``prefix`` (None: :data:`NAMESPACE_PREFIX`) + the run id as a DNS label
+    (<= 63, lowercase), cut where too long so as to keep the run id's random suffix, which keeps it
+    unique."""
+    ns = ((NAMESPACE_PREFIX if prefix is None else prefix) + run_id).lower()
     if len(ns) > 63:
         ns = ns[:54].rstrip("-") + "-" + run_id.lower()[-8:]
     return ns
@@ -114,6 +123,16 @@ def namespace_for(run_id: str) -> str:
 def run_labels(run_id: str) -> dict[str, str]:
     """Labels every pod of the run carries; the NetworkPolicy admits exactly these pods."""
     return {"app.kubernetes.io/name": "scotbed", LABEL_RUN: run_id}
+
+
+def locust_jobs(
+    plan: Plan, run_id: str, image: str, workers: int, cpu: str | None = None
+) -> list[dict[str, Any]]:
+    """The Locust ConfigMap, master Service and Jobs that play ``plan`` (released
+    :data:`WORKLOAD_RELEASE`), labelled with :func:`run_labels` so the brokers' NetworkPolicy admits
+    their pods; ``cpu``: each Locust pod's CPU request (None: the renderer's default)."""
+    sized = {"cpu": cpu} if cpu else {}
+    return render_locust(plan, run_id, image, workers, labels=run_labels(run_id), **sized)
 
 
 def broker_address(broker: str, namespace: str, port: int = DEFAULT_PORT) -> str:
