@@ -122,8 +122,11 @@ def test_log_json_gives_the_same_figures_as_progress_events(capsys: pytest.Captu
 
 
 def test_quiet_shows_no_figures_and_says_it_needs_none(capsys: pytest.CaptureFixture[str]) -> None:
+    from scotbed.orchestrator.campaign_command import CellProgress
+
     progress = QuietProgress()
     assert not progress.shows_live and RichProgress().shows_live and JsonProgress().shows_live
+    assert not CellProgress(progress, "1/2 routing=snr").shows_live  # a campaign's cell: as its command
     with progress.phase("publish") as ph:
         ph.live("published 1/2", {"published": 1})
     assert capsys.readouterr() == ("", "")
