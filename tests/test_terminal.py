@@ -151,6 +151,23 @@ def test_off_a_terminal_the_publish_phase_prints_its_live_figures_every_few_seco
     assert all(b - a >= PLAIN_EVERY_S - 0.1 for a, b in itertools.pairwise(seconds))
 
 
+@pytest.mark.slow
+def test_a_failed_run_s_teardown_is_a_phase_with_its_mark(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SCOTBED_STATE_DIR", str(tmp_path / "state"))
+    sets = [a for s in [*TINY, "timeouts.quiescent_s=0.1"] for a in ("--set", s)]  # subscribe cannot make it
+    out = scotbed("run", QUICKSTART, *sets, "--out", str(tmp_path / "runs"), timeout=300)
+    assert out.returncode == 3, out.stderr[-3000:]
+    err = out.stderr.splitlines()
+    marks = [x.split(" (")[0] for x in err if x[:2] in ("✓ ", "✗ ")]
+    assert marks == [f"✓ {p}" for p in PHASES[:5]] + ["✗ subscribe", "✓ teardown"]
+    [teardown] = [x for x in err if x.startswith("✓ teardown (")]
+    assert teardown.endswith(") 3 brokers and the workload stopped")
+    assert "teardown" not in err  # no bare announcement besides the phase
+    assert err[-2].startswith("scotbed run: failed: subscribe: ") and err[-2].endswith("within 0.1 s")
+
+
 def _host_bound_run(tmp_path: Path) -> Path:
     """The host-bound synthesised run of the validity tests: 30 ms mean loop lag on every broker and
     client process."""

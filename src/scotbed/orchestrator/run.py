@@ -474,7 +474,7 @@ class Lifecycle:
         if failed:
             steps.append(("collecting after failure", self._collect_after_failure))
         if not self.options.keep:
-            steps.append(("teardown", self._teardown))
+            steps.append(("teardown", self._teardown_shown))
         for what, step in steps:
             try:
                 step()
@@ -496,12 +496,21 @@ class Lifecycle:
 
             merge_workload(self.run_dir)
 
+    def _teardown_shown(self) -> None:
+        """Tear down what a failed or interrupted run left deployed, as a ``teardown`` phase with its mark
+        while the output still takes one (a closed pipe does not keep the brokers running)."""
+        if self.deployment is None:
+            self._teardown()
+            return
+        with contextlib.ExitStack() as stack:
+            ph: Phase | None = None
+            with contextlib.suppress(Exception):
+                ph = stack.enter_context(self.progress.phase("teardown"))
+            self._teardown(ph)
+
     def _teardown(self, ph: Phase | None = None) -> None:
-        """Remove the deployment; announced (never failing for it) outside the phase: a failed run's."""
+        """Remove the deployment (``ph``: the phase that shows it) and stop what the state file records."""
         if self.deployment is not None:
-            if ph is None:
-                with contextlib.suppress(Exception):
-                    self.progress.info("teardown")
             brokers = len(self.deployment.admin_addresses)
             self.deployment.teardown()
             self.deployment = None  # torn down once: before the analysis, or at exit
