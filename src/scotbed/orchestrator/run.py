@@ -29,7 +29,7 @@ import functools
 import json
 import signal
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +42,7 @@ from scotbed.orchestrator import plan as deploy_plan
 from scotbed.orchestrator.backends import make_backend
 from scotbed.orchestrator.backends.base import BackendError, Deployment, DeployRequest
 from scotbed.orchestrator.images import BROKER_IMAGE, WORKLOAD_IMAGE
+from scotbed.orchestrator.liveview import live_figures
 from scotbed.orchestrator.locust_driver import HostLocust, WorkloadFailed
 from scotbed.orchestrator.outdir import writable_dir, write_topology
 from scotbed.orchestrator.progress import Phase, Progress, make_progress
@@ -323,7 +324,12 @@ class Lifecycle:
         with self.progress.phase("quiescent") as ph:
             self._wait_quiescent(spec.timeouts.quiescent_s, ph)
 
-        with self.progress.phase("publish") as ph, self._live_figures(plan, ph) as on_status:
+        assert self.deployment is not None
+        addresses, expected = self.deployment.admin_addresses, plan.publication_count()
+        with (
+            self.progress.phase("publish") as ph,
+            live_figures(self.progress, ph, addresses, expected) as on_status,
+        ):
             locust.release()
             self.injector = faults.inject(spec, self.deployment, self.run_dir)
             locust.watch(spec.timeouts.run_s, ph, on_status)
@@ -339,27 +345,6 @@ class Lifecycle:
             ph.update(
                 f"{result.events.get('publish', 0)} published, {result.events.get('receive', 0)} received"
             )
-
-    @contextmanager
-    def _live_figures(self, plan: Any, ph: Phase) -> Iterator[Callable[[Mapping[str, Any]], None] | None]:
-        """While publishing: every broker's Status asked once a second in the background and, with the
-        workload's status, shown as the phase's live figures (:mod:`.livestats`); none under --quiet.
-        The asking stops with the phase, however it ends."""
-        if not self.progress.shows_live or self.deployment is None:
-            yield None
-            return
-        from scotbed.broker.statuspoll import StatusPoller
-        from scotbed.orchestrator.livestats import figures
-
-        addresses = self.deployment.admin_addresses
-        expected = plan.publication_count()
-        with StatusPoller(addresses) as poller:
-
-            def on_status(workload: Mapping[str, Any]) -> None:
-                now = figures(poller.latest(), workload, expected, len(addresses))
-                ph.live(now.text(), now.fields())
-
-            yield on_status
 
     def _workload_scripted(self, spec: Spec, script: Script) -> None:
         """The script's operations from this host (:mod:`.script_driver`), each followed by its settle."""
