@@ -181,6 +181,25 @@ def test_the_log_is_written_a_flush_interval_after_a_line_waits_and_samples_at_o
     asyncio.run(scenario())
 
 
+def test_status_reports_the_worst_loop_lag_of_the_last_loop_sample(tmp_path: Path) -> None:
+    """The live progress line reads the lag from Admin.Status: the figure of the latest ``loop`` event."""
+
+    async def scenario() -> None:
+        b = _broker(tmp_path, "rpf")
+        assert b.status().loop_lag_ms_max == 0.0  # nothing sampled yet
+        b.loop_probe.record(0.042)
+        b.loop_probe.record(0.007)
+        assert b.status().loop_lag_ms_max == 0.0  # the period in progress is not a figure yet
+        b.sample()
+        [loop] = [e for e in read_events(tmp_path / "events.jsonl") if e["ev"] == "loop"]
+        assert b.status().loop_lag_ms_max == loop["lag_ms_max"] == 42.0
+        b.sample()  # the next period saw no late wake-up
+        assert b.status().loop_lag_ms_max == 0.0
+        b.events.close()
+
+    asyncio.run(scenario())
+
+
 def test_match_events_carry_pst_matching_steps(tmp_path: Path) -> None:
     async def scenario() -> None:
         b = _broker(tmp_path, "rpf", matching="pst")

@@ -1,15 +1,18 @@
 """What a user sees on the terminal: real `scotbed` processes, every line of their output read.
 
 `--log-json` writes nothing but JSON lines on either stream (the JVM's and Spark's own output goes to
-the run's `analysis/spark.log`), the phases come in the lifecycle's order with truthful details, a
-host-bound run is a warning and with `--require-valid` exit 5, and the people's output is never
-wrapped or read as markup.
+the run's `analysis/spark.log`), the phases come in the lifecycle's order with truthful details, the
+publish phase shows live figures (a plain line every few seconds off a terminal, `progress` events
+under `--log-json`), a host-bound run is a warning and with `--require-valid` exit 5, and the people's
+output is never wrapped or read as markup.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -20,15 +23,17 @@ import pytest
 from scotbed import contract
 from scotbed.analysis.synth import SynthSpec, synthesise
 from scotbed.analysis.validity import EXIT_HOST_BOUND, HOST_BOUND, UNKNOWN, VALID, exit_status
+from scotbed.orchestrator.progress import PLAIN_EVERY_S
 
 ROOT = Path(__file__).resolve().parent.parent
 QUICKSTART = str(ROOT / "experiments" / "quickstart.yaml")
-# the quickstart on a 3-broker tree: 2 publishers of 10 notifications, 6 subscribers
+# the quickstart on a 3-broker tree: 2 publishers of 40 notifications, 6 subscribers; the publish
+# phase lasts 4 s, long enough for live figures
 TINY = [
     "workload.subscribers=6",
     "workload.publishers=2",
-    "workload.notifications_per_publisher=10",
-    "workload.rate_per_minute=2400",
+    "workload.notifications_per_publisher=40",
+    "workload.rate_per_minute=600",
     "workload.symbols=20",
     "workload.selectivity=0.1",
     "topology.kind=tree",
@@ -95,6 +100,18 @@ def test_run_log_json_writes_only_json_lines_in_the_lifecycle_s_order(
     assert done["publish"] == "2/2 publishers and 6/6 subscribers done"
     assert done["deploy"] == "3 brokers started (local)"
     assert done["teardown"] == "3 brokers and the workload stopped"
+    # the live figures: progress events inside the publish phase only, with the brokers' counts
+    names = [(e["event"], e.get("phase")) for e in stderr]
+    live = [k for k, name in enumerate(names) if name[0] == "progress"]
+    assert live, "no progress event during publish"
+    assert names.index(("phase_start", "publish")) < live[0] and live[-1] < names.index(
+        ("phase_done", "publish")
+    )
+    for k in live:
+        e = stderr[k]
+        assert e["phase"] == "publish" and e["expected"] == 80 and 0 <= e["published"] <= 80
+        assert e["answered"] == e["brokers"] == 3 and e["publishers"] == 2
+        assert isinstance(e["largest_queue"], int) and e["worst_lag_ms"] >= 0.0
     verdict = json.loads((run_dir / contract.SUMMARY).read_text())["validity"]["verdict"]
     # this host's load decides which (a loaded host may even leave no loop event in the window);
     # a host-bound one is a warning
@@ -106,6 +123,49 @@ def test_run_log_json_writes_only_json_lines_in_the_lifecycle_s_order(
     head = heads[verdict]
     said = [(e["event"], e["text"].split(": ")[0] + ": ") for e in stderr if "text" in e]
     assert said.count(head) == 1
+
+
+@pytest.mark.slow
+def test_off_a_terminal_the_publish_phase_prints_its_live_figures_every_few_seconds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A real run without the analysis, its output captured (not a terminal): plain live lines between
+    the publish phase's start and its closing line, none after it."""
+    from scotbed.orchestrator.progress import RichProgress
+    from scotbed.orchestrator.run import RunOptions, run_spec
+
+    monkeypatch.setenv("SCOTBED_STATE_DIR", str(tmp_path / "state"))
+    run_spec(QUICKSTART, TINY, RunOptions(out=tmp_path / "runs", analyse=False), RichProgress())
+    err = capsys.readouterr().err.splitlines()
+    quiescent = next(k for k, x in enumerate(err) if x.startswith("✓ quiescent ("))
+    published = next(k for k, x in enumerate(err) if x.startswith("✓ publish ("))
+    live = [k for k, x in enumerate(err) if x.startswith("… ")]
+    assert live and quiescent < live[0] and live[-1] < published, err
+    line = re.compile(
+        r"… publish \((\d+\.\d)s\) published (\d+)/80, delivered \d+, largest queue \d+( \(\S+\))?, "
+        r"worst loop lag \d+\.\d ms( \(b-\S+\))?, publishers done [0-2]/2$"
+    )
+    matches = [line.match(err[k]) for k in live]
+    assert all(matches), [err[k] for k in live]
+    seconds = [float(m[1]) for m in matches if m is not None]
+    assert all(b - a >= PLAIN_EVERY_S - 0.1 for a, b in itertools.pairwise(seconds))
+
+
+@pytest.mark.slow
+def test_a_failed_run_s_teardown_is_a_phase_with_its_mark(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SCOTBED_STATE_DIR", str(tmp_path / "state"))
+    sets = [a for s in [*TINY, "timeouts.quiescent_s=0.1"] for a in ("--set", s)]  # subscribe cannot make it
+    out = scotbed("run", QUICKSTART, *sets, "--out", str(tmp_path / "runs"), timeout=300)
+    assert out.returncode == 3, out.stderr[-3000:]
+    err = out.stderr.splitlines()
+    marks = [x.split(" (")[0] for x in err if x[:2] in ("✓ ", "✗ ")]
+    assert marks == [f"✓ {p}" for p in PHASES[:5]] + ["✗ subscribe", "✓ teardown"]
+    [teardown] = [x for x in err if x.startswith("✓ teardown (")]
+    assert teardown.endswith(") 3 brokers and the workload stopped")
+    assert "teardown" not in err  # no bare announcement besides the phase
+    assert err[-2].startswith("scotbed run: failed: subscribe: ") and err[-2].endswith("within 0.1 s")
 
 
 def _host_bound_run(tmp_path: Path) -> Path:

@@ -134,6 +134,7 @@ class Broker:
         self.match_observer: Callable[[float], None] | None = None  # the metrics histogram, when on
         self._tasks: list[asyncio.Task[None]] = []
         self.loop_probe = LoopProbe()
+        self.loop_lag_ms_max = 0.0  # the worst lag of the last `loop` sample, for Admin.Status
         self._log_pending = asyncio.Event()  # the flusher's wake-up: a line waits to be written
 
     def link_out(self, n: NeighbourConfig) -> LinkOut:
@@ -500,7 +501,9 @@ class Broker:
         for link in self.links.values():
             emit(QUEUE, link=link.id, len=len(link.queue), ce=round(link.ce, 3))
         emit(TABLE, size=self.algo.table_size())
-        emit(LOOP, **self.loop_probe.take())
+        loop = self.loop_probe.take()
+        self.loop_lag_ms_max = loop["lag_ms_max"]
+        emit(LOOP, **loop)
 
     async def _flusher(self) -> None:
         """Writes the event log ``flush_interval_ms`` after a line starts waiting; idle, it sleeps."""
@@ -539,6 +542,7 @@ class Broker:
             matching=self.cfg.matching,
             tree_version=self.swap.version,
             tree_finished=self.swap.finished,
+            loop_lag_ms_max=self.loop_lag_ms_max,
         )
         for name, value in self.counters.items():
             reply.counters[name] = value

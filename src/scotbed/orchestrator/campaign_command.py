@@ -27,6 +27,7 @@ class CellProgress:
     def __init__(self, inner: Any, label: str) -> None:
         self.inner = inner
         self.label = label
+        self.shows_live: bool = inner.shows_live
 
     @contextmanager
     def phase(self, name: str) -> Iterator[Any]:

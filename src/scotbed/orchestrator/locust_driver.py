@@ -100,9 +100,12 @@ class HostLocust(HostDriver):
         """Let the publishers start (the workload's ``file`` release)."""
         self.session.release()
 
-    def watch(self, timeout_s: float, ph: Phase) -> None:
+    def watch(
+        self, timeout_s: float, ph: Phase, on_status: Callable[[Mapping[str, Any]], None] | None = None
+    ) -> None:
         """Follow the master until the last publication (phase ``draining``), failing on a workload
-        error or the timeout; the phase's last word is the state it ended in."""
+        error or the timeout; the phase's last word is the state it ended in. ``on_status`` gets the
+        workload's status at every poll (the live figures)."""
         deadline = time.monotonic() + timeout_s
         while True:
             self.check_brokers()
@@ -114,6 +117,8 @@ class HostLocust(HostDriver):
                 return
             self.check_processes("publish")
             ph.update(f"{st.get('phase', 'starting')}: {clients_done(st)}")
+            if on_status is not None:
+                on_status(st)
             if time.monotonic() > deadline:
                 raise WorkloadFailed(f"publish: the workload did not end within {timeout_s:g} s")
             time.sleep(0.25)

@@ -42,6 +42,7 @@ from scotbed.orchestrator import plan as deploy_plan
 from scotbed.orchestrator.backends import make_backend
 from scotbed.orchestrator.backends.base import BackendError, Deployment, DeployRequest
 from scotbed.orchestrator.images import BROKER_IMAGE, WORKLOAD_IMAGE
+from scotbed.orchestrator.liveview import live_figures
 from scotbed.orchestrator.locust_driver import HostLocust, WorkloadFailed
 from scotbed.orchestrator.outdir import writable_dir, write_topology
 from scotbed.orchestrator.progress import Phase, Progress, make_progress
@@ -323,10 +324,15 @@ class Lifecycle:
         with self.progress.phase("quiescent") as ph:
             self._wait_quiescent(spec.timeouts.quiescent_s, ph)
 
-        with self.progress.phase("publish") as ph:
+        assert self.deployment is not None
+        addresses, expected = self.deployment.admin_addresses, plan.publication_count()
+        with (
+            self.progress.phase("publish") as ph,
+            live_figures(self.progress, ph, addresses, expected) as on_status,
+        ):
             locust.release()
             self.injector = faults.inject(spec, self.deployment, self.run_dir)
-            locust.watch(spec.timeouts.run_s, ph)
+            locust.watch(spec.timeouts.run_s, ph, on_status)
 
         with self.progress.phase("drain") as ph:
             record = locust.drain(self._live_admin_addresses(spec), spec.timeouts.drain_s, ph)
@@ -451,7 +457,7 @@ class Lifecycle:
         if failed:
             steps.append(("collecting after failure", self._collect_after_failure))
         if not self.options.keep:
-            steps.append(("teardown", self._teardown))
+            steps.append(("teardown", self._teardown_shown))
         for what, step in steps:
             try:
                 step()
@@ -473,12 +479,21 @@ class Lifecycle:
 
             merge_workload(self.run_dir)
 
+    def _teardown_shown(self) -> None:
+        """Tear down what a failed or interrupted run left deployed, as a ``teardown`` phase with its mark
+        while the output still takes one (a closed pipe does not keep the brokers running)."""
+        if self.deployment is None:
+            self._teardown()
+            return
+        with contextlib.ExitStack() as stack:
+            ph: Phase | None = None
+            with contextlib.suppress(Exception):
+                ph = stack.enter_context(self.progress.phase("teardown"))
+            self._teardown(ph)
+
     def _teardown(self, ph: Phase | None = None) -> None:
-        """Remove the deployment; announced (never failing for it) outside the phase: a failed run's."""
+        """Remove the deployment (``ph``: the phase that shows it) and stop what the state file records."""
         if self.deployment is not None:
-            if ph is None:
-                with contextlib.suppress(Exception):
-                    self.progress.info("teardown")
             brokers = len(self.deployment.admin_addresses)
             self.deployment.teardown()
             self.deployment = None  # torn down once: before the analysis, or at exit

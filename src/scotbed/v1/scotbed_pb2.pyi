@@ -293,7 +293,7 @@ class LinkStatus(_message.Message):
     def __init__(self, neighbour: _Optional[str] = ..., kind: _Optional[str] = ..., output_len: _Optional[int] = ..., ce: _Optional[float] = ..., overloaded: _Optional[bool] = ..., sent: _Optional[int] = ..., received: _Optional[int] = ..., dropped: _Optional[int] = ..., connected: _Optional[bool] = ..., capacity_msgs_per_s: _Optional[float] = ..., unacked: _Optional[int] = ..., latency_ms: _Optional[float] = ..., jitter_ms: _Optional[float] = ...) -> None: ...
 
 class StatusReply(_message.Message):
-    __slots__ = ("broker_id", "input_len", "table_size", "links", "counters", "quiescent", "local_subscriptions", "last_activity_ns", "routing", "matching", "tree_version", "tree_finished")
+    __slots__ = ("broker_id", "input_len", "table_size", "links", "counters", "quiescent", "local_subscriptions", "last_activity_ns", "routing", "matching", "tree_version", "tree_finished", "loop_lag_ms_max")
     class CountersEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -313,6 +313,7 @@ class StatusReply(_message.Message):
     MATCHING_FIELD_NUMBER: _ClassVar[int]
     TREE_VERSION_FIELD_NUMBER: _ClassVar[int]
     TREE_FINISHED_FIELD_NUMBER: _ClassVar[int]
+    LOOP_LAG_MS_MAX_FIELD_NUMBER: _ClassVar[int]
     broker_id: str
     input_len: int
     table_size: int
@@ -325,7 +326,8 @@ class StatusReply(_message.Message):
     matching: str
     tree_version: int
     tree_finished: int
-    def __init__(self, broker_id: _Optional[str] = ..., input_len: _Optional[int] = ..., table_size: _Optional[int] = ..., links: _Optional[_Iterable[_Union[LinkStatus, _Mapping]]] = ..., counters: _Optional[_Mapping[str, int]] = ..., quiescent: _Optional[bool] = ..., local_subscriptions: _Optional[int] = ..., last_activity_ns: _Optional[int] = ..., routing: _Optional[str] = ..., matching: _Optional[str] = ..., tree_version: _Optional[int] = ..., tree_finished: _Optional[int] = ...) -> None: ...
+    loop_lag_ms_max: float
+    def __init__(self, broker_id: _Optional[str] = ..., input_len: _Optional[int] = ..., table_size: _Optional[int] = ..., links: _Optional[_Iterable[_Union[LinkStatus, _Mapping]]] = ..., counters: _Optional[_Mapping[str, int]] = ..., quiescent: _Optional[bool] = ..., local_subscriptions: _Optional[int] = ..., last_activity_ns: _Optional[int] = ..., routing: _Optional[str] = ..., matching: _Optional[str] = ..., tree_version: _Optional[int] = ..., tree_finished: _Optional[int] = ..., loop_lag_ms_max: _Optional[float] = ...) -> None: ...
 
 class TableRequest(_message.Message):
     __slots__ = ()

@@ -167,6 +167,9 @@ class Plan:
     def subscription_count(self) -> int:
         return sum(len(s.subscriptions) for s in self.subscribers)
 
+    def publication_count(self) -> int:
+        return sum(p.count for p in self.publishers)
+
     def end_offset_s(self) -> float:
         """Seconds after release when the last publication and action are due."""
         last = [p.intended_offset_ns(p.count - 1) / 1e9 for p in self.publishers if p.count]
