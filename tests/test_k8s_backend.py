@@ -33,6 +33,7 @@ from scotbed.orchestrator.backends.k8s import (
     MANAGED_BY,
     K8sBackend,
     Kube,
+    changes_only,
     delete_namespaces,
     down_all,
     release_finished_pods,
@@ -41,7 +42,7 @@ from scotbed.orchestrator.backends.k8s import (
 )
 from scotbed.orchestrator.backends.k8s_api import connect, is_status
 from scotbed.orchestrator.backends.k8s_diagnose import dead_reason, pod_problem
-from scotbed.orchestrator.backends.k8s_portforward import Forwarder
+from scotbed.orchestrator.backends.k8s_portforward import PROXY_THREAD, Forwarder
 from scotbed.orchestrator.backends.k8s_transfer import (
     COLLECT_ANNOTATION,
     COLLECTED_MARKER,
@@ -1036,6 +1037,43 @@ def test_forwarder_drops_a_connection_whose_stream_cannot_open() -> None:
         assert fwd.errors == 1
     finally:
         fwd.close()
+
+
+def test_a_port_forward_proxys_connection_reset_is_no_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kubernetes client's proxy thread of a forwarded connection the pod's side closed ends in
+    ConnectionResetError (seen when a run's brokers stop): once a Forwarder started, that reaches no
+    hook that prints a traceback; any other thread's exception still does."""
+    printed: list[str] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: printed.append(args.thread.name))
+    Forwarder("b-a-0", lambda: None).start().close()
+    Forwarder("b-a-1", lambda: None).start().close()  # a second start wraps the hook once
+
+    def fail(error: Exception) -> None:
+        raise error
+
+    for name, error in (
+        (f"{PROXY_THREAD}: 50051", ConnectionResetError(104, "Connection reset by peer")),
+        (f"{PROXY_THREAD}: 50051", BrokenPipeError(32, "Broken pipe")),
+        (f"{PROXY_THREAD}: 50051", ValueError("a defect, not a closed connection")),
+        ("worker", ConnectionResetError(104, "Connection reset by peer")),
+    ):
+        t = threading.Thread(target=fail, args=(error,), name=name)
+        t.start()
+        t.join()
+    assert printed == [f"{PROXY_THREAD}: 50051", "worker"]
+
+
+def test_a_poll_loops_status_is_passed_on_when_it_changes() -> None:
+    seen: list[str] = []
+    note = changes_only(seen.append)
+    for text in [
+        "0/3 broker pods Ready",
+        "0/3 broker pods Ready",
+        "2/3 broker pods Ready",
+        "0/3 broker pods Ready",
+    ]:
+        note(text)
+    assert seen == ["0/3 broker pods Ready", "2/3 broker pods Ready", "0/3 broker pods Ready"]
 
 
 def test_run_namespace_keeps_the_random_suffix_under_any_prefix() -> None:

@@ -87,6 +87,19 @@ def run_namespace(run_id: str, prefix: str | None = None) -> str:
     return namespace_for(run_id, prefix)
 
 
+def changes_only(notify: Callable[[str], None]) -> Callable[[str], None]:
+    """``notify`` for a poll loop's status: a text equal to the last one passed on is dropped, so a wait
+    of minutes prints a line per change (``3/18 broker pods Ready``), not one per poll."""
+    last: list[str | None] = [None]
+
+    def note(text: str) -> None:
+        if text != last[0]:
+            last[0] = text
+            notify(text)
+
+    return note
+
+
 class K8sBackend:
     """``deploy`` for :class:`~scotbed.orchestrator.backends.base.Backend`: the request's configs were
     rendered with :meth:`addressing` (DNS names in the run's namespace, logs in the events emptyDir)."""
@@ -131,7 +144,7 @@ class K8sBackend:
         self.placement = placement
         self.port = port
         self.keep_on_failure = keep_on_failure
-        self.notify = notify or (lambda text: log.info("%s", text))
+        self.notify = changes_only(notify or (lambda text: log.info("%s", text)))
         self.warn = warn or (lambda text: log.warning("%s", text))
         self._kube = kube
         self.poll_s = poll_s

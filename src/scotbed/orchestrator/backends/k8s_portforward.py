@@ -26,6 +26,28 @@ log = logging.getLogger(__name__)
 
 #: opens a byte stream to the pod's port; returns a connected socket-like object
 Connect = Callable[[], Any]
+#: the name the kubernetes client gives each port-forward's proxy thread
+PROXY_THREAD = "Kubernetes port forward proxy"
+
+
+def quiet_proxy_resets() -> None:
+    """A kubernetes client's port-forward proxy thread ends with ``ConnectionResetError`` or
+    ``BrokenPipeError`` when its connection closes from either side (a channel closed, a pod stopped):
+    the expected end of one forwarded connection, logged, not printed to the terminal as a traceback.
+    Any other thread's exception, and any other exception, still reaches the previous hook."""
+    previous = threading.excepthook
+    if getattr(previous, "quiets_proxy_resets", False):
+        return
+
+    def hook(args: threading.ExceptHookArgs) -> None:
+        name = args.thread.name if args.thread is not None else ""
+        if name.startswith(PROXY_THREAD) and isinstance(args.exc_value, ConnectionError):
+            log.debug("%s ended: %s", name, args.exc_value)
+            return
+        previous(args)
+
+    hook.quiets_proxy_resets = True  # type: ignore[attr-defined]
+    threading.excepthook = hook
 
 
 class Forwarder:
@@ -48,6 +70,7 @@ class Forwarder:
         return f"{host}:{port}"
 
     def start(self) -> Forwarder:
+        quiet_proxy_resets()
         self._thread.start()
         return self
 
