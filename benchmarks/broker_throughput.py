@@ -12,7 +12,9 @@ receives every notification on a catch-all subscription):
 - relays: the same layout with ``benchmarks/relay.py``, a grpc.aio relay that forwards each batch as it
   came, without routing, matching, logging or resends: the limit of the stack (gRPC, protobuf, asyncio).
 
-Figures, each for both chains: the middle process's forwarding rate (notifications / (last ``notif_out``
+Figures, each for both chains: the CPU time (user + system) each process used per notification during
+the flood, which a loaded host hardly moves (the figure to compare A/B on a shared host); the middle
+process's forwarding rate (notifications / (last ``notif_out``
 − first ``notif_in``), from B1's event log, from the relay's counters) and the end-to-end rate
 (publisher's first call to the last delivery); the broker's as a fraction of the relay's. Memory: RSS of
 each broker idle (ready, no subscriptions), with ``--memory-subs`` subscriptions held at B2 (a chain of
@@ -49,12 +51,14 @@ RELAY = Path(__file__).with_name("relay.py")
 MB = 1024 * 1024
 
 
-class PeakRss:
-    """The largest RSS each process reached while the block ran (sampled every ``period_s``)."""
+class Watch:
+    """The largest RSS each process reached while the block ran (sampled every ``period_s``) and the CPU
+    time it used (user + system): unlike a rate, CPU per notification hardly moves with the host's load."""
 
     def __init__(self, pids: Sequence[int], period_s: float = 0.02) -> None:
         self.procs = [psutil.Process(p) for p in pids]
         self.peak = [0] * len(pids)
+        self.cpu_s = [0.0] * len(pids)
         self.period_s = period_s
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -65,16 +69,24 @@ class PeakRss:
                 self.peak[k] = max(self.peak[k], p.memory_info().rss)
             self._stop.wait(self.period_s)
 
-    def __enter__(self) -> PeakRss:
+    def _cpu(self) -> list[float]:
+        return [sum(p.cpu_times()[:2]) for p in self.procs]
+
+    def __enter__(self) -> Watch:
+        self.cpu_s = self._cpu()
         self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
+        self.cpu_s = [b - a for a, b in zip(self.cpu_s, self._cpu(), strict=True)]
 
     def mb(self) -> list[float]:
         return [round(b / MB, 1) for b in self.peak]
+
+    def cpu_us_per(self, n: int) -> list[float]:
+        return [round(s / n * 1e6, 1) for s in self.cpu_s]
 
 
 def rss_mb(pids: Sequence[int]) -> list[float]:
@@ -131,7 +143,7 @@ def broker_run(args: argparse.Namespace) -> dict[str, Any]:
         addrs = cluster.addresses()
         pids = [b.proc.pid for b in cluster.brokers.values() if b.proc]
         asyncio.run(wait_quiescent(addrs, timeout_s=30))
-        with py_spy(pids[1], args.profile), PeakRss(pids) as peak:
+        with py_spy(pids[1], args.profile), Watch(pids) as watch:
             total = asyncio.run(
                 flood(addrs[ids[0]], addrs[ids[2]], args.notifications, args.batch, args.subs)
             )
@@ -142,13 +154,15 @@ def broker_run(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "middle_msgs_per_s": round(args.notifications / ((last_out - first_in) / 1e9), 1),
         "end_to_end_msgs_per_s": round(args.notifications / total, 1),
-        "rss_flood_peak_mb": peak.mb(),
+        "cpu_us_per_notification": watch.cpu_us_per(args.notifications),
+        "rss_flood_peak_mb": watch.mb(),
     }
 
 
 @contextlib.contextmanager
-def relay_chain(length: int) -> Iterator[list[str]]:
-    """``length`` relay processes, each forwarding to the next; yields their addresses, first to last."""
+def relay_chain(length: int) -> Iterator[tuple[list[str], list[int]]]:
+    """``length`` relay processes, each forwarding to the next; yields their addresses and pids, first to
+    last."""
     procs: list[subprocess.Popen[str]] = []
     addresses: list[str] = []
     try:
@@ -162,7 +176,7 @@ def relay_chain(length: int) -> Iterator[list[str]]:
             if not line.startswith("PORT "):
                 raise RuntimeError(f"relay R{k} did not start (printed {line!r})")
             addresses.insert(0, f"127.0.0.1:{line.split()[1]}")
-        yield addresses
+        yield addresses, [p.pid for p in reversed(procs)]
     finally:
         for p in procs:
             p.terminate()
@@ -175,12 +189,14 @@ async def relay_counters(address: str) -> dict[str, int]:
 
 
 def relay_run(args: argparse.Namespace) -> dict[str, Any]:
-    with relay_chain(3) as addrs:
-        total = asyncio.run(flood(addrs[0], addrs[2], args.notifications, args.batch, 0))
+    with relay_chain(3) as (addrs, pids):
+        with Watch(pids) as watch:
+            total = asyncio.run(flood(addrs[0], addrs[2], args.notifications, args.batch, 0))
         c = asyncio.run(relay_counters(addrs[1]))
     return {
         "middle_msgs_per_s": round(c["notif_out"] / ((c["last_out_ns"] - c["first_in_ns"]) / 1e9), 1),
         "end_to_end_msgs_per_s": round(args.notifications / total, 1),
+        "cpu_us_per_notification": watch.cpu_us_per(args.notifications),
     }
 
 
@@ -265,6 +281,8 @@ def main() -> None:
         ("end to end           ", "end_to_end_msgs_per_s", "end_to_end_fraction_of_relay"),
     ):
         print(f"  {what}: {broker[key]:9.1f}/s   relay {relay[key]:9.1f}/s   broker/relay {out[frac]:.3f}")
+    print(f"  CPU µs per notification (B0, B1, B2): {broker['cpu_us_per_notification']}")
+    print(f"                     relay (R0, R1, R2): {relay['cpu_us_per_notification']}")
     print(f"  RSS MB (B0, B1, B2): under the flood (peak) {broker['rss_flood_peak_mb']}")
     if memory:
         print(f"                       idle {memory['rss_idle_mb']}")
