@@ -16,7 +16,7 @@ from scotbed.broker.runtime import Broker
 from scotbed.broker.sessions import SessionRefused
 from scotbed.config import BrokerConfig, CongestionConfig, LogConfig, NeighbourConfig, build_configs
 from scotbed.filters import Filter
-from scotbed.messages import Publication, Subscription
+from scotbed.messages import Publication, Subscription, SubState
 from scotbed.v1 import scotbed_pb2 as pb
 
 NB = NeighbourConfig("b-v1-0", "aCOL", "edge", 0, "v1", "127.0.0.1:1")
@@ -102,6 +102,35 @@ def test_event_log_lines_parse_with_node_ts_and_fields(tmp_path: Path) -> None:
         assert all(isinstance(e["ts_ns"], int) for e in events)
     with gzip.open(tmp_path / "b.jsonl.gz", "rt") as fh:
         assert len([json.loads(line) for line in fh]) == 3
+
+
+def test_event_log_lines_are_the_json_of_their_fields(tmp_path: Path) -> None:
+    """Each line is, byte for byte, the compact JSON of ``ts_ns``, ``node``, ``ev`` and the fields (what
+    the analysis and the oracle parse), whatever the scalar: quotes, controls and non-ASCII text, floats
+    of any size, NaN, booleans, None, an int subclass."""
+    fields = {
+        "pub_id": 'p"\\\n\u00e9\u2028\x01',
+        "hops": 3,
+        "big": 2**70,
+        "us": 12.5,
+        "tiny": 1e-7,
+        "huge": 1e22,
+        "nan": float("nan"),
+        "dynamic": False,
+        "ok": True,
+        "none": None,
+        "kind": SubState.SECONDARY,
+    }
+    path = tmp_path / "b.jsonl"
+    log = EventLog("b\u00e9", str(path))
+    log.emit_at(17, "notif_out", **fields)
+    log.close()
+    expected = json.dumps(
+        {"ts_ns": 17, "node": "b\u00e9", "ev": "notif_out", **fields},
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+    assert path.read_text(encoding="utf-8") == expected + "\n"
 
 
 def _broker(tmp_path: Path, routing: str, matching: str = "counting") -> Broker:
