@@ -10,6 +10,7 @@ import urllib.request
 from pathlib import Path
 
 from scotbed import topology
+from scotbed.broker.envelopes import delivery, encode
 from scotbed.broker.eventlog import EventLog, read_events
 from scotbed.broker.linkout import CeWindow, LinkOut
 from scotbed.broker.runtime import Broker
@@ -18,6 +19,7 @@ from scotbed.config import BrokerConfig, CongestionConfig, LogConfig, NeighbourC
 from scotbed.filters import Filter
 from scotbed.messages import Publication, Subscription, SubState
 from scotbed.v1 import scotbed_pb2 as pb
+from scotbed.wire import envelope, from_envelope
 
 NB = NeighbourConfig("b-v1-0", "aCOL", "edge", 0, "v1", "127.0.0.1:1")
 
@@ -294,3 +296,31 @@ def test_prometheus_endpoint_exposes_queues_counters_and_matching_time(tmp_path:
     assert 'scotbed_output_queue_len{broker="b-v1-0",link="b-v2-0"} 1.0' in text
     assert 'scotbed_messages{broker="b-v1-0",counter="notif_in"} 1.0' in text
     assert 'scotbed_match_us_count{broker="b-v1-0"} 1.0' in text
+
+
+def test_a_forwarded_envelope_carries_every_header_and_the_notification_as_it_arrived() -> None:
+    """The envelope a broker forwards is the arriving notification (its attributes untouched) under the
+    publication's headers, each as set, defaults included: a DNR header of 0 is a header."""
+    raw = pb.Notification(pub_id="p", publisher="x", intended_ns=5, sent_ns=6)
+    raw.attrs["symbol"].s = "IBM"
+    raw.attrs["price"].i = 7
+    headers = {"bids": ("b-v1-0", "b-v2-0"), "hops": 3, "dynamic": True, "distance": 2, "count": 1}
+    for pub in (
+        Publication(
+            "p", "x", {"symbol": "IBM", "price": 7}, 5, 6, "b-v0-0", cbv=0, tree_version=4, **headers
+        ),
+        Publication("p", "x", {"symbol": "IBM", "price": 7}, 5, 6, "b-v0-0"),
+    ):
+        env = encode(pub, raw)
+        assert env.notification.notification == raw
+        assert from_envelope(env) == pub
+        assert env.notification.has_cbv == (pub.cbv is not None)
+        assert from_envelope(envelope(pub)) == pub
+
+
+def test_a_delivery_carries_the_notification_as_it_arrived() -> None:
+    raw = pb.Notification(pub_id="p", publisher="x", sent_ns=6)
+    raw.attrs["symbol"].s = "IBM"
+    ev = delivery(raw, "s1", 9, 2)
+    assert ev.WhichOneof("event") == "delivery"
+    assert ev.delivery == pb.Delivery(notification=raw, sub_id="s1", broker_ns=9, hops=2)
