@@ -10,14 +10,16 @@ import urllib.request
 from pathlib import Path
 
 from scotbed import topology
+from scotbed.broker.envelopes import delivery, encode
 from scotbed.broker.eventlog import EventLog, read_events
 from scotbed.broker.linkout import CeWindow, LinkOut
 from scotbed.broker.runtime import Broker
 from scotbed.broker.sessions import SessionRefused
 from scotbed.config import BrokerConfig, CongestionConfig, LogConfig, NeighbourConfig, build_configs
 from scotbed.filters import Filter
-from scotbed.messages import Publication, Subscription
+from scotbed.messages import Publication, Subscription, SubState
 from scotbed.v1 import scotbed_pb2 as pb
+from scotbed.wire import envelope, from_envelope
 
 NB = NeighbourConfig("b-v1-0", "aCOL", "edge", 0, "v1", "127.0.0.1:1")
 
@@ -102,6 +104,35 @@ def test_event_log_lines_parse_with_node_ts_and_fields(tmp_path: Path) -> None:
         assert all(isinstance(e["ts_ns"], int) for e in events)
     with gzip.open(tmp_path / "b.jsonl.gz", "rt") as fh:
         assert len([json.loads(line) for line in fh]) == 3
+
+
+def test_event_log_lines_are_the_json_of_their_fields(tmp_path: Path) -> None:
+    """Each line is, byte for byte, the compact JSON of ``ts_ns``, ``node``, ``ev`` and the fields (what
+    the analysis and the oracle parse), whatever the scalar: quotes, controls and non-ASCII text, floats
+    of any size, NaN, booleans, None, an int subclass."""
+    fields = {
+        "pub_id": 'p"\\\n\u00e9\u2028\x01',
+        "hops": 3,
+        "big": 2**70,
+        "us": 12.5,
+        "tiny": 1e-7,
+        "huge": 1e22,
+        "nan": float("nan"),
+        "dynamic": False,
+        "ok": True,
+        "none": None,
+        "kind": SubState.SECONDARY,
+    }
+    path = tmp_path / "b.jsonl"
+    log = EventLog("b\u00e9", str(path))
+    log.emit_at(17, "notif_out", **fields)
+    log.close()
+    expected = json.dumps(
+        {"ts_ns": 17, "node": "b\u00e9", "ev": "notif_out", **fields},
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+    assert path.read_text(encoding="utf-8") == expected + "\n"
 
 
 def _broker(tmp_path: Path, routing: str, matching: str = "counting") -> Broker:
@@ -284,3 +315,31 @@ def test_prometheus_endpoint_exposes_queues_counters_and_matching_time(tmp_path:
     assert 'scotbed_output_queue_len{broker="b-v1-0",link="b-v2-0"} 1.0' in text
     assert 'scotbed_messages{broker="b-v1-0",counter="notif_in"} 1.0' in text
     assert 'scotbed_match_us_count{broker="b-v1-0"} 1.0' in text
+
+
+def test_a_forwarded_envelope_carries_every_header_and_the_notification_as_it_arrived() -> None:
+    """The envelope a broker forwards is the arriving notification (its attributes untouched) under the
+    publication's headers, each as set, defaults included: a DNR header of 0 is a header."""
+    raw = pb.Notification(pub_id="p", publisher="x", intended_ns=5, sent_ns=6)
+    raw.attrs["symbol"].s = "IBM"
+    raw.attrs["price"].i = 7
+    headers = {"bids": ("b-v1-0", "b-v2-0"), "hops": 3, "dynamic": True, "distance": 2, "count": 1}
+    for pub in (
+        Publication(
+            "p", "x", {"symbol": "IBM", "price": 7}, 5, 6, "b-v0-0", cbv=0, tree_version=4, **headers
+        ),
+        Publication("p", "x", {"symbol": "IBM", "price": 7}, 5, 6, "b-v0-0"),
+    ):
+        env = encode(pub, raw)
+        assert env.notification.notification == raw
+        assert from_envelope(env) == pub
+        assert env.notification.has_cbv == (pub.cbv is not None)
+        assert from_envelope(envelope(pub)) == pub
+
+
+def test_a_delivery_carries_the_notification_as_it_arrived() -> None:
+    raw = pb.Notification(pub_id="p", publisher="x", sent_ns=6)
+    raw.attrs["symbol"].s = "IBM"
+    ev = delivery(raw, "s1", 9, 2)
+    assert ev.WhichOneof("event") == "delivery"
+    assert ev.delivery == pb.Delivery(notification=raw, sub_id="s1", broker_ns=9, hops=2)

@@ -154,19 +154,28 @@ def unsubscription_from_pb(m: pb.UnsubscriptionMsg) -> Unsubscription:
     )
 
 
+def fill_notification_msg(m: pb.NotificationMsg, p: Publication, n: pb.Notification) -> None:
+    """Fill an empty ``m`` (a field of its envelope, so nothing is copied twice) with ``p`` around ``n``.
+
+    Fields at their default stay unset, which serialises the same: proto3 scalars have no presence.
+    """
+    m.notification.CopyFrom(n)
+    if p.bids:
+        m.bids.extend(p.bids)
+    if p.cbv is not None:
+        m.cbv = p.cbv
+        m.has_cbv = True
+    m.hops = p.hops
+    m.dynamic = p.dynamic
+    m.source_broker = p.source_broker
+    m.distance = p.distance
+    m.count = p.count
+    m.tree_version = p.tree_version
+
+
 def publication_to_pb(p: Publication) -> pb.NotificationMsg:
-    m = pb.NotificationMsg(
-        notification=notification_to_pb(p.pub_id, p.publisher, p.attrs, p.intended_ns, p.sent_ns),
-        bids=list(p.bids),
-        cbv=p.cbv or 0,
-        has_cbv=p.cbv is not None,
-        hops=p.hops,
-        dynamic=p.dynamic,
-        source_broker=p.source_broker,
-        distance=p.distance,
-        count=p.count,
-        tree_version=p.tree_version,
-    )
+    m = pb.NotificationMsg()
+    fill_notification_msg(m, p, notification_to_pb(p.pub_id, p.publisher, p.attrs, p.intended_ns, p.sent_ns))
     return m
 
 
@@ -194,7 +203,13 @@ def envelope(msg: Subscription | Unsubscription | Publication) -> pb.Envelope:
         return pb.Envelope(subscription=subscription_to_pb(msg))
     if isinstance(msg, Unsubscription):
         return pb.Envelope(unsubscription=unsubscription_to_pb(msg))
-    return pb.Envelope(notification=publication_to_pb(msg))
+    env = pb.Envelope()
+    fill_notification_msg(
+        env.notification,
+        msg,
+        notification_to_pb(msg.pub_id, msg.publisher, msg.attrs, msg.intended_ns, msg.sent_ns),
+    )
+    return env
 
 
 def from_envelope(env: pb.Envelope) -> Subscription | Unsubscription | Publication | None:

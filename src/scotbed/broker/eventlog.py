@@ -26,6 +26,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import math
 import sys
 import threading
 import time
@@ -34,6 +35,29 @@ from pathlib import Path
 from typing import IO, Any
 
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+_text = json.encoder.encode_basestring  # the json module's own string encoder (C), as _dumps writes strings
+
+
+def _value(v: Any) -> str:
+    """``v`` as ``_dumps`` writes it; the scalars of the hot events without its per-call set-up."""
+    t = type(v)
+    if t is str:
+        return _text(v)
+    if t is int:
+        return int.__repr__(v)
+    if t is bool:
+        return "true" if v else "false"
+    if t is float and math.isfinite(v):
+        return float.__repr__(v)
+    return _dumps(v)
+
+
+def line_of(ts_ns: int, node_json: str, ev: str, fields: dict[str, Any]) -> str:
+    """One JSONL line; field names are keyword names, which JSON takes as they are."""
+    line = f'{{"ts_ns":{ts_ns},"node":{node_json},"ev":"{ev}"'
+    for k, v in fields.items():
+        line += f',"{k}":{_value(v)}'
+    return line + "}\n"
 
 
 class EventLog:
@@ -60,15 +84,13 @@ class EventLog:
 
     def emit(self, ev: str, **fields: Any) -> None:
         """Record one event now; ``fields`` must be JSON-serialisable scalars."""
-        self.emit_at(time.time_ns(), ev, **fields)
+        self._add(line_of(time.time_ns(), self._node_json, ev, fields))
 
     def emit_at(self, ts_ns: int, ev: str, **fields: Any) -> None:
         """Record one event stamped ``ts_ns`` (the test-data synthesiser writes a timeline this way)."""
-        line = f'{{"ts_ns":{ts_ns},"node":{self._node_json},"ev":"{ev}"'
-        if fields:
-            line += "," + _dumps(fields)[1:] + "\n"
-        else:
-            line += "}\n"
+        self._add(line_of(ts_ns, self._node_json, ev, fields))
+
+    def _add(self, line: str) -> None:
         if not self._buffer and self.on_pending is not None:
             self.on_pending()
         self._buffer.append(line)

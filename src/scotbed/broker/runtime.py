@@ -48,7 +48,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from scotbed.broker.envelopes import encode, notification_pb, table_entry
+from scotbed.broker.envelopes import delivery, encode, notification_pb, table_entry
 from scotbed.broker.eventlog import EventLog
 from scotbed.broker.limits import envelope_fits
 from scotbed.broker.linkout import LinkOut
@@ -407,9 +407,7 @@ class Broker:
             if session is None or session.closed:
                 self.drop("", "no_session", pub_id=pub.pub_id, sub_id=sub_id)
                 continue
-            ev = pb.SubscribeEvent(
-                delivery=pb.Delivery(notification=raw, sub_id=sub_id, broker_ns=now, hops=pub.hops)
-            )
+            ev = delivery(raw, sub_id, now, pub.hops)
             if not session.offer(ev):
                 self.drop(
                     "",
