@@ -81,8 +81,8 @@ def test_an_envelope_larger_than_any_batch_is_dropped_with_a_drop_event(tmp_path
             log=LogConfig(path=str(tmp_path / "events.jsonl")),
         )[1]
         b = Broker(cfg)
-        b._handle(("b-v0-0", Publication("big", "pub", {"x": "y" * 5000}, hops=1), None))
-        b._handle(("b-v0-0", Publication("small", "pub", {"x": "y"}, hops=1), None))
+        b.handle(("b-v0-0", Publication("big", "pub", {"x": "y" * 5000}, hops=1), None))
+        b.handle(("b-v0-0", Publication("small", "pub", {"x": "y"}, hops=1), None))
         assert [len(b.links[n].queue) for n in ("b-v0-0", "b-v2-0")] == [0, 1]
         assert b.counters["drop"] == 1 and b.links["b-v2-0"].dropped == 1
         b.events.close()

@@ -153,12 +153,12 @@ def test_decisions_are_executed_into_output_queues_sessions_and_events(tmp_path:
     async def scenario() -> None:
         b = _broker(tmp_path, "rpf")
         session = b.open_session(Subscription("local", Filter.parse("price > 10"), b.id), "c1")
-        b._handle(b.input.get_nowait())
+        b.handle(b.input.get_nowait())
         assert session.accepted.done()
         assert [len(b.links[n].queue) for n in ("b-v0-0", "b-v2-0")] == [1, 1]
-        b._handle(("b-v2-0", Subscription("remote", Filter.parse("price > 50"), "b-v2-0", hops=1), None))
+        b.handle(("b-v2-0", Subscription("remote", Filter.parse("price > 50"), "b-v2-0", hops=1), None))
         assert len(b.links["b-v0-0"].queue) == 2 and len(b.links["b-v2-0"].queue) == 1
-        b._handle(("b-v0-0", Publication("p1", "pub", {"price": 60}, hops=1), None))
+        b.handle(("b-v0-0", Publication("p1", "pub", {"price": 60}, hops=1), None))
         ev = await session.next()
         assert ev is not None and ev.delivery.notification.pub_id == "p1" and ev.delivery.hops == 1
         out, size = b.links["b-v2-0"].queue[-1]
@@ -236,8 +236,8 @@ def test_match_events_carry_pst_matching_steps(tmp_path: Path) -> None:
         b = _broker(tmp_path, "rpf", matching="pst")
         for i in range(40):  # enough changes for the PST to choose its attribute order
             flt = Filter.parse(f'sym = "S{i}" and price > 5')
-            b._handle(("b-v2-0", Subscription(f"s{i}", flt, "b-v2-0"), None))
-        b._handle(("b-v0-0", Publication("p1", "pub", {"sym": "S7", "price": 6}, hops=1), None))
+            b.handle(("b-v2-0", Subscription(f"s{i}", flt, "b-v2-0"), None))
+        b.handle(("b-v0-0", Publication("p1", "pub", {"sym": "S7", "price": 6}, hops=1), None))
         b.events.close()
         (match,) = [e for e in read_events(tmp_path / "events.jsonl") if e["ev"] == "match"]
         assert match["n"] == 1 and match["steps"] == 2  # the root and its sym = "S7" child
@@ -253,7 +253,7 @@ def test_a_failing_plug_in_is_logged_as_a_drop_and_the_loop_survives(tmp_path: P
             raise RuntimeError("bad plug-in")
 
         b.algo.on_publication = boom  # type: ignore[method-assign,assignment]
-        b._handle(("b-v0-0", Publication("p1", "pub", {"x": 1}), None))
+        b.handle(("b-v0-0", Publication("p1", "pub", {"x": 1}), None))
         assert b.counters["errors"] == 1 and b.counters["drop"] == 1
         b.events.close()
         drop = [e for e in read_events(tmp_path / "events.jsonl") if e["ev"] == "drop"]
@@ -271,7 +271,7 @@ def test_a_local_subscription_the_plug_in_fails_on_is_refused_never_acknowledged
 
         b.algo.on_subscription = boom  # type: ignore[method-assign,assignment]
         session = b.open_session(Subscription("s1", Filter.parse("price > 10"), b.id), "c1")
-        b._handle(b.input.get_nowait())
+        b.handle(b.input.get_nowait())
         assert session.accepted.done() and isinstance(session.accepted.exception(), SessionRefused)
         assert str(session.accepted.exception()) == (
             "subscription 's1': routing 'rpf' failed on it: error: KeyError: 'b-v9-0'"
@@ -304,7 +304,7 @@ def test_prometheus_endpoint_exposes_queues_counters_and_matching_time(tmp_path:
         sock.close()
         metrics = Metrics(b, port, "127.0.0.1")
         try:
-            b._handle(("b-v0-0", Publication("p1", "pub", {"x": 1}), None))
+            b.handle(("b-v0-0", Publication("p1", "pub", {"x": 1}), None))
             metrics.refresh()
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
                 return str(r.read().decode())

@@ -99,8 +99,6 @@ PRIVATE_READS = {
     "analysis/jvm_archive_build.py: spark.sparkContext._gateway",
     "analysis/pipeline.py: spark.sparkContext._jvm",
     "analysis/session.py: SparkContext._gateway",
-    # open (issue 40, item 5): the runtime offers no public call that handles one item of its input
-    "broker/treeswap.py: self.broker._handle",
 }
 
 

@@ -280,21 +280,23 @@ class Broker:
             try:
                 if self.server.active:  # one message per service time (scotbed.broker.service)
                     await self.server.serve(units(item[1]))
-                    self._handle(item)
+                    self.handle(item)
                     self.server.ended(backlog=not q.empty())
                     continue
-                self._handle(item)
+                self.handle(item)
                 for _ in range(255):  # drain a burst without yielding, then let the I/O tasks run
                     try:
                         item = q.get_nowait()
                     except asyncio.QueueEmpty:
                         break
-                    self._handle(item)
+                    self.handle(item)
             finally:
                 self.busy = False
                 self.last_activity_ns = time.time_ns()
 
-    def _handle(self, item: Item) -> None:
+    def handle(self, item: Item) -> None:
+        """Process one item of the input (a message from a hop, with its raw bytes): the service loop
+        calls it, and a finished tree swap for the items it held back."""
         from_hop, msg, raw = item
         if isinstance(msg, End):
             self.swap.on_end(from_hop or "", msg)

@@ -150,7 +150,7 @@ class TreeSwap:
             task.add_done_callback(self._closing.discard)
         parked, self.parked = self.parked, deque()
         for item in parked:
-            self.broker._handle(item)
+            self.broker.handle(item)
 
     # --- links and routing --------------------------------------------------------------------------
 
