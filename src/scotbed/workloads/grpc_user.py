@@ -19,6 +19,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from locust import User
 from locust.env import Environment
 
@@ -124,6 +125,16 @@ class GrpcClient:
         self._fire("grpc", "Publish", start, req.ByteSize(), None)
         return int(reply.accepted)
 
+    def serving(self, timeout_s: float = 1.0) -> bool:
+        """Whether the broker answers a health check with SERVING: a probe of its session, not workload
+        traffic (no request event)."""
+        stub = health_pb2_grpc.HealthStub(self.channel)
+        try:
+            reply = stub.Check(health_pb2.HealthCheckRequest(), timeout=timeout_s)
+        except grpc.RpcError:
+            return False
+        return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
+
     def close(self) -> None:
         self.channel.close()
 
@@ -141,6 +152,12 @@ class GrpcUser(User):
         if address not in self._clients:
             self._clients[address] = GrpcClient(address, self.environment)
         return self._clients[address]
+
+    def close_client(self, address: str) -> None:
+        """Close the channel to ``address`` (a lost session's): :meth:`client_for` opens a new one."""
+        client = self._clients.pop(address, None)
+        if client is not None:
+            client.close()
 
     def on_stop(self) -> None:
         for c in self._clients.values():
