@@ -60,6 +60,13 @@ def windows(
     return out
 
 
+def of_run(run_dir: Path) -> list[Window]:
+    """The run's fault windows, their restarts ended no earlier than the sessions opened again (none
+    without ``faults.jsonl``: the client logs are read only then)."""
+    recs = records(run_dir)
+    return windows(recs, restored(run_dir)) if recs else []
+
+
 def restored(run_dir: Path) -> dict[str, list[int]]:
     """Broker -> when a client's session there was open again (``session`` events, state ``restored``,
     of the client logs); an unreadable line is skipped (:mod:`scotbed.analysis.unreadable` names those)."""
@@ -106,7 +113,7 @@ def attribute(summary: dict[str, Any], run_dir: Path) -> None:
         return
     import pandas as pd
 
-    wins = windows(records(run_dir), restored(run_dir))
+    wins = of_run(run_dir)
     pairs = pd.read_parquet(offenders, columns=["t_ns", "missing"])
     times = pairs.loc[pairs["missing"], "t_ns"].astype("int64")
     inside = int(sum(1 for t in times if any(w.covers(int(t)) for w in wins)))

@@ -30,6 +30,10 @@ from scotbed.v1 import scotbed_pb2_grpc as pbg
 from scotbed.wire import filter_to_pb
 
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+# How soon a channel dials a broker again after its connection failed: gRPC's default backoff (1 s,
+# growing to 120 s, shared by every channel of the process to that broker) would keep a client away
+# for seconds after a broker the fault timeline restarted serves again.
+RECONNECT_BACKOFF_MS = (100, 250)  # first and longest
 
 
 class SubscribeError(RuntimeError):
@@ -48,6 +52,9 @@ class GrpcClient:
             options=[
                 ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
                 ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+                ("grpc.initial_reconnect_backoff_ms", RECONNECT_BACKOFF_MS[0]),
+                ("grpc.min_reconnect_backoff_ms", RECONNECT_BACKOFF_MS[0]),
+                ("grpc.max_reconnect_backoff_ms", RECONNECT_BACKOFF_MS[1]),
             ],
         )
         self.broker = pbg.BrokerStub(self.channel)
