@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from scotbed.analysis.faultwindows import GRACE_S, Window
 from scotbed.orchestrator.schedule import publisher_lag, warning
 
 
@@ -36,3 +37,15 @@ def test_on_time_publishers_get_no_warning(tmp_path: Path) -> None:
     lag = publisher_lag(_pubs(tmp_path / "publications.jsonl", [("p0", 0, 5_000_000)]))
     assert warning(lag) is None and lag["max_lag_ms"] == 5.0
     assert publisher_lag(tmp_path / "missing.jsonl")["notifications"] == 0
+
+
+def test_a_publisher_that_waited_for_its_broker_inside_a_fault_window_is_not_behind(tmp_path: Path) -> None:
+    """Its broker was killed: the quotes due meanwhile went out once it served again, seconds late."""
+    s = 1_000_000_000
+    rows = [("p0", k * s // 10, k * s // 10 + 1_000_000) for k in range(100)]  # on time
+    rows = [(p, i, max(t, 6 * s) if 2 * s <= i < 6 * s else t) for p, i, t in rows]  # held 2..6 s
+    path = _pubs(tmp_path / "publications.jsonl", rows)
+    assert publisher_lag(path)["publishers_behind"] == ["p0"]
+    lag = publisher_lag(path, [Window("b-v1-0", int((2 + GRACE_S) * s), int((6 - GRACE_S) * s) - 1)])
+    assert (lag["publishers_behind"], lag["in_fault_windows"], lag["notifications"]) == ([], 40, 60)
+    assert warning(lag) is None

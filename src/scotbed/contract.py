@@ -118,6 +118,11 @@ UNSUBSCRIBE = "unsubscribe"
 PUBLISH = "publish"
 RECEIVE = "receive"
 CLIENT_EVENTS = (SUBSCRIBE, UNSUBSCRIBE, PUBLISH, RECEIVE)
+#: a client's session at its broker (``broker``, ``state``: ``lost`` with its ``reason``, or ``restored``):
+#: lost when the fault timeline takes the broker down, opened again once it serves (docs/design.md §5)
+SESSION = "session"
+#: the event logs of the workload processes are ``events/<CLIENT_PROCESS_PREFIX>…`` (``locust-w0``)
+CLIENT_PROCESS_PREFIX = "locust-"
 
 #: peers (Vinifera, docs/design.md §10): a peer logs ``subscribe`` (``ranges``), ``publish`` (``pub_id``,
 #: ``values``, ``round``), ``deliver`` (``pub_id``, ``hops``, ``tree_hops``) and these, with ``src``/``dst``

@@ -2,15 +2,21 @@
 
 ``faults.jsonl`` (written by :mod:`scotbed.orchestrator.faults` as the timeline runs) records when
 each action happened. A *window* runs from a kill/stop/cut to its restart/restore being done,
-widened by :data:`GRACE_S` on both sides (publications in flight at the fault). The analysis
+widened by :data:`GRACE_S` on both sides (publications in flight at the fault). A restart is done
+once the broker serves, its links are up both ways and the clients that lost their sessions with
+it have opened them again (their ``session`` events, state ``restored``, in the client logs:
+:mod:`scotbed.workloads.users`), whichever comes last. The analysis
 attributes the oracle's missing deliveries before it writes ``summary.json`` and renders the
 report, so both carry the same counts and the same verdict.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
+import math
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,8 +38,12 @@ class Window:
         return self.start_ns - grace <= t_ns <= self.end_ns + grace
 
 
-def windows(records: list[dict[str, Any]]) -> list[Window]:
-    """Fault windows from the executed timeline (``faults.jsonl`` records, in order)."""
+def windows(
+    records: list[dict[str, Any]], restored: Mapping[str, Iterable[int]] | None = None
+) -> list[Window]:
+    """Fault windows from the executed timeline (``faults.jsonl`` records, in order); ``restored``
+    (broker -> when a client's session there was open again) ends a restart's window no earlier than
+    the last session opened again before the target's next restart."""
     open_at: dict[str, int] = {}
     out = []
     for r in records:
@@ -41,9 +51,39 @@ def windows(records: list[dict[str, Any]]) -> list[Window]:
         if r["action"] in OPENS:
             open_at.setdefault(target, r["start_ns"])
         elif r["action"] in OPENS.values() and target in open_at:
-            out.append(Window(target, open_at.pop(target), r["end_ns"]))
+            closes = [q["start_ns"] for q in records if q["target"] == target and q["action"] == r["action"]]
+            until = min((t for t in closes if t > r["start_ns"]), default=math.inf)
+            back = [t for t in (restored or {}).get(target, ()) if r["start_ns"] <= t < until]
+            out.append(Window(target, open_at.pop(target), max([r["end_ns"], *back])))
     now = time.time_ns()
     out += [Window(t, s, now) for t, s in open_at.items()]  # never closed: open until the end
+    return out
+
+
+def of_run(run_dir: Path) -> list[Window]:
+    """The run's fault windows, their restarts ended no earlier than the sessions opened again (none
+    without ``faults.jsonl``: the client logs are read only then)."""
+    recs = records(run_dir)
+    return windows(recs, restored(run_dir)) if recs else []
+
+
+def restored(run_dir: Path) -> dict[str, list[int]]:
+    """Broker -> when a client's session there was open again (``session`` events, state ``restored``,
+    of the client logs); an unreadable line is skipped (:mod:`scotbed.analysis.unreadable` names those)."""
+    out: dict[str, list[int]] = {}
+    for path in sorted((run_dir / contract.EVENTS_DIR).glob(f"{contract.CLIENT_PROCESS_PREFIX}*")):
+        with gzip.open(path, "rt") if path.suffix == ".gz" else path.open(errors="replace") as fh:
+            for line in fh:
+                if f'"{contract.SESSION}"' not in line:
+                    continue
+                try:
+                    e = json.loads(line)
+                except ValueError:
+                    continue
+                if not isinstance(e, dict) or not isinstance(e.get("ts_ns"), int):
+                    continue
+                if e.get("ev") == contract.SESSION and e.get("state") == "restored":
+                    out.setdefault(str(e.get("broker")), []).append(e["ts_ns"])
     return out
 
 
@@ -73,7 +113,7 @@ def attribute(summary: dict[str, Any], run_dir: Path) -> None:
         return
     import pandas as pd
 
-    wins = windows(records(run_dir))
+    wins = of_run(run_dir)
     pairs = pd.read_parquet(offenders, columns=["t_ns", "missing"])
     times = pairs.loc[pairs["missing"], "t_ns"].astype("int64")
     inside = int(sum(1 for t in times if any(w.covers(int(t)) for w in wins)))

@@ -30,15 +30,17 @@ which rebuilds the restarted broker's routing table for every plug-in without
 re-flooding anything (:mod:`scotbed.broker.rejoin`). Lost are the envelopes
 the old process had acknowledged but not yet forwarded, state a plug-in
 derives from publications (selective pruning's history), and the sessions of
-the broker's own clients with their subscriptions; batches the old process had
+the broker's own clients with their subscriptions (the clients wait the outage
+out and open them again: :func:`outages`, :mod:`scotbed.workloads.users`); batches the old process had
 forwarded but not acknowledged are forwarded again (duplicates). A link reset
 between two running brokers loses and repeats nothing: resent batches are
 recognised by (sender incarnation, sequence number) and dropped.
 
 Windows and attribution. ``faults.jsonl`` in the run directory records when
 each action actually happened. A *fault window* runs from a kill/stop/cut to
-its restart/restore being done (a restart is done when the broker is ready and
-every link to a running neighbour is up both ways), widened by a grace on both
+its restart/restore being done (a restart is done when the broker is ready,
+every link to a running neighbour is up both ways and the sessions its clients
+lost are open again), widened by a grace on both
 sides (publications in flight at the fault). The analysis counts a missing
 delivery whose publication was intended inside a window as
 ``missing_in_fault_windows``; only the rest count as ``missing`` for the
@@ -58,7 +60,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from scotbed import bounds, contract
-from scotbed.analysis.faultwindows import OPENS
+from scotbed.analysis.faultwindows import GRACE_S, OPENS
 from scotbed.config import MAX_LINK_DELAY_MS
 from scotbed.orchestrator.spec_errors import SpecError
 
@@ -112,6 +114,25 @@ def check(faults: list[FaultSpec], brokers: set[str], neighbours: Callable[[str]
         ):
             problems.append(f"{where}: a {f.action} needs a later {OPENS[f.action]} of the same target")
     return problems
+
+
+def outages(faults: list[FaultSpec], ready_s: float) -> dict[str, tuple[tuple[float, float], ...]]:
+    """Broker -> the ``(from_s, until_s)`` spans after release in which the timeline has it down on purpose:
+    from a kill or stop (less :data:`~scotbed.analysis.faultwindows.GRACE_S`: the timeline's clock starts
+    near the release, not at it) until the latest its restart is done (the restart's ``at_s`` plus the
+    bounds it waits: ``ready_s`` to serve, :data:`REJOIN_TIMEOUT_S` for the links). The clients of a broker
+    wait its outages out (:mod:`scotbed.workloads.users`)."""
+    out: dict[str, list[tuple[float, float]]] = {}
+    timeline = sorted(faults, key=lambda f: f.at_s)
+    for k, f in enumerate(timeline):
+        if f.action not in ("kill", "stop"):
+            continue
+        restart = next((g for g in timeline[k + 1 :] if g.action == "restart" and g.broker == f.broker), None)
+        if restart is None:  # refused by check(): a kill or stop needs a later restart
+            continue
+        span = (max(0.0, f.at_s - GRACE_S), restart.at_s + ready_s + REJOIN_TIMEOUT_S)
+        out.setdefault(f.broker, []).append(span)
+    return {b: tuple(spans) for b, spans in out.items()}
 
 
 class Target(Protocol):

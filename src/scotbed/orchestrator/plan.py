@@ -17,7 +17,7 @@ from typing import Any, Literal
 from scotbed import topology as topo
 from scotbed.broker import metrics
 from scotbed.config import BrokerConfig, build_configs
-from scotbed.orchestrator import spec_selforg
+from scotbed.orchestrator import faults, spec_selforg
 from scotbed.orchestrator.spec import Spec, SpecError
 
 
@@ -223,7 +223,9 @@ def workload_plan(
     except ValueError as e:  # PlanError and the generators' ValueErrors
         msg = str(e)
         raise SpecError(msg if msg.startswith("workload") else f"workload: {msg}") from None
+    down = faults.outages(list(spec.faults or []), spec.timeouts.ready_s)
+    brokers = tuple(dataclasses.replace(b, outages=down.get(b.id, ())) for b in plan.brokers)
     # the Locust master's own subscribe bound is the spec's, not the plan's default
     return dataclasses.replace(
-        plan, timeout_s=spec.timeouts.run_s, subscribe_timeout_s=spec.timeouts.quiescent_s
+        plan, brokers=brokers, timeout_s=spec.timeouts.run_s, subscribe_timeout_s=spec.timeouts.quiescent_s
     )

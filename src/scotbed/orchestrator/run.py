@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from scotbed import contract
-from scotbed.analysis import unreadable
+from scotbed.analysis import faultwindows, unreadable
 from scotbed.orchestrator import experiment, faults, interrupts, schedule, security, spec_peers
 from scotbed.orchestrator import plan as deploy_plan
 from scotbed.orchestrator.backends import make_backend
@@ -228,7 +228,7 @@ class Lifecycle:
             with self.progress.phase("teardown") as ph:
                 self._stop_workload()
                 self._teardown(ph)
-        lag = schedule.publisher_lag(run_dir / contract.PUBLICATIONS)
+        lag = schedule.publisher_lag(run_dir / contract.PUBLICATIONS, faultwindows.of_run(run_dir))
         if (late := schedule.warning(lag)) is not None:
             self.progress.warn(late)
 

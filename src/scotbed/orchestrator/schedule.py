@@ -4,28 +4,39 @@ An open-loop publisher that cannot reach its rate sends late (it catches up in
 batches), so delays measured from the intended time grow for a reason that is
 not the routing's. A run whose publishers fell more than :data:`BEHIND_MS`
 behind gets a warning, and ``analysis/summary.json`` gets ``publish_schedule`` (the run writes it).
+Publications intended inside a fault window are left out (``in_fault_windows`` counts them): their
+publisher may have waited for its broker to serve again, which says nothing about the host.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from scotbed.analysis.faultwindows import Window
 
 BEHIND_MS = 1000.0
 
 
-def publisher_lag(publications: Path) -> dict[str, Any]:
-    """Lag statistics from ``workload/publications.jsonl`` (lines with ``ts_ns``, ``intended_ns``)."""
+def publisher_lag(publications: Path, windows: Sequence[Window] = ()) -> dict[str, Any]:
+    """Lag statistics from ``workload/publications.jsonl`` (lines with ``ts_ns``, ``intended_ns``),
+    without the publications intended inside one of the fault ``windows``."""
     lags: list[float] = []
     worst: dict[str, float] = {}
+    excused = 0
     if publications.exists():
         with publications.open() as fh:
             for line in fh:
                 try:
                     rec = json.loads(line)
-                    lag = (int(rec["ts_ns"]) - int(rec["intended_ns"])) / 1e6
+                    intended = int(rec["intended_ns"])
+                    lag = (int(rec["ts_ns"]) - intended) / 1e6
                 except (ValueError, KeyError, TypeError):
+                    continue
+                if any(w.covers(intended) for w in windows):
+                    excused += 1
                     continue
                 lags.append(lag)
                 name = str(rec.get("publisher", ""))
@@ -39,6 +50,7 @@ def publisher_lag(publications: Path) -> dict[str, Any]:
         "late": sum(1 for lag in lags if lag > BEHIND_MS),
         "behind_ms": BEHIND_MS,
         "publishers_behind": behind,
+        "in_fault_windows": excused,
     }
 
 

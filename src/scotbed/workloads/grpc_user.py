@@ -19,6 +19,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from locust import User
 from locust.env import Environment
 
@@ -29,6 +30,10 @@ from scotbed.v1 import scotbed_pb2_grpc as pbg
 from scotbed.wire import filter_to_pb
 
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+# How soon a channel dials a broker again after its connection failed: gRPC's default backoff (1 s,
+# growing to 120 s, shared by every channel of the process to that broker) would keep a client away
+# for seconds after a broker the fault timeline restarted serves again.
+RECONNECT_BACKOFF_MS = (100, 250)  # first and longest
 
 
 class SubscribeError(RuntimeError):
@@ -47,6 +52,9 @@ class GrpcClient:
             options=[
                 ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
                 ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+                ("grpc.initial_reconnect_backoff_ms", RECONNECT_BACKOFF_MS[0]),
+                ("grpc.min_reconnect_backoff_ms", RECONNECT_BACKOFF_MS[0]),
+                ("grpc.max_reconnect_backoff_ms", RECONNECT_BACKOFF_MS[1]),
             ],
         )
         self.broker = pbg.BrokerStub(self.channel)
@@ -124,6 +132,16 @@ class GrpcClient:
         self._fire("grpc", "Publish", start, req.ByteSize(), None)
         return int(reply.accepted)
 
+    def serving(self, timeout_s: float = 1.0) -> bool:
+        """Whether the broker answers a health check with SERVING: a probe of its session, not workload
+        traffic (no request event)."""
+        stub = health_pb2_grpc.HealthStub(self.channel)
+        try:
+            reply = stub.Check(health_pb2.HealthCheckRequest(), timeout=timeout_s)
+        except grpc.RpcError:
+            return False
+        return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
+
     def close(self) -> None:
         self.channel.close()
 
@@ -141,6 +159,12 @@ class GrpcUser(User):
         if address not in self._clients:
             self._clients[address] = GrpcClient(address, self.environment)
         return self._clients[address]
+
+    def close_client(self, address: str) -> None:
+        """Close the channel to ``address`` (a lost session's): :meth:`client_for` opens a new one."""
+        client = self._clients.pop(address, None)
+        if client is not None:
+            client.close()
 
     def on_stop(self) -> None:
         for c in self._clients.values():

@@ -4,7 +4,9 @@ A plan fixes everything a run issues, so two runs of one plan issue the same
 subscriptions and the same quotes (only timing differs). Contents
 (``schema_version`` 1; times in seconds unless the name says ``_ns``):
 
-- ``brokers``: id -> gRPC address, region and cluster of every broker a client uses;
+- ``brokers``: id -> gRPC address, region and cluster of every broker a client uses, and its
+  ``outages``: ``[from_s, until_s]`` spans in which the run's fault timeline takes it down on purpose
+  (a kill or stop until its restart is done at the latest; only when there are any);
 - ``source``: the quote source (``gbm`` market of ``symbols`` with ``zipf_s``, ``csv`` replay
   of ``csv`` files, or ``gryphon`` notifications of ``attributes`` x ``values``) and its ``seed``;
 - ``subscribers``: name, host broker, initial subscriptions (``sub_id`` + filter in JSON form),
@@ -56,6 +58,18 @@ class BrokerEndpoint:
     address: str  # host:port of the broker's gRPC server
     region: str = ""
     cluster: int = 0
+    # (from_s, until_s) after release: the fault timeline takes the broker down on purpose in between,
+    # so a client session lost there is waited out and opened again (scotbed.workloads.users)
+    outages: tuple[tuple[float, float], ...] = ()
+
+    def outage_until(self, offset_s: float) -> float | None:
+        """The end (s after release) of the outage ``offset_s`` falls in, or None outside every outage."""
+        return next((until for start, until in self.outages if start <= offset_s <= until), None)
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"id": self.id, "address": self.address, "region": self.region}
+        d["cluster"] = self.cluster
+        return d | {"outages": [list(o) for o in self.outages]} if self.outages else d
 
 
 @dataclass(frozen=True)
@@ -192,7 +206,7 @@ class Plan:
             "seed": self.seed,
             "schema": self.schema,
             "source": {**self.source.__dict__, "csv": list(self.source.csv)},
-            "brokers": [b.__dict__ for b in self.brokers],
+            "brokers": [b.to_json() for b in self.brokers],
             "subscribers": [
                 {
                     "name": s.name,

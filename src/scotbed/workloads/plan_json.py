@@ -119,16 +119,30 @@ def _brokers_from_json(docs: list[Any], where: str) -> list[BrokerEndpoint]:
     brokers = []
     for k, b in enumerate(docs):
         w = f"{where}.brokers[{k}]"
-        _check_keys(b, {"id", "address", "region", "cluster"}, w)
+        _check_keys(b, {"id", "address", "region", "cluster", "outages"}, w)
         addr = _get(b, "address", w, str)
         if ":" not in addr:
             raise PlanError(f"{w}.address: expected host:port, got {addr!r}")
         brokers.append(
             BrokerEndpoint(
-                _get(b, "id", w, str), addr, _get(b, "region", w, str, ""), _get(b, "cluster", w, int, 0)
+                _get(b, "id", w, str),
+                addr,
+                _get(b, "region", w, str, ""),
+                _get(b, "cluster", w, int, 0),
+                _outages(_get(b, "outages", w, list, []), f"{w}.outages"),
             )
         )
     return brokers
+
+
+def _outages(docs: list[Any], w: str) -> tuple[tuple[float, float], ...]:
+    spans = []
+    for k, o in enumerate(docs):
+        numbers = isinstance(o, list) and len(o) == 2 and not any(isinstance(x, bool) for x in o)
+        if not (numbers and all(isinstance(x, NUM) for x in o) and o[0] <= o[1]):
+            raise PlanError(f"{w}[{k}]: expected [from_s, until_s] with from_s <= until_s, got {o!r}")
+        spans.append((float(o[0]), float(o[1])))
+    return tuple(spans)
 
 
 def _release_from_json(rel: Mapping[str, Any], w: str) -> ReleaseSpec:

@@ -8,30 +8,13 @@ of the plan from the master (a ``scotbed_claim`` message answered by
 ``scotbed_claimed``), so any distribution of users over workers plays every
 client exactly once; ids come from the plan, not from the claim order.
 
-The run, as the master's :class:`Coordinator` drives it (``locust/status.json``
-shows the phase to the orchestrator):
-
-1. ``subscribing``: subscribers open one Subscribe stream per initial
-   subscription, wait for each ack and report them (``scotbed_subscribed``);
-2. ``settling``: once every initial subscription is acknowledged, the release
-   rule of the plan decides t0 — ``auto``: every broker reports quiescent
-   (Admin.Status) and ``settle_s`` passed; ``file``: the orchestrator creates
-   ``locust/release`` (optionally holding t0 in ns); ``at``: the plan's ``at_ns``;
-3. ``publishing``: t0 is broadcast (``scotbed_release``); publisher i sends
-   quote k at t0 + start_s + k / rate (open loop: when behind, it sends every
-   overdue quote in one batch and logs each with its intended time), and
-   subscribers run their churn actions at t0 + at_s;
-4. ``draining``: when every publisher and every subscriber reported done, the
-   master waits ``drain_s`` for the last deliveries and, with release ``file``, until the
-   orchestrator creates ``locust/stop`` (it waits for the brokers' backlog to drain first);
-5. ``done`` (or ``failed`` with an ``error``): the master quits, the workers
-   flush their logs and exit.
+The run's phases: :mod:`scotbed.workloads.coordinator`. Sessions lost to the fault timeline:
+:class:`ScotbedUser`.
 """
 
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import os
 import time
@@ -41,22 +24,21 @@ from typing import Any
 
 import gevent
 import grpc
-from gevent.event import AsyncResult
+from gevent.event import AsyncResult, Event
 from locust import constant, events, task
 from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 
 from scotbed import contract
-from scotbed.broker import tls
 from scotbed.broker.looplag import LoopProbe
 from scotbed.config import LogConfig
 from scotbed.filters import Filter
 from scotbed.v1 import scotbed_pb2 as pb
-from scotbed.v1 import scotbed_pb2_grpc as pbg
 from scotbed.wire import notification_to_pb
+from scotbed.workloads.coordinator import Coordinator
 from scotbed.workloads.entry import PLAN_ENV, RUN_DIR_ENV
 from scotbed.workloads.grpc_user import GrpcClient, GrpcUser
-from scotbed.workloads.plan import Plan
+from scotbed.workloads.plan import Action, Plan
 from scotbed.workloads.plan_json import load
 from scotbed.workloads.quotes import QuoteSource
 from scotbed.workloads.records import ProcessRecords
@@ -65,8 +47,13 @@ from scotbed.workloads.schema import Quote
 CLAIM, CLAIMED, REPORT, RELEASE = "scotbed_claim", "scotbed_claimed", "scotbed_report", "scotbed_release"
 FLUSH_INTERVAL_S = 0.2
 CLIENT_SAMPLE_S = LogConfig.sample_interval_ms / 1000.0  # the brokers' default `loop` period, so both compare
+SESSION_RETRY_S = 0.1  # how often a client whose broker is down on purpose asks whether it serves again
 
 log = logging.getLogger("scotbed.workloads")
+
+
+class SessionLost(RuntimeError):
+    """A client's session whose broker did not serve again within its outage."""
 
 
 def plan_from_env() -> tuple[Plan, Path]:
@@ -74,152 +61,6 @@ def plan_from_env() -> tuple[Plan, Path]:
     if not path:
         raise RuntimeError(f"set {PLAN_ENV} to the workload plan (JSON) this locustfile plays")
     return load(path), Path(os.environ.get(RUN_DIR_ENV, "."))
-
-
-class Coordinator:
-    """Master-side (or local) bookkeeping: claims, acks, release, end of the run."""
-
-    def __init__(self, environment: Environment, plan: Plan, run_dir: Path) -> None:
-        self.env = environment
-        self.plan = plan
-        self.status_path = run_dir / contract.LOCUST_STATUS
-        self.release_path = run_dir / contract.LOCUST_RELEASE
-        self.stop_path = run_dir / contract.LOCUST_STOP
-        self.next = {"subscriber": 0, "publisher": 0}
-        self.limit = {"subscriber": len(plan.subscribers), "publisher": len(plan.publishers)}
-        self.acked = 0
-        self.received = 0  # deliveries the subscribers have read, as the processes report them
-        self.done = {"subscriber": 0, "publisher": 0}
-        self.phase = "subscribing"
-        self.t0_ns = 0
-        self.error = ""
-        self.deliver_release: Any = None  # callable(t0_ns): how t0 reaches the users
-        self._write()
-
-    def _write(self) -> None:
-        self.status_path.parent.mkdir(parents=True, exist_ok=True)
-        doc = {
-            "phase": self.phase,
-            "expected_subscriptions": self.plan.subscription_count(),
-            "acked": self.acked,
-            "subscribers_done": self.done["subscriber"],
-            "publishers_done": self.done["publisher"],
-            "received": self.received,
-            "subscribers": self.limit["subscriber"],
-            "publishers": self.limit["publisher"],
-            "t0_ns": self.t0_ns,
-            "error": self.error,
-            "updated_ns": time.time_ns(),
-        }
-        tmp = self.status_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(doc, indent=1) + "\n")
-        tmp.replace(self.status_path)
-
-    def allocate(self, role: str) -> int:
-        k = self.next[role]
-        if k >= self.limit[role]:
-            return -1
-        self.next[role] = k + 1
-        return k
-
-    def start(self) -> None:
-        if self.plan.subscription_count() == 0:
-            gevent.spawn(self._release)
-        gevent.spawn(self._watch_subscribe_timeout)
-
-    def report(self, kind: str, data: dict[str, Any]) -> None:
-        if kind == "subscribed":
-            self.acked += int(data["n"])
-            if self.acked == self.plan.subscription_count() and self.phase == "subscribing":
-                self.phase = "settling"
-                gevent.spawn(self._release)
-        elif kind in ("subscriber_done", "publisher_done"):
-            self.done[kind.split("_")[0]] += 1
-            if self.done == self.limit and self.phase == "publishing":
-                self.phase = "draining"
-                gevent.spawn(self._drain)
-        elif kind == "received":
-            self.received += int(data["n"])
-        elif kind == "failed":
-            self.fail(str(data.get("message")))
-        self._write()
-
-    def fail(self, message: str) -> None:
-        if self.phase in ("failed", "done"):
-            return
-        log.error("workload failed: %s", message)
-        self.phase, self.error = "failed", message
-        self._write()
-        self.env.process_exit_code = 2
-        gevent.spawn_later(0.2, self._quit)
-
-    def _quit(self) -> None:
-        assert self.env.runner is not None
-        self.env.runner.quit()
-
-    def _watch_subscribe_timeout(self) -> None:
-        gevent.sleep(self.plan.subscribe_timeout_s)
-        if self.phase == "subscribing":
-            self.fail(
-                f"only {self.acked} of {self.plan.subscription_count()} subscriptions were acknowledged "
-                f"within subscribe_timeout_s={self.plan.subscribe_timeout_s}"
-            )
-
-    def _release(self) -> None:
-        rel = self.plan.release
-        if rel.mode == "at":
-            t0 = rel.at_ns
-        elif rel.mode == "file":
-            while not self.release_path.exists():
-                gevent.sleep(0.05)
-            text = self.release_path.read_text().strip()
-            t0 = int(text) if text else time.time_ns() + 200_000_000
-        else:
-            self._wait_quiescent(rel.quiescence_timeout_s)
-            gevent.sleep(rel.settle_s)
-            t0 = time.time_ns() + 200_000_000
-        self.t0_ns, self.phase = t0, "publishing"
-        self._write()
-        self.deliver_release(t0)
-        if self.done == self.limit:
-            self.phase = "draining"
-            gevent.spawn(self._drain)
-
-    def _wait_quiescent(self, timeout_s: float) -> None:
-        """Until every broker reports quiescent twice in a row; a broker without Admin is skipped."""
-        deadline = time.monotonic() + timeout_s
-        channels = [tls.channel(b.address) for b in self.plan.brokers]
-        stubs = [pbg.AdminStub(c) for c in channels]
-        streak = 0
-        try:
-            while time.monotonic() < deadline:
-                quiet = True
-                for stub, b in zip(stubs, self.plan.brokers, strict=True):
-                    try:
-                        quiet &= stub.Status(pb.StatusRequest(), timeout=2.0).quiescent
-                    except grpc.RpcError as e:
-                        if e.code() != grpc.StatusCode.UNIMPLEMENTED:
-                            log.warning("broker %s: Status failed: %s", b.id, e.code().name)
-                            quiet = False
-                streak = streak + 1 if quiet else 0
-                if streak >= 2:
-                    return
-                gevent.sleep(0.1)
-            log.warning("brokers not quiescent after %.1f s; releasing publishers anyway", timeout_s)
-        finally:
-            for c in channels:
-                c.close()
-
-    def _drain(self) -> None:
-        gevent.sleep(self.plan.drain_s)
-        while self.plan.release.mode == "file" and not self.stop_path.exists():
-            gevent.sleep(0.05)
-        if self.phase != "draining":
-            return
-        self.phase = "done"
-        self._write()
-        self.env.process_exit_code = 0
-        self._quit()
 
 
 class Context:
@@ -241,7 +82,8 @@ class Context:
         if self._records is None:
             runner = self.env.runner
             index = runner.worker_index if isinstance(runner, WorkerRunner) else 0
-            name = f"locust-w{index}" if isinstance(runner, WorkerRunner) else "locust-local"
+            worker = f"w{index}" if isinstance(runner, WorkerRunner) else "local"
+            name = f"{contract.CLIENT_PROCESS_PREFIX}{worker}"
             self._records = ProcessRecords(self.run_dir, name)
         return self._records
 
@@ -357,7 +199,14 @@ def sleep_until(t_ns: int) -> None:
 
 
 class ScotbedUser(GrpcUser):
-    """A user that plays one plan client once, then idles until the run ends."""
+    """A user that plays one plan client once, then idles until the run ends.
+
+    Sessions. A client whose call or stream fails while the fault timeline has its broker down on
+    purpose (an outage of the plan's broker) has lost its session: it logs a ``session`` event
+    (``lost``), waits until the broker serves again (a new channel, probed every
+    :data:`SESSION_RETRY_S`) and opens the session again (``restored``). Past the outage's end it
+    fails, naming the broker; a failure outside every outage fails the workload as before.
+    """
 
     abstract = True
     wait_time = constant(1)
@@ -372,6 +221,31 @@ class ScotbedUser(GrpcUser):
         context().report("failed", message=f"{self.client_name}: {message}")
         self.finished = True
 
+    def outage_end_ns(self, broker: str) -> int | None:
+        """When the outage ``broker`` is in now ends (wall clock, ns); None outside every outage."""
+        ctx = context()
+        if not ctx.released.ready():
+            return None
+        t0 = ctx.released.get()
+        until = ctx.plan.broker(broker).outage_until((time.time_ns() - t0) / 1e9)
+        return None if until is None else t0 + int(until * 1e9)
+
+    def session_event(self, state: str, broker: str, **fields: Any) -> None:
+        rec = context().records
+        rec.event(time.time_ns(), self.client_name, contract.SESSION, state=state, broker=broker, **fields)
+
+    def reopen(self, broker: str, until_ns: int) -> GrpcClient:
+        """A new session at ``broker`` once it serves again; :class:`SessionLost` past ``until_ns``."""
+        address = context().plan.broker(broker).address
+        while True:
+            self.close_client(address)
+            client = self.client_for(address)
+            if client.serving():
+                return client
+            if time.time_ns() >= until_ns:
+                raise SessionLost(f"{broker} did not serve again by the end of its outage")
+            gevent.sleep(SESSION_RETRY_S)
+
     @task
     def play(self) -> None:
         if self.finished:
@@ -384,7 +258,13 @@ class ScotbedUser(GrpcUser):
 
 
 class Subscriber(ScotbedUser):
-    """Holds one Subscribe stream per subscription, logs receives, and runs its churn actions."""
+    """Holds one Subscribe stream per subscription, logs receives, and runs its churn actions.
+
+    A lost session (:class:`ScotbedUser`) opens every stream it held at that broker again, with the
+    same sub_ids and filters: the subscriptions go on, so no ``subscribe`` is logged for them, and the
+    deliveries they missed meanwhile fall inside the fault window. A churn action waits for a session
+    being opened again, and one whose call the outage broke runs again once it is.
+    """
 
     fixed_count = 0  # set by configure() from the plan
     abstract = False
@@ -392,6 +272,8 @@ class Subscriber(ScotbedUser):
     def __init__(self, environment: Environment) -> None:
         super().__init__(environment)
         self.streams: dict[str, tuple[GrpcClient, Any, Filter, str]] = {}
+        self.reopening: dict[str, Event] = {}  # broker -> set once its lost session is open again
+        self.stopping = False
 
     def run_client(self) -> None:
         ctx = context()
@@ -411,29 +293,48 @@ class Subscriber(ScotbedUser):
         try:
             for a in sp.actions:
                 sleep_until(t0 + int(a.at_s * 1e9))
-                if a.op == "subscribe":
-                    assert a.filter is not None
-                    self.subscribe(a.sub_id, a.filter, a.broker)
-                else:
-                    self.unsubscribe(a.sub_id)
+                self.act(a)
         except (grpc.RpcError, RuntimeError) as e:
             self.fail(f"churn action: {_describe(e)}")
             return
         ctx.report("subscriber_done")
 
+    def act(self, a: Action) -> None:
+        """One churn action; again once the session is open when an outage of its broker broke it."""
+        broker = a.broker if a.op == "subscribe" else self.streams[a.sub_id][3]
+        for again in (False, True):
+            if (reopened := self.reopening.get(broker)) is not None:
+                reopened.wait()
+            try:
+                if a.op == "subscribe":
+                    assert a.filter is not None
+                    self.subscribe(a.sub_id, a.filter, a.broker)
+                else:
+                    self.unsubscribe(a.sub_id)
+                return
+            except grpc.RpcError as e:
+                if again or self.outage_end_ns(broker) is None:
+                    raise
+                self.lost(broker, f"{a.op} {a.sub_id}: {_describe(e)}")
+
     def subscribe(self, sub_id: str, flt: Filter, broker: str) -> None:
         ctx = context()
-        client = self.client_for(ctx.plan.broker(broker).address)
         sent = time.time_ns()
-        call, ack = client.subscribe(sub_id, self.client_name, flt)
-        self.streams[sub_id] = (client, call, flt, broker)
+        ack = self.open(self.client_for(ctx.plan.broker(broker).address), sub_id, flt, broker)
         ctx.records.subscription(
             sent, contract.SUBSCRIBE, sub_id, self.client_name, broker, flt, ack_ns=ack.ts_ns
         )
+
+    def open(self, client: GrpcClient, sub_id: str, flt: Filter, broker: str) -> pb.SubscribeAck:
+        """Open the stream of ``sub_id`` and read it in a greenlet of its own."""
+        call, ack = client.subscribe(sub_id, self.client_name, flt)
+        self.streams[sub_id] = (client, call, flt, broker)
         gevent.spawn(self._receive, client, call, sub_id, broker)
+        return ack
 
     def _receive(self, client: GrpcClient, call: Any, sub_id: str, broker: str) -> None:
         rec = context().records
+        why = "ended by the broker"
         try:
             for d, now in client.deliveries(call):
                 rec.receive(
@@ -446,18 +347,58 @@ class Subscriber(ScotbedUser):
                     broker,
                 )
         except grpc.RpcError as e:
-            self.fail(f"stream of {sub_id} at {broker} broke: {_describe(e)}")
+            why = f"broke: {_describe(e)}"
+        current = self.streams.get(sub_id)
+        if not self.stopping and current is not None and current[1] is call:  # not unsubscribed, not replaced
+            self.lost(broker, f"stream of {sub_id} at {broker} {why}")
+
+    def lost(self, broker: str, why: str) -> None:
+        """The session at ``broker`` is lost: opened again in a greenlet inside an outage, else a failure."""
+        if broker in self.reopening:
+            return
+        until = self.outage_end_ns(broker)
+        if until is None:
+            self.fail(why)
+            return
+        self.reopening[broker] = Event()
+        self.session_event("lost", broker, reason=why)
+        gevent.spawn(self._reopen, broker, until)
+
+    def _reopen(self, broker: str, until_ns: int) -> None:
+        held = [(sid, flt) for sid, (_, _, flt, b) in self.streams.items() if b == broker]
+        try:
+            client = self.reopen(broker, until_ns)
+            for sub_id, flt in held:
+                self.open(client, sub_id, flt, broker)
+            self.session_event("restored", broker, subscriptions=len(held))
+        except (grpc.RpcError, RuntimeError) as e:
+            self.fail(f"session at {broker} lost, not opened again: {_describe(e)}")
+        finally:
+            self.reopening.pop(broker).set()
 
     def unsubscribe(self, sub_id: str) -> None:
-        client, call, flt, broker = self.streams.pop(sub_id)
+        client, call, flt, broker = held = self.streams.pop(sub_id)
         sent = time.time_ns()
-        client.unsubscribe(sub_id, self.client_name)
+        try:
+            client.unsubscribe(sub_id, self.client_name)
+        except grpc.RpcError:
+            self.streams[sub_id] = held  # still held: opened again with the session, then unsubscribed
+            raise
         call.cancel()
         context().records.subscription(sent, contract.UNSUBSCRIBE, sub_id, self.client_name, broker, flt)
 
+    def on_stop(self) -> None:
+        self.stopping = True  # the streams end with the channels: no session is lost
+        super().on_stop()
+
 
 class Publisher(ScotbedUser):
-    """Open-loop publisher: quote k is due at t0 + start_s + k / rate; an HRP is one with a burst rate."""
+    """Open-loop publisher: quote k is due at t0 + start_s + k / rate; an HRP is one with a burst rate.
+
+    A lost session (:class:`ScotbedUser`): the batch whose call failed is logged as published, since
+    the broker may have taken it before it died (sending it again could duplicate it); the quotes due
+    while the broker is down go out, overdue, once the session is open again.
+    """
 
     fixed_count = 0
     abstract = False
@@ -482,14 +423,35 @@ class Publisher(ScotbedUser):
                 batch.append((f"pub-{pp.name}-{k}", t0 + pp.intended_offset_ns(k), next(quotes)))
                 k += 1
             sent = time.time_ns()
+            failed: grpc.RpcError | None = None
             try:
                 client.publish([notification_to_pb(pid, pp.name, q, due, sent) for pid, due, q in batch])
             except grpc.RpcError as e:
-                self.fail(f"publish to {pp.broker}: {_describe(e)}")
-                return
+                failed = e
             for pid, due, q in batch:
                 rec.publication(sent, due, pid, pp.name, pp.broker, q)
+            if failed is not None:
+                reopened = self.lost(pp.broker, f"publish to {pp.broker}: {_describe(failed)}")
+                if reopened is None:
+                    return
+                client = reopened
         context().report("publisher_done")
+
+    def lost(self, broker: str, why: str) -> GrpcClient | None:
+        """A new session at ``broker`` once it serves again inside an outage; None when the workload
+        failed (outside every outage, or not back by its end)."""
+        until = self.outage_end_ns(broker)
+        if until is None:
+            self.fail(why)
+            return None
+        self.session_event("lost", broker, reason=why)
+        try:
+            client = self.reopen(broker, until)
+        except SessionLost as e:
+            self.fail(f"session at {broker} lost, not opened again: {e}")
+            return None
+        self.session_event("restored", broker)
+        return client
 
 
 def _describe(e: BaseException) -> str:
