@@ -5,22 +5,43 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import subprocess
+import sys
 
 import pytest
 
 import scotbed
 
-MODULES = sorted(
+#: the workload's Locust side: importing Locust patches the standard library with gevent, which would
+#: leave every later test of this process (gRPC's threads among them) on gevent's loop
+LOCUST_SIDE = ("locustfile", "users", "grpc_user", "coordinator")
+ALL = sorted(
     m.name
     for m in pkgutil.walk_packages(scotbed.__path__, "scotbed.")
-    # Locust's users patch the standard library with gevent at import: they are imported by real runs
-    if not m.name.endswith(("__main__", "_pb2", "_pb2_grpc", "locustfile", "users", "grpc_user"))
+    if not m.name.endswith(("__main__", "_pb2", "_pb2_grpc"))
 )
+MODULES = [m for m in ALL if not m.endswith(LOCUST_SIDE)]
 
 
 @pytest.mark.parametrize("name", MODULES)
 def test_module_imports(name: str) -> None:
     importlib.import_module(name)
+
+
+def test_the_locust_side_imports_in_a_process_of_its_own() -> None:
+    """(The locustfile is Locust's entry point: it reads its plan at import, as Locust starts it.)"""
+    names = [m for m in ALL if m.endswith(LOCUST_SIDE) and not m.endswith("locustfile")]
+    assert len(names) == len(LOCUST_SIDE) - 1
+    code = "import importlib, sys; [importlib.import_module(n) for n in sys.argv[1:]]"
+    proc = subprocess.run([sys.executable, "-c", code, *names], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_importing_the_package_leaves_the_standard_library_unpatched() -> None:
+    """No module outside the Locust side imports Locust or gevent (which patch at import)."""
+    for name in MODULES:
+        importlib.import_module(name)
+    assert "gevent.monkey" not in sys.modules or not sys.modules["gevent.monkey"].is_anything_patched()
 
 
 def test_the_spec_and_campaign_file_name_the_registered_backends() -> None:
