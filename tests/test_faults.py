@@ -16,7 +16,8 @@ from scotbed.analysis.faultwindows import GRACE_S, attribute, restored, windows
 from scotbed.filters import Filter
 from scotbed.orchestrator.faults import REJOIN_TIMEOUT_S, FaultSpec, check, outages
 from scotbed.orchestrator.spec import SpecError, parse_spec
-from scotbed.workloads.plan import BrokerEndpoint, Plan, PlanError
+from scotbed.workloads import plan_json
+from scotbed.workloads.plan import BrokerEndpoint, PlanError
 
 S = 1_000_000_000
 
@@ -93,13 +94,13 @@ def test_the_plan_tells_the_clients_when_the_timeline_has_their_broker_down() ->
     endpoint = BrokerEndpoint("b-v2-0", "127.0.0.1:7001", outages=spans["b-v2-0"])
     assert [endpoint.outage_until(t) for t in (0.0, 1 + bound, 1.5 + bound)] == [1 + bound, 1 + bound, None]
     doc = {"schema_version": 1, "brokers": [endpoint.to_json()], "subscribers": [], "publishers": []}
-    assert Plan.from_json(json.loads(json.dumps(doc))).brokers == (endpoint,)
+    assert plan_json.plan_from_json(json.loads(json.dumps(doc))).brokers == (endpoint,)
     assert (
         "outages" not in BrokerEndpoint("b-v0-0", "127.0.0.1:7000").to_json()
     )  # plans without faults as before
     doc["brokers"][0]["outages"] = [[3, 1]]
     with pytest.raises(PlanError, match=r"plan\.brokers\[0\]\.outages\[0\]: expected \[from_s, until_s\]"):
-        Plan.from_json(doc)
+        plan_json.plan_from_json(doc)
 
 
 def test_a_restart_s_window_lasts_until_the_clients_of_the_broker_are_back(tmp_path: Path) -> None:
