@@ -152,3 +152,27 @@ def test_the_jvm_s_own_output_goes_to_the_log_and_the_retries_are_log_records(tm
     assert [e["event"] for e in lines] == ["warning"] * (GATEWAY_ATTEMPTS - 1)
     assert all("starting it again" in e["text"] for e in lines)
     assert log.read_text().count("Invalid maximum heap size") == GATEWAY_ATTEMPTS
+
+
+#: a process that leaves py4j's finalizer thread freeing Java objects without pause while it exits
+FREEING_AT_EXIT = """
+import threading
+from scotbed.analysis.session import get_session
+spark = get_session("local[1]", app_name="exit", shuffle_partitions=1)
+assert spark.range(3).count() == 3
+client = spark.sparkContext._gateway._gateway_client
+def free():
+    k = 0
+    while True:
+        k += 1
+        client.garbage_collect_object(f"o{k}")  # queued for the finalizer thread, which sends it
+threading.Thread(target=free, daemon=True).start()
+spark.stop()
+"""
+
+
+def test_the_jvm_stopped_at_exit_leaves_no_py4j_traceback() -> None:
+    """At exit the JVM is stopped once py4j's finalizer thread has stopped: a free it was sending when
+    the JVM died printed py4j's traceback ("Exception while sending command") after a correct run."""
+    out = subprocess.run([sys.executable, "-c", FREEING_AT_EXIT], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-3000:]

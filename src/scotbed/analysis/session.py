@@ -26,6 +26,7 @@ import logging
 import os
 import sys
 import tempfile
+import threading
 import time
 import warnings
 import zipfile
@@ -196,8 +197,13 @@ def _launch(conf: dict[str, str], log: Path | None) -> SparkSession:
 
 
 def _reap_jvm() -> None:
-    """Stop the Spark JVMs among this process's children (terminate, then kill after JVM_STOP_S)."""
+    """Stop the Spark JVMs among this process's children (terminate, then kill after JVM_STOP_S), once
+    py4j's finalizer thread has stopped: it frees Java objects at any moment, and a command of it in
+    flight when the JVM died printed py4j's traceback of the reset connection ("Exception while sending
+    command") after a correct analysis."""
     import psutil
+
+    _stop_py4j_finalizer()
 
     jvms = []
     for child in psutil.Process().children():
@@ -211,6 +217,23 @@ def _reap_jvm() -> None:
     for jvm in alive:
         with contextlib.suppress(psutil.Error):
             jvm.kill()
+
+
+def _stop_py4j_finalizer() -> None:
+    """Stop py4j's finalizer thread after the command it is sending (the frees still queued are dropped:
+    the JVM is about to go); nothing without one."""
+    context = sys.modules.get("pyspark.core.context")
+    gateway = getattr(getattr(context, "SparkContext", None), "_gateway", None)
+    queue = getattr(getattr(gateway, "_gateway_client", None), "finalizer_deque", None)
+    if queue is None:
+        return
+    from py4j.clientserver import SHUTDOWN_FINALIZER_WORKER, FinalizerWorker
+
+    queue.clear()
+    queue.append(SHUTDOWN_FINALIZER_WORKER)  # the worker pops from this end next
+    for worker in threading.enumerate():
+        if isinstance(worker, FinalizerWorker):
+            worker.join(timeout=JVM_STOP_S)
 
 
 def is_shared() -> bool:
