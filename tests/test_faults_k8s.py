@@ -19,8 +19,8 @@ from scotbed import contract, topology
 from scotbed.broker.client import BrokerClient
 from scotbed.broker.launcher import LocalCluster
 from scotbed.orchestrator.backends.base import DeployRequest
-from scotbed.orchestrator.backends.k8s import K8sBackend, Kube, run_namespace
-from scotbed.orchestrator.backends.k8s_faults import FromFirstPublication, K8sFaults
+from scotbed.orchestrator.backends.k8s.backend import K8sBackend, Kube, run_namespace
+from scotbed.orchestrator.backends.k8s.faults import FromFirstPublication, K8sFaults
 from scotbed.orchestrator.faults import FaultSpec
 from scotbed.orchestrator.plan import deployed_configs
 from scotbed.orchestrator.spec import build_scot, parse_spec

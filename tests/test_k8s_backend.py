@@ -28,7 +28,8 @@ from kubernetes import client as k
 from kubernetes.client.exceptions import ApiException
 
 from scotbed.orchestrator.backends.base import BackendError, DeployRequest
-from scotbed.orchestrator.backends.k8s import (
+from scotbed.orchestrator.backends.k8s.api import connect, is_status
+from scotbed.orchestrator.backends.k8s.backend import (
     IMAGE_PULL_GRACE_S,
     MANAGED_BY,
     K8sBackend,
@@ -40,10 +41,10 @@ from scotbed.orchestrator.backends.k8s import (
     run_namespace,
     schedulable_nodes,
 )
-from scotbed.orchestrator.backends.k8s_api import connect, is_status
-from scotbed.orchestrator.backends.k8s_diagnose import dead_reason, pod_problem
-from scotbed.orchestrator.backends.k8s_portforward import PROXY_THREAD, Forwarder
-from scotbed.orchestrator.backends.k8s_transfer import (
+from scotbed.orchestrator.backends.k8s.diagnose import dead_reason, pod_problem
+from scotbed.orchestrator.backends.k8s.portforward import PROXY_THREAD, Forwarder
+from scotbed.orchestrator.backends.k8s.render import EVENTS_DIR, LABEL_RUN, broker_address
+from scotbed.orchestrator.backends.k8s.transfer import (
     COLLECT_ANNOTATION,
     COLLECTED_MARKER,
     COLLECTOR,
@@ -52,7 +53,6 @@ from scotbed.orchestrator.backends.k8s_transfer import (
     extract,
 )
 from scotbed.orchestrator.plan import deployed_configs
-from scotbed.orchestrator.render.k8s import EVENTS_DIR, LABEL_RUN, broker_address
 from scotbed.orchestrator.spec import build_scot, parse_spec
 from scotbed.orchestrator.state import RunState
 
@@ -853,7 +853,7 @@ def _locust_objects(run_id: str) -> list[dict[str, Any]]:
     from workload_plans import plan_for
 
     from scotbed import topology as T
-    from scotbed.orchestrator.render.k8s import run_labels
+    from scotbed.orchestrator.backends.k8s.render import run_labels
     from scotbed.workloads.k8s import render_locust
 
     scot = T.Scot(T.paper_fig2(), 2)
@@ -898,9 +898,9 @@ def test_the_workload_renderers_jobs_are_collected_from_their_results_dir(env: A
 def test_render_writes_the_workload_objects_a_run_applies(env: Any, tmp_path: Path) -> None:
     """`scotbed render --target k8s` shows the Locust ConfigMap, Service and Jobs exactly as the backend
     applies them (the run's manifests/workload.yaml), collector and namespace included."""
+    from scotbed.orchestrator.backends.k8s.render import WORKLOAD_RELEASE, locust_jobs
     from scotbed.orchestrator.cli import main
     from scotbed.orchestrator.plan import workload_plan
-    from scotbed.orchestrator.render.k8s import WORKLOAD_RELEASE, locust_jobs
 
     e = env()
     spec_file = tmp_path / "k8stest.yaml"
@@ -943,7 +943,7 @@ def test_collector_needs_the_annotated_directory_to_be_a_mount() -> None:
 def test_collector_jobs_are_valid_kubernetes_objects_and_keep_the_restricted_context() -> None:
     import kubernetes_validate
 
-    from scotbed.orchestrator.render.k8s import KUBERNETES_VERSION
+    from scotbed.orchestrator.backends.k8s.render import KUBERNETES_VERSION
     from scotbed.workloads.k8s import RESULTS_DIR
 
     jobs = [o for o in _locust_objects("r-1") if o["kind"] == "Job"]
@@ -1087,9 +1087,9 @@ def test_run_namespace_keeps_the_random_suffix_under_any_prefix() -> None:
 def test_run_and_render_name_the_same_namespace(prefix: list[str]) -> None:
     """`scotbed run --backend k8s` deploys into the namespace `scotbed render --target k8s` shows, with
     the default prefix (`scotbed-<run id>`) and with --namespace-prefix."""
+    from scotbed.orchestrator.backends.k8s.render import namespace_for
     from scotbed.orchestrator.cli import build_parser
     from scotbed.orchestrator.progress import make_progress
-    from scotbed.orchestrator.render.k8s import namespace_for
     from scotbed.orchestrator.run import options_from_args
 
     rid = "quickstart-20250101T000000-0123abcd"

@@ -115,7 +115,7 @@ def default_removers() -> dict[str, Any]:
         return compose.sweep(run_id)
 
     def k8s_down(context: str | None, run_id: str | None) -> list[str]:
-        from scotbed.orchestrator.backends import k8s
+        from scotbed.orchestrator.backends.k8s import backend as k8s
 
         return k8s.down_all(context=context, run_id=run_id)
 

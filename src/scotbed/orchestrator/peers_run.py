@@ -40,12 +40,12 @@ def launcher_for(
     ready_timeout_s: float = 60.0,
 ) -> Launcher:
     """This host's processes (local), one container (compose) or one pod (k8s: ``k8s()`` makes the
-    run's :class:`~scotbed.orchestrator.backends.k8s.K8sBackend`) per peer."""
+    run's :class:`~scotbed.orchestrator.backends.k8s.backend.K8sBackend`) per peer."""
     if backend == "compose":
         return ComposePeerLauncher(run_id, image, state=state)
     if backend == "k8s":
-        from scotbed.orchestrator.backends.k8s import K8sBackend
-        from scotbed.orchestrator.backends.k8s_peers import K8sPeerLauncher
+        from scotbed.orchestrator.backends.k8s.backend import K8sBackend
+        from scotbed.orchestrator.backends.k8s.peers import K8sPeerLauncher
 
         state = state or RunState(run_id, backend, "")
         return K8sPeerLauncher(k8s() if k8s else K8sBackend(), run_id, image, state, ready_timeout_s)

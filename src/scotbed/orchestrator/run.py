@@ -78,7 +78,7 @@ class RunOptions:
     image: str | None = None
     workload_image: str = WORKLOAD_IMAGE  # k8s: the Locust Jobs' image (broker image + workloads)
     kube_context: str | None = None
-    namespace_prefix: str | None = None  # k8s: None: the renderer's (render.k8s.NAMESPACE_PREFIX)
+    namespace_prefix: str | None = None  # k8s: None: the renderer's (backends.k8s.render.NAMESPACE_PREFIX)
     preferred_anti_affinity: bool = False
     pod_cpu: str | None = None  # k8s: CPU request of broker and Locust pods (None: their defaults)
     spark_master: str | None = None
@@ -366,8 +366,8 @@ class Lifecycle:
     def _workload_in_cluster(self, spec: Spec, scot: Any, run_id: str) -> None:
         """Locust as Kubernetes Jobs next to the brokers (clients dial in-cluster DNS names); the
         master releases the publishers itself once every broker reports quiescent (release ``auto``)."""
-        from scotbed.orchestrator.backends import k8s_faults
-        from scotbed.orchestrator.render.k8s import WORKLOAD_RELEASE, locust_jobs
+        from scotbed.orchestrator.backends.k8s import faults as k8s_faults
+        from scotbed.orchestrator.backends.k8s.render import WORKLOAD_RELEASE, locust_jobs
         from scotbed.workloads.records import merge_workload
 
         assert self.run_dir is not None and self.deployment is not None

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 BACKENDS: dict[str, str] = {
     "local": "scotbed.orchestrator.backends.local:LocalBackend",
     "compose": "scotbed.orchestrator.backends.compose:ComposeBackend",
-    "k8s": "scotbed.orchestrator.backends.k8s:K8sBackend",
+    "k8s": "scotbed.orchestrator.backends.k8s.backend:K8sBackend",
 }
 
 

@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from scotbed import contract
+from scotbed.orchestrator.backends.k8s import render as k8s_render
 from scotbed.orchestrator.commands import CommandError, add_spec_arguments, load
 from scotbed.orchestrator.commands.run import add_namespace_option, add_workers_option, cpu_quantity
 from scotbed.orchestrator.images import BROKER_IMAGE, WORKLOAD_IMAGE
 from scotbed.orchestrator.plan import deployed_configs, make_run_id, workload_plan
 from scotbed.orchestrator.render import compose as compose_render
-from scotbed.orchestrator.render import k8s as k8s_render
 from scotbed.orchestrator.render import write_compose, write_yaml_documents
 from scotbed.orchestrator.spec import Spec, build_scot
 
@@ -87,9 +87,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _render_k8s(args: argparse.Namespace, spec: Spec, scot: Any, run_id: str, out: Path) -> int:
     """``k8s.yaml`` (the brokers) and ``workload.yaml`` (the Locust Jobs), each as the k8s backend
-    applies it (:func:`scotbed.orchestrator.backends.k8s_jobs.as_applied`); a scripted workload is
+    applies it (:func:`scotbed.orchestrator.backends.k8s.jobs.as_applied`); a scripted workload is
     played from the orchestrator's host, so it has no Jobs."""
-    from scotbed.orchestrator.backends.k8s_jobs import as_applied
+    from scotbed.orchestrator.backends.k8s.jobs import as_applied
 
     if args.nodes is not None:
         if args.nodes < 1:

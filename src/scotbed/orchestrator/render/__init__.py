@@ -1,5 +1,5 @@
-"""Renderers turn a spec and an overlay into deployable data (k8s, compose, local);
-the helpers here are the only part that writes files."""
+"""Renderers turn a spec and an overlay into deployable data (compose here; Kubernetes in
+:mod:`scotbed.orchestrator.backends.k8s.render`); the helpers here are the only part that writes files."""
 
 from __future__ import annotations
 

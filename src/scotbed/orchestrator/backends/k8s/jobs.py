@@ -1,8 +1,8 @@
 """The workload's Kubernetes Jobs in a run's namespace: apply them, watch them, copy their results.
 
-Split from the broker deployment (:mod:`scotbed.orchestrator.backends.k8s`): the brokers are Pods
+Split from the broker deployment (:mod:`scotbed.orchestrator.backends.k8s.backend`): the brokers are Pods
 the deployment keeps up; the workload is Jobs that end, each pod copied as soon as its workload
-containers finish (a collector container keeps the pod up meanwhile, :mod:`.k8s_transfer`).
+containers finish (a collector container keeps the pod up meanwhile, :mod:`.transfer`).
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 from scotbed import contract
 from scotbed.broker import tls
 from scotbed.orchestrator.backends.base import BackendError
-from scotbed.orchestrator.backends.k8s_api import api_message, apply
-from scotbed.orchestrator.backends.k8s_transfer import (
+from scotbed.orchestrator.backends.k8s import render_tls
+from scotbed.orchestrator.backends.k8s.api import api_message, apply
+from scotbed.orchestrator.backends.k8s.transfer import (
     COLLECT_GRACE_S,
     COLLECTOR,
     Collected,
@@ -25,11 +26,11 @@ from scotbed.orchestrator.backends.k8s_transfer import (
     collect_dir,
     marker_command,
 )
-from scotbed.orchestrator.render import k8s_tls, write_yaml_documents
+from scotbed.orchestrator.render import write_yaml_documents
 from scotbed.workloads.k8s import RESULTS_DIR
 
 if TYPE_CHECKING:
-    from scotbed.orchestrator.backends.k8s import K8sDeployment
+    from scotbed.orchestrator.backends.k8s.backend import K8sDeployment
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +44,8 @@ def as_applied(
 ) -> list[dict[str, Any]]:
     """The workload's objects as the backend applies them (and writes them to ``manifests/``), and as
     ``scotbed render`` shows them: in ``namespace``; a Job whose containers mount ``collect`` annotated
-    to be copied out and given the collector container (:mod:`.k8s_transfer`), which holds its pod at
-    most ``timeout_s`` + :data:`~.k8s_transfer.COLLECT_GRACE_S`; with ``tls_mount`` every Job's pods
+    to be copied out and given the collector container (:mod:`.transfer`), which holds its pod at
+    most ``timeout_s`` + :data:`~.transfer.COLLECT_GRACE_S`; with ``tls_mount`` every Job's pods
     read the run's certificates. A collect annotation that names no volume mount is a ValueError."""
     applied = []
     for o in objects:
@@ -52,7 +53,7 @@ def as_applied(
         if collect is not None:
             obj = annotate_collect(obj, collect)
         if tls_mount:  # security.tls: the Locust users dial the brokers over TLS
-            obj = k8s_tls.mount_in_job(obj)
+            obj = render_tls.mount_in_job(obj)
         applied.append(add_collector(obj, timeout_s + COLLECT_GRACE_S))
     return applied
 

@@ -1,7 +1,7 @@
 """Peers on Kubernetes: every peer process in its own pod of the broker image (one namespace per run),
 driven from the host exactly as on the local backend.
 
-The peers dial each other by DNS name on the headless Service ``peers`` (:mod:`..render.k8s_peers`);
+The peers dial each other by DNS name on the headless Service ``peers`` (:mod:`.render_peers`);
 the driver (:class:`~scotbed.peerproc.cluster.PeerCluster`) reaches each one through an in-process
 port-forward, as the orchestrator reaches brokers. Waiting for Ready, the forwards, copying the event
 logs and container logs out and deleting the namespace are the broker deployment's
@@ -18,12 +18,18 @@ from pathlib import Path
 
 from scotbed import contract
 from scotbed.orchestrator.backends.base import BackendError, DeployRequest
-from scotbed.orchestrator.backends.k8s import MANAGED_BY, MANAGER, K8sBackend, K8sDeployment, run_namespace
-from scotbed.orchestrator.backends.k8s_api import api_message, apply, schedulable_nodes
-from scotbed.orchestrator.backends.k8s_faults import K8sFaults
-from scotbed.orchestrator.render import k8s_peers as render
+from scotbed.orchestrator.backends.k8s import render_peers as render
+from scotbed.orchestrator.backends.k8s.api import api_message, apply, schedulable_nodes
+from scotbed.orchestrator.backends.k8s.backend import (
+    MANAGED_BY,
+    MANAGER,
+    K8sBackend,
+    K8sDeployment,
+    run_namespace,
+)
+from scotbed.orchestrator.backends.k8s.faults import K8sFaults
+from scotbed.orchestrator.backends.k8s.render import anti_affinity_warning
 from scotbed.orchestrator.render import write_yaml_documents
-from scotbed.orchestrator.render.k8s import anti_affinity_warning
 from scotbed.orchestrator.state import RunState
 from scotbed.peerproc.launch import PeerPlace
 

@@ -1,6 +1,6 @@
 """Kubernetes backend: one namespace per run, one Pod per broker, Locust as Jobs.
 
-``deploy`` renders the run with :mod:`scotbed.orchestrator.render.k8s`
+``deploy`` renders the run with :mod:`scotbed.orchestrator.backends.k8s.render`
 (never re-rendering anything here), records the namespace and context in the
 run state before creating anything, applies the objects in order and waits
 for every broker pod to be Ready. A failed wait names every pod that is not
@@ -9,13 +9,13 @@ hint, image pull error with the image name, crash with the last log lines)
 and deletes the namespace unless ``keep_on_failure``.
 
 Addresses: the orchestrator (outside the cluster) reaches brokers through
-in-process port-forwards (see :mod:`.k8s_portforward` for why); clients run
+in-process port-forwards (see :mod:`.portforward` for why); clients run
 inside the cluster (Locust Jobs) and dial the brokers' DNS names. When the
 orchestrator itself runs in a pod (in-cluster config) it dials DNS names too.
 
-Files come out of pods as a tar stream over exec (:mod:`.k8s_transfer`):
+Files come out of pods as a tar stream over exec (:mod:`.transfer`):
 broker event logs from the events emptyDir of every running broker, workload
-files from the collector container :func:`.k8s_transfer.add_collector` adds.
+files from the collector container :func:`.transfer.add_collector` adds.
 Every API object the client library takes or returns crosses the small
 :class:`Kube` bundle, so the logic is tested against an in-memory API.
 """
@@ -32,7 +32,7 @@ from typing import Any
 from scotbed import contract
 from scotbed.broker import tls
 from scotbed.orchestrator.backends.base import BackendError, DeployRequest
-from scotbed.orchestrator.backends.k8s_api import (
+from scotbed.orchestrator.backends.k8s.api import (
     Kube,
     api_message,
     apply,
@@ -40,7 +40,7 @@ from scotbed.orchestrator.backends.k8s_api import (
     is_status,
     schedulable_nodes,
 )
-from scotbed.orchestrator.backends.k8s_diagnose import (
+from scotbed.orchestrator.backends.k8s.diagnose import (
     FINISHED_PHASES,
     PodProblem,
     dead_reason,
@@ -48,16 +48,10 @@ from scotbed.orchestrator.backends.k8s_diagnose import (
     is_ready,
     pod_problem,
 )
-from scotbed.orchestrator.backends.k8s_faults import K8sFaults
-from scotbed.orchestrator.backends.k8s_portforward import Forwarder
-from scotbed.orchestrator.backends.k8s_transfer import (
-    Collected,
-    extract,
-    tar_command,
-)
-from scotbed.orchestrator.plan import Addressing
-from scotbed.orchestrator.render import write_yaml_documents
-from scotbed.orchestrator.render.k8s import (
+from scotbed.orchestrator.backends.k8s.faults import K8sFaults
+from scotbed.orchestrator.backends.k8s.placement import ANYWHERE, Placement
+from scotbed.orchestrator.backends.k8s.portforward import Forwarder
+from scotbed.orchestrator.backends.k8s.render import (
     DEFAULT_PORT,
     EVENTS_DIR,
     LABEL_COMPONENT,
@@ -69,7 +63,13 @@ from scotbed.orchestrator.render.k8s import (
     namespace_for,
     render_k8s,
 )
-from scotbed.orchestrator.render.k8s_placement import ANYWHERE, Placement
+from scotbed.orchestrator.backends.k8s.transfer import (
+    Collected,
+    extract,
+    tar_command,
+)
+from scotbed.orchestrator.plan import Addressing
+from scotbed.orchestrator.render import write_yaml_documents
 from scotbed.workloads.k8s import RESULTS_DIR
 
 log = logging.getLogger(__name__)
@@ -83,7 +83,7 @@ EXEC_TIMEOUT_S = 300.0
 
 
 def run_namespace(run_id: str, prefix: str | None = None) -> str:
-    """The run's namespace, as the renderer names it (:func:`.render.k8s.namespace_for`)."""
+    """The run's namespace, as the renderer names it (:func:`.render.namespace_for`)."""
     return namespace_for(run_id, prefix)
 
 
@@ -108,7 +108,7 @@ class K8sBackend:
 
     @classmethod
     def from_options(cls, options: Any, progress: Any) -> K8sBackend:
-        from scotbed.orchestrator.render.k8s import Resources
+        from scotbed.orchestrator.backends.k8s.render import Resources
 
         return cls(
             context=options.kube_context,
@@ -449,8 +449,8 @@ class K8sDeployment:
     def run_workload_jobs(
         self, objects: Sequence[dict[str, Any]], timeout_s: float, collect: str | None = RESULTS_DIR
     ) -> None:
-        """Run the workload's Jobs next to the brokers (:mod:`scotbed.orchestrator.backends.k8s_jobs`)."""
-        from scotbed.orchestrator.backends.k8s_jobs import WorkloadJobs
+        """Run the workload's Jobs next to the brokers (:mod:`scotbed.orchestrator.backends.k8s.jobs`)."""
+        from scotbed.orchestrator.backends.k8s.jobs import WorkloadJobs
 
         WorkloadJobs(self).run(objects, timeout_s, collect)
 
