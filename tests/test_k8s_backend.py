@@ -28,20 +28,18 @@ from kubernetes import client as k
 from kubernetes.client.exceptions import ApiException
 
 from scotbed.orchestrator.backends.base import BackendError, DeployRequest
-from scotbed.orchestrator.backends.k8s.api import connect, is_status
-from scotbed.orchestrator.backends.k8s.backend import (
+from scotbed.orchestrator.backends.k8s.api import Kube, connect, is_status, schedulable_nodes
+from scotbed.orchestrator.backends.k8s.backend import K8sBackend, changes_only
+from scotbed.orchestrator.backends.k8s.deployment import (
     IMAGE_PULL_GRACE_S,
     MANAGED_BY,
-    K8sBackend,
-    Kube,
-    changes_only,
     delete_namespaces,
     down_all,
     release_finished_pods,
     run_namespace,
-    schedulable_nodes,
 )
 from scotbed.orchestrator.backends.k8s.diagnose import dead_reason, pod_problem
+from scotbed.orchestrator.backends.k8s.jobs import WorkloadJobs
 from scotbed.orchestrator.backends.k8s.portforward import PROXY_THREAD, Forwarder
 from scotbed.orchestrator.backends.k8s.render import EVENTS_DIR, LABEL_RUN, broker_address
 from scotbed.orchestrator.backends.k8s.transfer import (
@@ -795,7 +793,7 @@ def test_workload_jobs_get_a_collector_and_their_files_land_in_the_run_directory
                     _finish(e.api, e.ns, name, 0)
 
         e.clock.ticks.append(progress)
-        dep.run_workload_jobs([config, _job("locust-master"), _job("locust-worker")], timeout_s=120)
+        WorkloadJobs(dep).run([config, _job("locust-master"), _job("locust-worker")], timeout_s=120)
         run = e.request.run_dir
         assert (run / "events" / "client-locust-master-abcde.jsonl").read_text() == '{"ev": "receive"}\n'
         assert (run / "locust" / "locust-worker-abcde_stats.csv").is_file()
@@ -827,7 +825,7 @@ def test_a_failed_workload_container_fails_the_jobs_with_its_log_but_its_files_a
 
         e.clock.ticks.append(progress)
         with pytest.raises(BackendError) as err:
-            dep.run_workload_jobs([_job("locust-master")], timeout_s=60)
+            WorkloadJobs(dep).run([_job("locust-master")], timeout_s=60)
         msg = str(err.value)
         assert "workload Jobs failed: locust-master: Failed: BackoffLimitExceeded" in msg
         assert f"{master}: container locust exited with code 1 (Error)" in msg and "KeyError: 'broker'" in msg
@@ -842,7 +840,7 @@ def test_a_workload_that_does_not_finish_times_out_naming_the_job_and_keeps_part
     try:
         e.streams.files[("locust-master-abcde", COLLECTOR)] = {"/out/events/client-0.jsonl": b"{}\n"}
         with pytest.raises(BackendError, match=r"workload Jobs not finished after 30 s: locust-master"):
-            dep.run_workload_jobs([_job("locust-master")], timeout_s=30)
+            WorkloadJobs(dep).run([_job("locust-master")], timeout_s=30)
         assert (e.request.run_dir / "events" / "client-0.jsonl").is_file()
         assert 30 <= e.clock.now < 40
     finally:
@@ -884,7 +882,7 @@ def test_the_workload_renderers_jobs_are_collected_from_their_results_dir(env: A
     dep = _deployed(e)
     try:
         _play_locust(e)
-        dep.run_workload_jobs(_locust_objects(e.run_id), timeout_s=60)
+        WorkloadJobs(dep).run(_locust_objects(e.run_id), timeout_s=60)
         pods = sorted(p.metadata.name for p in e.api.pods_in(e.ns) if "job-name" in p.metadata.labels)
         assert len(pods) == 2
         for pod in pods:
@@ -916,7 +914,7 @@ def test_render_writes_the_workload_objects_a_run_applies(env: Any, tmp_path: Pa
         plan = workload_plan(
             e.spec, e.scot, dep.client_addresses, run_id=e.run_id, release_mode=WORKLOAD_RELEASE
         )
-        dep.run_workload_jobs(locust_jobs(plan, e.run_id, image, workers, cpu), e.spec.timeouts.run_s)
+        WorkloadJobs(dep).run(locust_jobs(plan, e.run_id, image, workers, cpu), e.spec.timeouts.run_s)
     finally:
         dep.teardown()
     rendered = list(yaml.safe_load_all((tmp_path / "render" / "workload.yaml").read_text()))

@@ -36,7 +36,7 @@ from scotbed.orchestrator.backends.k8s.api import api_message, is_status
 from scotbed.orchestrator.faults import Injector
 
 if TYPE_CHECKING:
-    from scotbed.orchestrator.backends.k8s.backend import K8sDeployment
+    from scotbed.orchestrator.backends.k8s.deployment import K8sDeployment
 
 KILL_GRACE_S = 0
 POLL_S = 0.1
