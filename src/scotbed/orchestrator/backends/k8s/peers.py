@@ -22,7 +22,6 @@ from scotbed.orchestrator.backends.base import BackendError, DeployRequest
 from scotbed.orchestrator.backends.k8s import render_peers as render
 from scotbed.orchestrator.backends.k8s.api import api_message, apply, schedulable_nodes
 from scotbed.orchestrator.backends.k8s.deployment import MANAGED_BY, MANAGER, K8sDeployment, run_namespace
-from scotbed.orchestrator.backends.k8s.faults import K8sFaults
 from scotbed.orchestrator.backends.k8s.render import anti_affinity_warning
 from scotbed.orchestrator.render import write_yaml_documents
 from scotbed.orchestrator.state import RunState
@@ -122,7 +121,7 @@ class K8sPeerLauncher:
             raise BackendError("; ".join(self.pods.collect_problems))
         self.pods.brokers.remove(node)
         try:
-            K8sFaults(self.pods, {}, [], self.ready_timeout_s).kill(node)
+            self.pods.fault_target.kill(node)
         except RuntimeError as e:
             raise BackendError(str(e)) from None
 
