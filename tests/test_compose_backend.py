@@ -15,6 +15,7 @@ import yaml
 from scotbed_cli import scotbed
 from scripted_runner import ScriptedRunner, const
 
+from scotbed.config import BrokerConfig
 from scotbed.orchestrator import plan as deploy_plan
 from scotbed.orchestrator.backends import compose
 from scotbed.orchestrator.backends.base import BackendError, DeployRequest
@@ -100,7 +101,8 @@ def test_published_ports_read_from_inspect() -> None:
 def deployment(runner: ScriptedRunner, brokers: list[str]) -> compose.ComposeDeployment:
     engine = DockerEngine(runner)
     project = ComposeProject(engine, ComposeCLI(("docker-compose",), "1.29.2", False), Path("f.yml"), "p")
-    return compose.ComposeDeployment(project, "r1", brokers)
+    configs = [BrokerConfig(b, "v0", 0, "edge", "0.0.0.0:50051") for b in brokers]
+    return compose.ComposeDeployment(project, "r1", configs, ready_timeout_s=5.0)
 
 
 def test_dead_names_exited_and_restarted_brokers_with_their_logs(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,8 +12,8 @@ import pytest
 from scotbed_cli import QUICKSTART, scotbed
 from scripted_runner import Handler, ScriptedRunner, const
 
+from scotbed.config import BrokerConfig
 from scotbed.orchestrator.backends import compose
-from scotbed.orchestrator.backends.compose_faults import ComposeFaults
 from scotbed.orchestrator.backends.docker_engine import ComposeCLI, ComposeProject, DockerEngine
 from scotbed.orchestrator.faults import validate
 from scotbed.orchestrator.spec import SpecError, build_scot, parse_spec
@@ -57,9 +57,10 @@ def test_kill_stop_and_restart_are_compose_commands_and_the_restarted_broker_is_
     )
     cli = ComposeCLI(("docker-compose",), "1.29.2", False)
     project = ComposeProject(DockerEngine(runner), cli, Path("f.yml"), "p")
-    d = compose.ComposeDeployment(project, "r1", ["b-a-0", "b-b-0"])
+    configs = [BrokerConfig(b, "v0", 0, "edge", "0.0.0.0:50051") for b in ("b-a-0", "b-b-0")]
+    d = compose.ComposeDeployment(project, "r1", configs, ready_timeout_s=5.0)
     d.discover_ports()
-    faults = ComposeFaults(d, [], ready_timeout_s=5.0)
+    faults = d.fault_target
     faults.kill("b-b-0")
     assert set(d.dead()) == {"b-b-0"}
     faults.terminate("b-b-0")

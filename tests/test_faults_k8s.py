@@ -19,8 +19,10 @@ from scotbed import contract, topology
 from scotbed.broker.client import BrokerClient
 from scotbed.broker.launcher import LocalCluster
 from scotbed.orchestrator.backends.base import DeployRequest
-from scotbed.orchestrator.backends.k8s import K8sBackend, Kube, run_namespace
-from scotbed.orchestrator.backends.k8s_faults import FromFirstPublication, K8sFaults
+from scotbed.orchestrator.backends.k8s.api import Kube
+from scotbed.orchestrator.backends.k8s.backend import K8sBackend
+from scotbed.orchestrator.backends.k8s.deployment import run_namespace
+from scotbed.orchestrator.backends.k8s.faults import FromFirstPublication, K8sFaults
 from scotbed.orchestrator.faults import FaultSpec
 from scotbed.orchestrator.plan import deployed_configs
 from scotbed.orchestrator.spec import build_scot, parse_spec

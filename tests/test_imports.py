@@ -47,10 +47,10 @@ def test_importing_the_package_leaves_the_standard_library_unpatched() -> None:
 def test_the_spec_and_campaign_file_name_the_registered_backends() -> None:
     import typing
 
-    from scotbed.orchestrator.backends import BACKENDS
+    from scotbed.orchestrator.backends import REGISTRY
     from scotbed.orchestrator.campaign import CampaignFile
     from scotbed.orchestrator.spec import Spec
 
-    assert typing.get_args(Spec.model_fields["backend"].annotation) == tuple(BACKENDS)
+    assert typing.get_args(Spec.model_fields["backend"].annotation) == tuple(REGISTRY)
     campaign = typing.get_args(CampaignFile.model_fields["backend"].annotation)
-    assert typing.get_args(campaign[0]) == tuple(BACKENDS)
+    assert typing.get_args(campaign[0]) == tuple(REGISTRY)

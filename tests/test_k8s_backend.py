@@ -28,22 +28,21 @@ from kubernetes import client as k
 from kubernetes.client.exceptions import ApiException
 
 from scotbed.orchestrator.backends.base import BackendError, DeployRequest
-from scotbed.orchestrator.backends.k8s import (
+from scotbed.orchestrator.backends.k8s.api import Kube, connect, is_status, schedulable_nodes
+from scotbed.orchestrator.backends.k8s.backend import K8sBackend, changes_only
+from scotbed.orchestrator.backends.k8s.deployment import (
     IMAGE_PULL_GRACE_S,
     MANAGED_BY,
-    K8sBackend,
-    Kube,
-    changes_only,
     delete_namespaces,
     down_all,
     release_finished_pods,
     run_namespace,
-    schedulable_nodes,
 )
-from scotbed.orchestrator.backends.k8s_api import connect, is_status
-from scotbed.orchestrator.backends.k8s_diagnose import dead_reason, pod_problem
-from scotbed.orchestrator.backends.k8s_portforward import PROXY_THREAD, Forwarder
-from scotbed.orchestrator.backends.k8s_transfer import (
+from scotbed.orchestrator.backends.k8s.diagnose import dead_reason, pod_problem
+from scotbed.orchestrator.backends.k8s.jobs import WorkloadJobs
+from scotbed.orchestrator.backends.k8s.portforward import PROXY_THREAD, Forwarder
+from scotbed.orchestrator.backends.k8s.render import EVENTS_DIR, LABEL_RUN, broker_address
+from scotbed.orchestrator.backends.k8s.transfer import (
     COLLECT_ANNOTATION,
     COLLECTED_MARKER,
     COLLECTOR,
@@ -52,7 +51,6 @@ from scotbed.orchestrator.backends.k8s_transfer import (
     extract,
 )
 from scotbed.orchestrator.plan import deployed_configs
-from scotbed.orchestrator.render.k8s import EVENTS_DIR, LABEL_RUN, broker_address
 from scotbed.orchestrator.spec import build_scot, parse_spec
 from scotbed.orchestrator.state import RunState
 
@@ -795,7 +793,7 @@ def test_workload_jobs_get_a_collector_and_their_files_land_in_the_run_directory
                     _finish(e.api, e.ns, name, 0)
 
         e.clock.ticks.append(progress)
-        dep.run_workload_jobs([config, _job("locust-master"), _job("locust-worker")], timeout_s=120)
+        WorkloadJobs(dep).run([config, _job("locust-master"), _job("locust-worker")], timeout_s=120)
         run = e.request.run_dir
         assert (run / "events" / "client-locust-master-abcde.jsonl").read_text() == '{"ev": "receive"}\n'
         assert (run / "locust" / "locust-worker-abcde_stats.csv").is_file()
@@ -827,7 +825,7 @@ def test_a_failed_workload_container_fails_the_jobs_with_its_log_but_its_files_a
 
         e.clock.ticks.append(progress)
         with pytest.raises(BackendError) as err:
-            dep.run_workload_jobs([_job("locust-master")], timeout_s=60)
+            WorkloadJobs(dep).run([_job("locust-master")], timeout_s=60)
         msg = str(err.value)
         assert "workload Jobs failed: locust-master: Failed: BackoffLimitExceeded" in msg
         assert f"{master}: container locust exited with code 1 (Error)" in msg and "KeyError: 'broker'" in msg
@@ -842,7 +840,7 @@ def test_a_workload_that_does_not_finish_times_out_naming_the_job_and_keeps_part
     try:
         e.streams.files[("locust-master-abcde", COLLECTOR)] = {"/out/events/client-0.jsonl": b"{}\n"}
         with pytest.raises(BackendError, match=r"workload Jobs not finished after 30 s: locust-master"):
-            dep.run_workload_jobs([_job("locust-master")], timeout_s=30)
+            WorkloadJobs(dep).run([_job("locust-master")], timeout_s=30)
         assert (e.request.run_dir / "events" / "client-0.jsonl").is_file()
         assert 30 <= e.clock.now < 40
     finally:
@@ -853,7 +851,7 @@ def _locust_objects(run_id: str) -> list[dict[str, Any]]:
     from workload_plans import plan_for
 
     from scotbed import topology as T
-    from scotbed.orchestrator.render.k8s import run_labels
+    from scotbed.orchestrator.backends.k8s.render import run_labels
     from scotbed.workloads.k8s import render_locust
 
     scot = T.Scot(T.paper_fig2(), 2)
@@ -884,7 +882,7 @@ def test_the_workload_renderers_jobs_are_collected_from_their_results_dir(env: A
     dep = _deployed(e)
     try:
         _play_locust(e)
-        dep.run_workload_jobs(_locust_objects(e.run_id), timeout_s=60)
+        WorkloadJobs(dep).run(_locust_objects(e.run_id), timeout_s=60)
         pods = sorted(p.metadata.name for p in e.api.pods_in(e.ns) if "job-name" in p.metadata.labels)
         assert len(pods) == 2
         for pod in pods:
@@ -898,9 +896,9 @@ def test_the_workload_renderers_jobs_are_collected_from_their_results_dir(env: A
 def test_render_writes_the_workload_objects_a_run_applies(env: Any, tmp_path: Path) -> None:
     """`scotbed render --target k8s` shows the Locust ConfigMap, Service and Jobs exactly as the backend
     applies them (the run's manifests/workload.yaml), collector and namespace included."""
+    from scotbed.orchestrator.backends.k8s.render import WORKLOAD_RELEASE, locust_jobs
     from scotbed.orchestrator.cli import main
     from scotbed.orchestrator.plan import workload_plan
-    from scotbed.orchestrator.render.k8s import WORKLOAD_RELEASE, locust_jobs
 
     e = env()
     spec_file = tmp_path / "k8stest.yaml"
@@ -916,7 +914,7 @@ def test_render_writes_the_workload_objects_a_run_applies(env: Any, tmp_path: Pa
         plan = workload_plan(
             e.spec, e.scot, dep.client_addresses, run_id=e.run_id, release_mode=WORKLOAD_RELEASE
         )
-        dep.run_workload_jobs(locust_jobs(plan, e.run_id, image, workers, cpu), e.spec.timeouts.run_s)
+        WorkloadJobs(dep).run(locust_jobs(plan, e.run_id, image, workers, cpu), e.spec.timeouts.run_s)
     finally:
         dep.teardown()
     rendered = list(yaml.safe_load_all((tmp_path / "render" / "workload.yaml").read_text()))
@@ -943,7 +941,7 @@ def test_collector_needs_the_annotated_directory_to_be_a_mount() -> None:
 def test_collector_jobs_are_valid_kubernetes_objects_and_keep_the_restricted_context() -> None:
     import kubernetes_validate
 
-    from scotbed.orchestrator.render.k8s import KUBERNETES_VERSION
+    from scotbed.orchestrator.backends.k8s.render import KUBERNETES_VERSION
     from scotbed.workloads.k8s import RESULTS_DIR
 
     jobs = [o for o in _locust_objects("r-1") if o["kind"] == "Job"]
@@ -1087,9 +1085,9 @@ def test_run_namespace_keeps_the_random_suffix_under_any_prefix() -> None:
 def test_run_and_render_name_the_same_namespace(prefix: list[str]) -> None:
     """`scotbed run --backend k8s` deploys into the namespace `scotbed render --target k8s` shows, with
     the default prefix (`scotbed-<run id>`) and with --namespace-prefix."""
+    from scotbed.orchestrator.backends.k8s.render import namespace_for
     from scotbed.orchestrator.cli import build_parser
     from scotbed.orchestrator.progress import make_progress
-    from scotbed.orchestrator.render.k8s import namespace_for
     from scotbed.orchestrator.run import options_from_args
 
     rid = "quickstart-20250101T000000-0123abcd"

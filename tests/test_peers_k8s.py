@@ -19,9 +19,12 @@ from test_k8s_backend import Clock, FakeStreams, ready_status
 from test_k8s_e2e import KUBE_CONTEXT, assert_nothing_left, images, k8s_run, run_pods
 
 from scotbed import contract
-from scotbed.orchestrator.backends.k8s import K8sBackend, Kube, connect, run_namespace
-from scotbed.orchestrator.backends.k8s_peers import K8sPeerLauncher
-from scotbed.orchestrator.render import k8s, k8s_peers
+from scotbed.orchestrator.backends.k8s import render as k8s
+from scotbed.orchestrator.backends.k8s import render_peers as k8s_peers
+from scotbed.orchestrator.backends.k8s.api import Kube, connect
+from scotbed.orchestrator.backends.k8s.backend import K8sBackend
+from scotbed.orchestrator.backends.k8s.deployment import run_namespace
+from scotbed.orchestrator.backends.k8s.peers import K8sPeerLauncher
 from scotbed.orchestrator.run import RunOptions
 from scotbed.orchestrator.state import RunState
 

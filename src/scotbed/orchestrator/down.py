@@ -2,10 +2,10 @@
 
 It reads the run state files (see :mod:`scotbed.orchestrator.state`) and,
 for each matching run, stops its processes (only when the pid still belongs
-to the process the run started), takes its compose project down with its
-volumes, and deletes its Kubernetes namespace. It also sweeps what carries
+to the process the run started) and has its backend remove the rest (compose: the project with its
+volumes; k8s: the namespace). It also has the backends sweep what carries
 scotbed's labels but lost its state file: compose containers labelled
-``scotbed.io/run-id`` and namespaces labelled ``app.kubernetes.io/managed-by=scotbed``.
+``scotbed.io/run-id`` and (``--backend k8s``) namespaces labelled ``app.kubernetes.io/managed-by=scotbed``.
 """
 
 from __future__ import annotations
@@ -14,11 +14,10 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from scotbed.orchestrator.state import ProcessRecord, RunState, load_all, same_process
+from scotbed.orchestrator.state import ProcessRecord, load_all, same_process
 
 GRACE_S = 10.0
 
@@ -27,15 +26,13 @@ GRACE_S = 10.0
 class DownReport:
     runs: list[str] = field(default_factory=list)
     processes: list[str] = field(default_factory=list)
-    compose_projects: list[str] = field(default_factory=list)
-    namespaces: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)  # the backends' lines: what they removed
     errors: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
         out = [f"run {r}: removed" for r in self.runs]
         out += [f"stopped {p}" for p in self.processes]
-        out += [f"compose project {p}: down -v" for p in self.compose_projects]
-        out += [f"namespace {n}: deleted" for n in self.namespaces]
+        out += self.removed
         out += [f"error: {e}" for e in self.errors]
         return out or ["nothing to remove"]
 
@@ -59,18 +56,15 @@ def stop_processes(records: list[ProcessRecord], grace_s: float = GRACE_S) -> li
     return [f"{r.role} (pid {r.pid})" for r in live]
 
 
-def down(
-    run_id: str | None = None,
-    backend: str | None = None,
-    compose_down: Callable[[RunState], None] | None = None,
-    k8s_down: Callable[[str | None, str | None], list[str]] | None = None,
-    compose_sweep: Callable[[str | None], list[str]] | None = None,
-) -> DownReport:
+def down(run_id: str | None = None, backend: str | None = None) -> DownReport:
     """Remove the resources of ``run_id`` (or of every recorded run), optionally of one backend.
 
-    The compose and Kubernetes removers are passed in so this module stays free
-    of Docker and Kubernetes imports; :func:`default_removers` supplies the real ones.
+    Beyond its processes, a run's resources are its backend's to remove (``down_run`` of the backend
+    class); then every backend asked (``backend``, or, without one, those declaring
+    ``sweeps_unasked``) sweeps what carries scotbed's labels but no state file records.
     """
+    from scotbed.orchestrator.backends import REGISTRY, backend_class
+
     report = DownReport()
     for st in load_all():
         if run_id is not None and st.run_id != run_id:
@@ -79,52 +73,25 @@ def down(
             continue
         try:
             report.processes += stop_processes(st.processes)
-            if st.compose_project and compose_down is not None:
-                compose_down(st)
-                report.compose_projects.append(st.compose_project)
-            if st.k8s_namespace and k8s_down is not None:
-                report.namespaces += k8s_down(st.k8s_context, st.run_id)
+            report.removed += backend_class(st.backend).down_run(st)
             st.forget()
             report.runs.append(st.run_id)
         except Exception as e:  # one stuck run must not keep the others alive
             report.errors.append(f"{st.run_id}: {e}")
-    if backend in (None, "compose") and compose_sweep is not None:
+    for name in REGISTRY:
+        cls = backend_class(name)
+        if backend != name and not (backend is None and cls.sweeps_unasked):
+            continue
         try:
-            report.compose_projects += [p for p in compose_sweep(run_id) if p not in report.compose_projects]
+            report.removed += [line for line in cls.sweep(run_id) if line not in report.removed]
         except Exception as e:
-            report.errors.append(f"compose sweep: {e}")
-    if backend == "k8s" and k8s_down is not None:
-        try:
-            report.namespaces += [n for n in k8s_down(None, run_id) if n not in report.namespaces]
-        except Exception as e:
-            report.errors.append(f"kubernetes sweep: {e}")
+            report.errors.append(f"{name} sweep: {e}")
     return report
-
-
-def default_removers() -> dict[str, Any]:
-    """The real compose and Kubernetes removers, imported only when needed."""
-
-    def compose_down(st: RunState) -> None:
-        from scotbed.orchestrator.backends import compose
-
-        compose.down_project(st)
-
-    def compose_sweep(run_id: str | None) -> list[str]:
-        from scotbed.orchestrator.backends import compose
-
-        return compose.sweep(run_id)
-
-    def k8s_down(context: str | None, run_id: str | None) -> list[str]:
-        from scotbed.orchestrator.backends import k8s
-
-        return k8s.down_all(context=context, run_id=run_id)
-
-    return {"compose_down": compose_down, "compose_sweep": compose_sweep, "k8s_down": k8s_down}
 
 
 def main(args: Any) -> int:
     """`scotbed down [--backend local|compose|k8s] [RUN_ID]`."""
-    report = down(args.run_id, args.backend, **default_removers())
+    report = down(args.run_id, args.backend)
     for line in report.lines():
         print(line)
     return 1 if report.errors else 0

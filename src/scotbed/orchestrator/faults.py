@@ -16,7 +16,7 @@ run can drain. ``latency`` sets both directions' propagation delay (ms as
 given, not scaled by ``workload.time_scale``) for batches leaving the queues
 from then on; it delays and loses nothing, so it opens no fault window.
 
-Backends: local and compose (the deployment's ``fault_target``). On compose a
+Backends: those declaring ``supports_faults`` (the deployment's ``fault_target``). On compose a
 broker is its container (``compose kill``, ``stop``, ``start``:
 :mod:`scotbed.orchestrator.backends.compose_faults`); link faults go through
 the broker's Admin RPC on every backend.
@@ -67,7 +67,6 @@ from scotbed.orchestrator.spec_errors import SpecError
 REJOIN_TIMEOUT_S = 30.0  # a restarted broker's links must be up both ways by then
 CUT_MSGS_PER_S = 1e-6  # a cut link: the token bucket releases nothing until restored
 LINK_ACTIONS = ("cut", "restore", "capacity", "latency")
-BACKENDS = ("local", "compose", "k8s")  # those whose deployment has a fault_target
 
 
 class FaultSpec(BaseModel):
@@ -284,8 +283,11 @@ def validate(spec: Any, scot: Any, backend: str) -> None:
     """Raise SpecError when the spec's timeline does not fit the overlay or the backend."""
     if not spec.faults:
         return
-    if backend not in BACKENDS:
-        raise SpecError(f"faults: injected on {' and '.join(BACKENDS)} only in this build, not {backend}")
+    from scotbed.orchestrator.backends import REGISTRY, backend_class
+
+    able = [n for n in REGISTRY if backend_class(n).supports_faults]
+    if backend not in able:
+        raise SpecError(f"faults: injected on {' and '.join(able)} only in this build, not {backend}")
     ids = {b.id for b in scot.brokers}
     problems = check(spec.faults, ids, lambda b: {n.id for n in scot.neighbours(b)})
     if problems:

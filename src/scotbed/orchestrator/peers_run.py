@@ -1,6 +1,7 @@
-"""A run of ``topology: {kind: peers}``: peer processes on this host (local), in containers
-(compose) or in pods (k8s), the gossip warm-up, then the publish phase in rounds (events from live
-peers, optional churn), the event logs analysed by Spark (:mod:`scotbed.analysis.peers_section`) into
+"""A run of ``topology: {kind: peers}``: peer processes where the backend's launcher starts them
+(:meth:`~scotbed.orchestrator.backends.base.Backend.peer_launcher`: this host, containers, pods),
+the gossip warm-up, then the publish phase in rounds (events from live peers, optional churn), the
+event logs analysed by Spark (:mod:`scotbed.analysis.peers_section`) into
 ``analysis/summary.json`` and a small report (:mod:`scotbed.analysis.peers`).
 
 The workload is the simulator's (:mod:`scotbed.peers.workload`): one subscription per peer, uniform
@@ -11,45 +12,21 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from scotbed import contract
 from scotbed.analysis import peers as peer_analysis
 from scotbed.analysis import peers_section
-from scotbed.orchestrator.backends.compose_peers import ComposePeerLauncher
 from scotbed.orchestrator.progress import Progress
 from scotbed.orchestrator.spec import Spec
 from scotbed.orchestrator.spec_peers import PeersWorkloadSpec, peer_config
-from scotbed.orchestrator.state import RunState
 from scotbed.peerproc.cluster import PeerCluster
-from scotbed.peerproc.launch import Launcher, LocalLauncher
+from scotbed.peerproc.launch import Launcher
 from scotbed.peers.workload import Draw, Shape, distinct_ids
 
 #: bootstrap contacts per joining peer (the simulator's ``grow`` default)
 CONTACTS = 5
-
-
-def launcher_for(
-    backend: str,
-    run_id: str,
-    image: str,
-    state: RunState | None,
-    k8s: Callable[[], Any] | None = None,
-    ready_timeout_s: float = 60.0,
-) -> Launcher:
-    """This host's processes (local), one container (compose) or one pod (k8s: ``k8s()`` makes the
-    run's :class:`~scotbed.orchestrator.backends.k8s.K8sBackend`) per peer."""
-    if backend == "compose":
-        return ComposePeerLauncher(run_id, image, state=state)
-    if backend == "k8s":
-        from scotbed.orchestrator.backends.k8s import K8sBackend
-        from scotbed.orchestrator.backends.k8s_peers import K8sPeerLauncher
-
-        state = state or RunState(run_id, backend, "")
-        return K8sPeerLauncher(k8s() if k8s else K8sBackend(), run_id, image, state, ready_timeout_s)
-    return LocalLauncher()
 
 
 def run_peers(

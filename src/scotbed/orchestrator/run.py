@@ -25,7 +25,6 @@ but host-bound (:func:`scotbed.analysis.validity.exit_status`); 130/143 interrup
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import signal
 import time
@@ -33,16 +32,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from scotbed import contract
 from scotbed.analysis import faultwindows, unreadable
 from scotbed.orchestrator import experiment, faults, interrupts, schedule, security, spec_peers
 from scotbed.orchestrator import plan as deploy_plan
 from scotbed.orchestrator.backends import make_backend
-from scotbed.orchestrator.backends.base import BackendError, Deployment, DeployRequest
+from scotbed.orchestrator.backends.base import BackendError, Deployment, DeployRequest, ReleaseMode
 from scotbed.orchestrator.images import BROKER_IMAGE, WORKLOAD_IMAGE
-from scotbed.orchestrator.liveview import live_figures
 from scotbed.orchestrator.locust_driver import HostLocust, WorkloadFailed
 from scotbed.orchestrator.outdir import writable_dir, write_topology
 from scotbed.orchestrator.progress import Phase, Progress, make_progress
@@ -78,7 +76,7 @@ class RunOptions:
     image: str | None = None
     workload_image: str = WORKLOAD_IMAGE  # k8s: the Locust Jobs' image (broker image + workloads)
     kube_context: str | None = None
-    namespace_prefix: str | None = None  # k8s: None: the renderer's (render.k8s.NAMESPACE_PREFIX)
+    namespace_prefix: str | None = None  # k8s: None: the renderer's (backends.k8s.render.NAMESPACE_PREFIX)
     preferred_anti_affinity: bool = False
     pod_cpu: str | None = None  # k8s: CPU request of broker and Locust pods (None: their defaults)
     spark_master: str | None = None
@@ -158,12 +156,12 @@ class Lifecycle:
         self.state = RunState(run_id, backend_name, str(run_dir))
         self.state.save()
         self.progress.info(f"run directory: {run_dir}")
+        backend = make_backend(backend_name, self.options, self.progress)
         if spec.topology.kind == spec_peers.PEERS:
-            from scotbed.orchestrator.peers_run import launcher_for, run_peers
+            from scotbed.orchestrator.peers_run import run_peers
 
             image = self.options.image or BROKER_IMAGE
-            k8s = functools.partial(make_backend, backend_name, self.options, self.progress)
-            launcher = launcher_for(backend_name, run_id, image, self.state, k8s, spec.timeouts.ready_s)
+            launcher = backend.peer_launcher(run_id, image, self.state, spec.timeouts.ready_s)
             return RunResult(run_id, run_dir, *run_peers(spec, run_dir, self.progress, launcher))
 
         with self.progress.phase("topology") as ph:
@@ -175,7 +173,6 @@ class Lifecycle:
                 f"{s['acols']} aCOLs, {s['icols']} iCOLs"
             )
 
-        backend = make_backend(backend_name, self.options, self.progress)
         with self.progress.phase("render") as ph:
             configs = security.with_run_token(
                 deploy_plan.deployed_configs(spec, scot, backend.addressing(run_id), run_id)
@@ -217,10 +214,11 @@ class Lifecycle:
 
         if script is not None:
             self._workload_scripted(spec, script)
-        elif self.deployment.in_cluster_workload:
-            self._workload_in_cluster(spec, scot, run_id)
         else:
-            self._workload_on_host(spec, scot, run_id)
+            try:
+                self.deployment.run_workload(_WorkloadRun(self, spec, scot, run_id))
+            except WorkloadFailed as e:
+                raise RunFailed(str(e), self.run_dir) from None
 
         with self.progress.phase("collect") as ph:
             self._collect(ph)
@@ -259,7 +257,7 @@ class Lifecycle:
         deadline = time.monotonic() + timeout_s
         pending = {b: "not checked" for b in addresses}
         while pending:
-            self._check_brokers()
+            self.check_brokers()
             pending = asyncio.run(serving(sorted(pending)))
             ph.update(f"{len(addresses) - len(pending)}/{len(addresses)} brokers serving")
             if pending and time.monotonic() > deadline:
@@ -271,7 +269,7 @@ class Lifecycle:
             if pending:
                 time.sleep(0.2)
 
-    def _live_admin_addresses(self, spec: Spec) -> dict[str, str]:
+    def live_admin_addresses(self, spec: Spec) -> dict[str, str]:
         """The brokers the drain asks: after the fault in progress has finished (a restarted container may
         serve on a new host port), without those the timeline left down on purpose."""
         assert self.deployment is not None
@@ -281,7 +279,7 @@ class Lifecycle:
         down = self.injector.down
         return {b: a for b, a in self.deployment.admin_addresses.items() if b not in down}
 
-    def _check_brokers(self) -> None:
+    def check_brokers(self) -> None:
         if self.deployment is None:
             return
         if self.injector is not None and self.injector.error:
@@ -292,7 +290,7 @@ class Lifecycle:
             names = "; ".join(f"{b}: {why}" for b, why in sorted(dead.items()))
             raise RunFailed(f"broker(s) stopped during the run: {names}", self.run_dir)
 
-    def _plan(self, spec: Spec, scot: Any, run_id: str, release_mode: Literal["auto", "file"]) -> Any:
+    def plan_workload(self, spec: Spec, scot: Any, run_id: str, release_mode: ReleaseMode) -> Any:
         """The workload plan (written to workload/plan.json) with the clients the orchestrator placed."""
         from scotbed.workloads import plan as wplan
 
@@ -303,53 +301,10 @@ class Lifecycle:
         wplan.write(plan, self.run_dir / contract.PLAN)
         return plan
 
-    def _workload_on_host(self, spec: Spec, scot: Any, run_id: str) -> None:
-        """Locust master and workers as local processes (:mod:`.locust_driver`); the orchestrator
-        releases the publishers once every subscription is acknowledged and every broker is quiescent."""
-        try:
-            self._drive_locust(spec, scot, run_id)
-        except WorkloadFailed as e:
-            raise RunFailed(str(e), self.run_dir) from None
-
-    def _drive_locust(self, spec: Spec, scot: Any, run_id: str) -> None:
-        assert self.run_dir is not None and self.state is not None
-        locust = self.driver = HostLocust(self.run_dir, self.state, self.options.workers, self._check_brokers)
-        with self.progress.phase("subscribe") as ph:
-            plan = self._plan(spec, scot, run_id, "file")
-            n = locust.start(
-                self.run_dir / contract.PLAN, plan.subscription_count(), spec.timeouts.quiescent_s, ph
-            )
-            ph.update(f"{n} subscriptions acknowledged")
-
-        with self.progress.phase("quiescent") as ph:
-            self._wait_quiescent(spec.timeouts.quiescent_s, ph)
-
-        assert self.deployment is not None
-        addresses, expected = self.deployment.admin_addresses, plan.publication_count()
-        with (
-            self.progress.phase("publish") as ph,
-            live_figures(self.progress, ph, addresses, expected) as on_status,
-        ):
-            locust.release()
-            self.injector = faults.inject(spec, self.deployment, self.run_dir)
-            locust.watch(spec.timeouts.run_s, ph, on_status)
-
-        with self.progress.phase("drain") as ph:
-            record = locust.drain(self._live_admin_addresses(spec), spec.timeouts.drain_s, ph)
-            if not record["quiescent"]:
-                self.progress.warn(
-                    f"drain: backlog {record['backlog_at_stop']} still queued after "
-                    f"timeouts.drain_s={spec.timeouts.drain_s:g} s; counted as undelivered at stop"
-                )
-            result = locust.wait(spec.timeouts.run_s)
-            ph.update(
-                f"{result.events.get('publish', 0)} published, {result.events.get('receive', 0)} received"
-            )
-
     def _workload_scripted(self, spec: Spec, script: Script) -> None:
         """The script's operations from this host (:mod:`.script_driver`), each followed by its settle."""
         assert self.deployment is not None and self.run_dir is not None
-        driver = self.driver = HostScript(self.run_dir, self._check_brokers)
+        driver = self.driver = HostScript(self.run_dir, self.check_brokers)
         with self.progress.phase("script") as ph:
             try:
                 result = driver.play(
@@ -363,33 +318,7 @@ class Lifecycle:
                 raise RunFailed(str(e), self.run_dir) from None
             ph.update(", ".join(f"{v} {k}" for k, v in sorted(result.events.items())))
 
-    def _workload_in_cluster(self, spec: Spec, scot: Any, run_id: str) -> None:
-        """Locust as Kubernetes Jobs next to the brokers (clients dial in-cluster DNS names); the
-        master releases the publishers itself once every broker reports quiescent (release ``auto``)."""
-        from scotbed.orchestrator.backends import k8s_faults
-        from scotbed.orchestrator.render.k8s import WORKLOAD_RELEASE, locust_jobs
-        from scotbed.workloads.records import merge_workload
-
-        assert self.run_dir is not None and self.deployment is not None
-        with self.progress.phase("workload (Kubernetes Jobs)") as ph:
-            plan = self._plan(spec, scot, run_id, WORKLOAD_RELEASE)
-            objects = locust_jobs(
-                plan, run_id, self.options.workload_image, self.options.workers, self.options.pod_cpu
-            )
-            ph.update(f"{len(plan.subscribers)} subscribers, {len(plan.publishers)} publishers")
-            self.injector = k8s_faults.inject(spec, self.deployment, self.run_dir)
-            try:
-                self.deployment.run_workload_jobs(objects, spec.timeouts.run_s)
-            except BackendError as e:
-                raise RunFailed(f"workload: {e}", self.run_dir) from None
-            if self.injector is not None:  # a restart still in progress: the drain asks every broker
-                self.injector.wait_applied(spec.timeouts.ready_s)
-            counts = merge_workload(self.run_dir)
-            ph.update(", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
-        with self.progress.phase("drain") as ph:
-            self._wait_quiescent(spec.timeouts.drain_s, ph)
-
-    def _wait_quiescent(self, timeout_s: float, ph: Phase) -> None:
+    def wait_quiescent(self, timeout_s: float, ph: Phase) -> None:
         """Every broker's queues empty, every batch acknowledged, counters stable (Admin.Status)."""
         import asyncio
 
@@ -398,7 +327,7 @@ class Lifecycle:
         assert self.deployment is not None
 
         def on_poll(replies: Any) -> None:
-            self._check_brokers()
+            self.check_brokers()
             if (errors := routing_errors(replies)) is not None:
                 raise RunFailed(errors, self.run_dir)
             done = sum(1 for r in replies.values() if r.quiescent)
@@ -506,6 +435,34 @@ class Lifecycle:
             stop_processes(self.state.processes)
             self.state.forget()
             self.state = None
+
+
+class _WorkloadRun:
+    """What a run lends its deployment's workload runner (:class:`~.backends.base.WorkloadRun`)."""
+
+    def __init__(self, life: Lifecycle, spec: Spec, scot: Any, run_id: str) -> None:
+        assert life.run_dir is not None and life.state is not None
+        self.life, self.spec, self.scot, self.run_id = life, spec, scot, run_id
+        self.run_dir, self.state = life.run_dir, life.state
+        self.progress, self.options = life.progress, life.options
+
+    def plan(self, release_mode: ReleaseMode) -> Any:
+        return self.life.plan_workload(self.spec, self.scot, self.run_id, release_mode)
+
+    def check_brokers(self) -> None:
+        self.life.check_brokers()
+
+    def wait_quiescent(self, timeout_s: float, ph: Any) -> None:
+        self.life.wait_quiescent(timeout_s, ph)
+
+    def live_admin_addresses(self) -> dict[str, str]:
+        return self.life.live_admin_addresses(self.spec)
+
+    def started(self, *, driver: Any = None, injector: Any = None) -> None:
+        if driver is not None:
+            self.life.driver = driver
+        if injector is not None:
+            self.life.injector = injector
 
 
 def verdict_of(summary: dict[str, Any]) -> tuple[bool, str]:

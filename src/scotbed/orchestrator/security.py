@@ -6,7 +6,7 @@ and, inherited, for every broker and Locust process it starts; compose mounts
 the directory into every broker container and names it there
 (:func:`scotbed.orchestrator.backends.compose.render_run`); k8s ships it as a
 Secret that every broker and workload pod mounts
-(:mod:`scotbed.orchestrator.render.k8s_tls`). With or without TLS, every run draws a run token
+(:mod:`scotbed.orchestrator.backends.k8s.render_tls`). With or without TLS, every run draws a run token
 that its Admin and Link callers must show (:func:`with_run_token`).
 """
 

@@ -2,7 +2,7 @@
 dial, the address it binds, its event log as the process sees them), starts them from one run file
 and tells the driver where to reach each one. :class:`LocalLauncher` runs them on this host; the
 compose launcher (``orchestrator/backends/compose_peers.py``) runs each in a container, the k8s
-launcher (``orchestrator/backends/k8s_peers.py``) each in a pod.
+launcher (``orchestrator/backends/k8s/peers.py``) each in a pod.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Kubernetes objects that run a workload plan: Locust master and worker Jobs that exit when the run is over.
 
 Pure: returns dicts; the orchestrator's renderer
-(:func:`scotbed.orchestrator.render.k8s.render_k8s`) takes them as
+(:func:`scotbed.orchestrator.backends.k8s.render.render_k8s`) takes them as
 ``extra_objects`` and gives them the run's namespace. Pass its
 ``run_labels(run_id)`` as ``labels`` so the brokers' NetworkPolicy admits the
 Locust pods.

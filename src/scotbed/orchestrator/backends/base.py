@@ -1,24 +1,32 @@
 """The seam between the run lifecycle and where brokers actually run.
 
 A backend turns broker configs into running brokers and back into files:
-``deploy`` starts them and returns a :class:`Deployment`, which knows the
-addresses the orchestrator (admin, health) and the workload (clients) dial,
-which brokers have died, how to copy event logs into the run directory, and
-how to remove everything it started. Backends never import the lifecycle.
+``deploy`` starts them and returns a :class:`Deployment`, which owns everything the run then does
+with them: the addresses the orchestrator (admin, health) and the workload (clients) dial, the
+workload itself (:meth:`Deployment.run_workload`: on the host or next to the brokers, the backend's
+business), the fault timeline's hands (:attr:`Deployment.fault_target`), which brokers have died,
+copying event logs into the run directory, and removing everything it started. The run lends a
+workload runner what it needs through :class:`WorkloadRun`; backends never import the lifecycle.
+
+A backend's class declares what it can do (:class:`BackendClass`, with the defaults of
+:class:`BackendDefaults`); the registry (:mod:`scotbed.orchestrator.backends`) maps names to classes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from scotbed.config import BrokerConfig
 from scotbed.errors import ScotbedError
 from scotbed.orchestrator.images import BROKER_IMAGE
 from scotbed.orchestrator.plan import Addressing
 from scotbed.orchestrator.state import RunState
+
+if TYPE_CHECKING:
+    from scotbed.peerproc.launch import Launcher
 
 
 class BackendError(ScotbedError, RuntimeError):
@@ -39,6 +47,44 @@ class DeployRequest:
     nodes_needed: int = 1  # nodes that keep every broker off its neighbours' nodes (Scot.chromatic_need)
 
 
+#: who releases the publishers: ``file`` the orchestrator, ``auto`` the Locust master once every broker
+#: is quiescent (:class:`scotbed.workloads.plan.ReleaseSpec`)
+ReleaseMode = Literal["auto", "file"]
+
+
+class WorkloadRun(Protocol):
+    """What the run lends its deployment's workload runner: the spec, the run's files and progress, and
+    the run's own barriers and checks (each raises the run's failure when it does not pass)."""
+
+    spec: Any  # the run's Spec: timeouts, faults
+    run_id: str
+    run_dir: Path
+    state: RunState
+    progress: Any  # Progress: the runner's phases
+    options: Any  # RunOptions: workers, workload_image, pod_cpu
+
+    def plan(self, release_mode: ReleaseMode) -> Any:
+        """The workload plan, with the clients placed at the deployment's client addresses, written to
+        ``workload/plan.json``."""
+        ...
+
+    def check_brokers(self) -> None:
+        """Fail the run when a broker died outside the fault timeline or the timeline failed."""
+        ...
+
+    def wait_quiescent(self, timeout_s: float, ph: Any) -> None:
+        """Wait until every broker's queues are empty and its counters stable."""
+        ...
+
+    def live_admin_addresses(self) -> dict[str, str]:
+        """The brokers a drain asks: after the fault in progress, without those left down on purpose."""
+        ...
+
+    def started(self, *, driver: Any = None, injector: Any = None) -> None:
+        """Hand the run a workload driver or fault injector its cleanup must stop, however it ends."""
+        ...
+
+
 class Deployment(Protocol):
     @property
     def admin_addresses(self) -> dict[str, str]:
@@ -56,8 +102,19 @@ class Deployment(Protocol):
         processes, the run's network for containers); empty unless the spec has metrics on."""
         ...
 
+    @property
+    def fault_target(self) -> Any:
+        """What the fault timeline kills, stops and restarts (:class:`scotbed.orchestrator.faults.Target`)."""
+        ...
+
     def dead(self) -> dict[str, str]:
         """Brokers that stopped running, with the reason (exit code, last log lines)."""
+        ...
+
+    def run_workload(self, run: WorkloadRun) -> None:
+        """Run the generated workload from subscribing to the end of the drain, with the spec's fault
+        timeline; raises :class:`~scotbed.orchestrator.locust_driver.WorkloadFailed` when the workload
+        fails. Where the clients run (host processes, in-cluster Jobs) is the backend's business."""
         ...
 
     def collect(self, events_dir: Path) -> list[Path]:
@@ -68,27 +125,6 @@ class Deployment(Protocol):
         """Remove everything the deployment started; safe to call twice."""
         ...
 
-    @property
-    def in_cluster_workload(self) -> bool:
-        """The workload runs next to the brokers (:meth:`run_workload_jobs`), not on the host."""
-        ...
-
-    def run_workload_jobs(self, objects: Sequence[dict[str, Any]], timeout_s: float) -> None:
-        """Run the workload's rendered objects (Kubernetes Jobs) to their end and copy their results
-        into the run directory; only where :attr:`in_cluster_workload`."""
-        ...
-
-
-class HostWorkload:
-    """The workload side of a deployment whose clients run on the host (local processes, compose)."""
-
-    @property
-    def in_cluster_workload(self) -> bool:
-        return False
-
-    def run_workload_jobs(self, objects: Sequence[dict[str, Any]], timeout_s: float) -> None:
-        raise BackendError("this backend runs the workload on the host, not as in-cluster Jobs")
-
 
 class Backend(Protocol):
     name: str
@@ -98,3 +134,67 @@ class Backend(Protocol):
         ...
 
     def deploy(self, request: DeployRequest) -> Deployment: ...
+
+    def peer_launcher(self, run_id: str, image: str, state: RunState, ready_timeout_s: float) -> Launcher:
+        """Where a ``topology: {kind: peers}`` run starts its peer processes."""
+        ...
+
+
+class BackendClass(Protocol):
+    """A registered backend class: how a run makes one, and what it declares it can do."""
+
+    name: str  # set by the registry
+    supports_faults: bool  # its deployments have a fault_target (spec ``faults:``)
+    renders: bool  # ``scotbed render --target NAME`` writes its files (:meth:`render`)
+    sweeps_unasked: bool  # ``scotbed down`` without ``--backend`` sweeps its unrecorded leftovers
+
+    def from_options(self, options: Any, progress: Any) -> Backend:
+        """The backend for a run's options (:class:`~scotbed.orchestrator.run.RunOptions`) and progress."""
+        ...
+
+    def render(self, args: Any, spec: Any, scot: Any, run_id: str, out: Path) -> int:
+        """``scotbed render``: write what a run would deploy into ``out``; the exit code. Bad arguments
+        raise :class:`BackendError`."""
+        ...
+
+    def down_run(self, state: RunState) -> list[str]:
+        """``scotbed down`` of one recorded run: remove what it left (beyond its processes); report lines."""
+        ...
+
+    def sweep(self, run_id: str | None) -> list[str]:
+        """``scotbed down``: remove what carries scotbed's labels (of ``run_id``) but no state file
+        records; report lines."""
+        ...
+
+
+class BackendDefaults:
+    """The capabilities of a backend class that declares nothing else (see :class:`BackendClass`)."""
+
+    name: ClassVar[str] = ""
+    supports_faults: ClassVar[bool] = True
+    renders: ClassVar[bool] = False
+    sweeps_unasked: ClassVar[bool] = False
+    #: "module:function" that makes a peers run's launcher, called as ``(backend, run_id, image, state,
+    #: ready_timeout_s)``; named rather than imported because a launcher module builds on its backend's
+    peers: ClassVar[str] = ""
+
+    def peer_launcher(self, run_id: str, image: str, state: RunState, ready_timeout_s: float) -> Launcher:
+        if not self.peers:
+            raise BackendError(f"the {self.name} backend runs no peers")
+        module, function = self.peers.split(":")
+        launcher: Launcher = getattr(importlib.import_module(module), function)(
+            self, run_id, image, state, ready_timeout_s
+        )
+        return launcher
+
+    @classmethod
+    def render(cls, args: Any, spec: Any, scot: Any, run_id: str, out: Path) -> int:
+        raise BackendError(f"the {cls.name} backend deploys nothing to render")
+
+    @classmethod
+    def down_run(cls, state: RunState) -> list[str]:
+        return []
+
+    @classmethod
+    def sweep(cls, run_id: str | None) -> list[str]:
+        return []

@@ -24,7 +24,8 @@ from typing import Any
 
 from scotbed import contract
 from scotbed.broker import tls
-from scotbed.orchestrator.backends.base import BackendError, DeployRequest, HostWorkload
+from scotbed.config import BrokerConfig
+from scotbed.orchestrator.backends.base import BackendDefaults, BackendError, DeployRequest
 from scotbed.orchestrator.backends.compose_faults import ComposeFaults
 from scotbed.orchestrator.backends.docker_engine import (
     IMAGE_UID,
@@ -39,6 +40,7 @@ from scotbed.orchestrator.backends.docker_engine import (
     container_user,
     project_name,
 )
+from scotbed.orchestrator.backends.host_workload import HostWorkload
 from scotbed.orchestrator.plan import Addressing
 from scotbed.orchestrator.render import compose as render
 from scotbed.orchestrator.render import to_yaml, write_brokers_json
@@ -126,16 +128,19 @@ def ensure_image(engine: DockerEngine, tag: str, notify: Notify = _quiet, root: 
 class ComposeDeployment(HostWorkload):
     """One run's compose project, up and healthy."""
 
-    def __init__(self, project: ComposeProject, run_id: str, brokers: list[str]) -> None:
+    def __init__(
+        self, project: ComposeProject, run_id: str, configs: list[BrokerConfig], ready_timeout_s: float
+    ) -> None:
         self.project = project
         self.run_id = run_id
-        self.brokers = brokers
+        self.brokers = [c.id for c in configs]
         self.ports: dict[str, int] = {}
         self.metrics_addresses: dict[str, str] = {}  # on the run's network (render.addressing)
         self._dead: dict[str, str] = {}
         self._dead_at = 0.0
         self._down = False
-        self.fault_target: ComposeFaults | None = None  # set once the project is healthy
+        #: what the fault timeline kills, stops and starts again: the brokers' containers
+        self.fault_target = ComposeFaults(self, configs, ready_timeout_s)
 
     def discover_ports(self) -> None:
         engine = self.project.engine
@@ -211,8 +216,30 @@ def run_leftovers(engine: DockerEngine, run_id: str) -> Leftovers:
     return found
 
 
-class ComposeBackend:
-    name = "compose"
+class ComposeBackend(BackendDefaults):
+    """Brokers in containers of one compose project per run; ``scotbed down`` sweeps the projects no
+    state file records even unasked (a Docker engine is local and cheap to ask)."""
+
+    renders = True
+    sweeps_unasked = True
+    peers = "scotbed.orchestrator.backends.compose_peers:launcher"
+
+    @classmethod
+    def render(cls, args: Any, spec: Any, scot: Any, run_id: str, out: Path) -> int:
+        from scotbed.orchestrator.render.compose_files import write_files
+
+        return write_files(args, spec, scot, run_id, out)
+
+    @classmethod
+    def down_run(cls, state: RunState) -> list[str]:
+        if not state.compose_project:
+            return []
+        down_project(state)
+        return [f"compose project {state.compose_project}: down -v"]
+
+    @classmethod
+    def sweep(cls, run_id: str | None) -> list[str]:
+        return [f"compose project {p}: down -v" for p in sweep(run_id)]
 
     @classmethod
     def from_options(cls, options: Any, progress: Any) -> ComposeBackend:
@@ -256,7 +283,7 @@ class ComposeBackend:
         request.state.compose_project = project.project
         request.state.compose_file = str(file)
         request.state.save()
-        deployment = ComposeDeployment(project, request.run_id, [c.id for c in request.configs])
+        deployment = ComposeDeployment(project, request.run_id, request.configs, request.ready_timeout_s)
         deployment.metrics_addresses = render.addressing().metrics(request.configs)
         try:
             project.up()
@@ -265,7 +292,6 @@ class ComposeBackend:
             except DockerError as e:
                 raise BackendError(self._not_healthy(project, e)) from None
             deployment.discover_ports()
-            deployment.fault_target = ComposeFaults(deployment, request.configs, request.ready_timeout_s)
         except (DockerError, BackendError) as e:
             if not self.keep_on_failure:
                 try:

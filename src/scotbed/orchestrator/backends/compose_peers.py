@@ -155,3 +155,10 @@ class ComposePeerLauncher:
         if left:
             raise BackendError(f"run {self.run_id}: left behind after down: {left}")
         self._down = True
+
+
+def launcher(
+    backend: Any, run_id: str, image: str, state: RunState, ready_timeout_s: float
+) -> ComposePeerLauncher:
+    """The compose backend's peer launcher (its ``peers``): one container per peer."""
+    return ComposePeerLauncher(run_id, image, state=state)

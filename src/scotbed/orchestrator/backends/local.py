@@ -14,8 +14,11 @@ from typing import Any
 from scotbed.broker.launcher import LaunchError, LocalCluster
 from scotbed.orchestrator import procwatch
 from scotbed.orchestrator.backends import capacity
-from scotbed.orchestrator.backends.base import BackendError, DeployRequest, HostWorkload
+from scotbed.orchestrator.backends.base import BackendDefaults, BackendError, DeployRequest
+from scotbed.orchestrator.backends.host_workload import HostWorkload
 from scotbed.orchestrator.plan import Addressing
+from scotbed.orchestrator.state import RunState
+from scotbed.peerproc.launch import Launcher, LocalLauncher
 
 #: the launcher picks each broker's port and writes its log into the run's events/
 LOCAL_ADDRESSING = Addressing(dial="127.0.0.1:0", listen="127.0.0.1:0")
@@ -60,8 +63,8 @@ class LocalDeployment(HostWorkload):
         self.cluster.stop()
 
 
-class LocalBackend:
-    name = "local"
+class LocalBackend(BackendDefaults):
+    """Broker processes on this host; what they leave, ``scotbed down`` stops by the recorded pids."""
 
     @classmethod
     def from_options(cls, options: Any, progress: Any) -> LocalBackend:
@@ -69,6 +72,10 @@ class LocalBackend:
 
     def addressing(self, run_id: str) -> Addressing:
         return LOCAL_ADDRESSING
+
+    def peer_launcher(self, run_id: str, image: str, state: RunState, ready_timeout_s: float) -> Launcher:
+        """Peer processes on this host."""
+        return LocalLauncher()
 
     def deploy(self, request: DeployRequest) -> LocalDeployment:
         capacity.require(len(request.configs))

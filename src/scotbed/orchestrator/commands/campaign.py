@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from scotbed.orchestrator.backends import BACKENDS
+from scotbed.orchestrator.backends import REGISTRY
 from scotbed.orchestrator.commands import call_lazy
 from scotbed.orchestrator.commands.run import add_run_options
 
@@ -14,7 +14,7 @@ from scotbed.orchestrator.commands.run import add_run_options
 def add_parser(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser("campaign", help="run a matrix of experiments, compare them")
     p.add_argument("campaign", metavar="CAMPAIGN", help="campaign file (YAML)")
-    p.add_argument("--backend", choices=tuple(BACKENDS), help="override every run's backend")
+    p.add_argument("--backend", choices=tuple(REGISTRY), help="override every run's backend")
     p.add_argument("--out", default="runs", metavar="DIR", help="parent of the campaign directory")
     p.add_argument(
         "--set",

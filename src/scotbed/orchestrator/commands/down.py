@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from scotbed.orchestrator.backends import BACKENDS
+from scotbed.orchestrator.backends import REGISTRY
 from scotbed.orchestrator.commands import call_lazy
 
 
@@ -17,7 +17,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("run_id", nargs="?", metavar="RUN_ID", help="default: every run scotbed recorded")
     p.add_argument(
         "--backend",
-        choices=tuple(BACKENDS),
+        choices=tuple(REGISTRY),
         help="only runs of this backend (k8s also sweeps namespaces labelled managed-by=scotbed)",
     )
     p.set_defaults(handler=lambda args: call_lazy("down", "scotbed.orchestrator.down", args))

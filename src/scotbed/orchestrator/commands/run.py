@@ -7,7 +7,7 @@ import argparse
 import re
 from typing import Any
 
-from scotbed.orchestrator.backends import BACKENDS
+from scotbed.orchestrator.backends import REGISTRY
 from scotbed.orchestrator.commands import add_spec_arguments, call_lazy
 from scotbed.orchestrator.images import BROKER_IMAGE
 
@@ -109,7 +109,7 @@ def add_parser(sub: Any) -> None:
         "run", help="deploy, drive, collect and analyse one experiment; exit 0 only if correct"
     )
     add_spec_arguments(p)
-    p.add_argument("--backend", choices=tuple(BACKENDS), help="override the spec's backend")
+    p.add_argument("--backend", choices=tuple(REGISTRY), help="override the spec's backend")
     p.add_argument("--out", default="runs", metavar="DIR", help="parent of the run directory")
     add_run_options(p)
     p.set_defaults(handler=lambda args: call_lazy("run", "scotbed.orchestrator.run", args))

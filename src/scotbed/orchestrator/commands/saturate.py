@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from scotbed.orchestrator.backends import BACKENDS
+from scotbed.orchestrator.backends import REGISTRY
 from scotbed.orchestrator.commands import add_spec_arguments, call_lazy
 from scotbed.orchestrator.commands.run import add_run_options
 
@@ -29,7 +29,7 @@ def add_parser(sub: Any) -> None:
         metavar="KEY.PATH=VALUE",
         help="also search with this override (e.g. routing=flooding) and report the ratio; repeatable",
     )
-    p.add_argument("--backend", choices=tuple(BACKENDS), help="override the spec's backend")
+    p.add_argument("--backend", choices=tuple(REGISTRY), help="override the spec's backend")
     p.add_argument("--out", default="runs", metavar="DIR", help="parent of the saturation directory")
     add_run_options(p, analysis=False)
     p.set_defaults(handler=lambda args: call_lazy("saturate", "scotbed.orchestrator.saturate", args))

@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from scotbed.loader import read_document
-from scotbed.orchestrator.backends import BACKENDS
+from scotbed.orchestrator.backends import REGISTRY
 from scotbed.orchestrator.commands import CommandError, add_spec_arguments, load
 from scotbed.orchestrator.experiment import check
 from scotbed.orchestrator.spec import SpecError, dump_spec, load_spec
@@ -27,7 +27,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--resolved", action="store_true", help="print the spec with every default filled in")
     p.add_argument(
         "--backend",
-        choices=tuple(BACKENDS),
+        choices=tuple(REGISTRY),
         help="check against this backend, as `run --backend` would (default: the spec's)",
     )
     p.set_defaults(handler=run)

@@ -1,5 +1,5 @@
-"""Renderers turn a spec and an overlay into deployable data (k8s, compose, local);
-the helpers here are the only part that writes files."""
+"""Renderers turn a spec and an overlay into deployable data (compose here; Kubernetes in
+:mod:`scotbed.orchestrator.backends.k8s.render`); the helpers here are the only part that writes files."""
 
 from __future__ import annotations
 
@@ -55,3 +55,11 @@ def write_compose(out_dir: str | Path, doc: dict[str, Any], configs: list[Broker
     p = out / "docker-compose.yml"
     p.write_text(to_yaml(doc))
     return p
+
+
+def write_topology_json(out: Path, scot: Any) -> Path:
+    """``scotbed render``'s ``topology.json`` (the overlay a rendered run would deploy) in ``out``."""
+    path = out / contract.TOPOLOGY
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(scot.to_json(), indent=1) + "\n")
+    return path

@@ -1,8 +1,8 @@
 """The workload's Kubernetes Jobs in a run's namespace: apply them, watch them, copy their results.
 
-Split from the broker deployment (:mod:`scotbed.orchestrator.backends.k8s`): the brokers are Pods
+Split from the broker deployment (:mod:`scotbed.orchestrator.backends.k8s.deployment`): the brokers are Pods
 the deployment keeps up; the workload is Jobs that end, each pod copied as soon as its workload
-containers finish (a collector container keeps the pod up meanwhile, :mod:`.k8s_transfer`).
+containers finish (a collector container keeps the pod up meanwhile, :mod:`.transfer`).
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from scotbed import contract
 from scotbed.broker import tls
-from scotbed.orchestrator.backends.base import BackendError
-from scotbed.orchestrator.backends.k8s_api import api_message, apply
-from scotbed.orchestrator.backends.k8s_transfer import (
+from scotbed.orchestrator.backends.base import BackendError, WorkloadRun
+from scotbed.orchestrator.backends.k8s import render_tls
+from scotbed.orchestrator.backends.k8s.api import api_message, apply
+from scotbed.orchestrator.backends.k8s.transfer import (
     COLLECT_GRACE_S,
     COLLECTOR,
     Collected,
@@ -25,11 +26,11 @@ from scotbed.orchestrator.backends.k8s_transfer import (
     collect_dir,
     marker_command,
 )
-from scotbed.orchestrator.render import k8s_tls, write_yaml_documents
+from scotbed.orchestrator.render import write_yaml_documents
 from scotbed.workloads.k8s import RESULTS_DIR
 
 if TYPE_CHECKING:
-    from scotbed.orchestrator.backends.k8s import K8sDeployment
+    from scotbed.orchestrator.backends.k8s.deployment import K8sDeployment
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +44,8 @@ def as_applied(
 ) -> list[dict[str, Any]]:
     """The workload's objects as the backend applies them (and writes them to ``manifests/``), and as
     ``scotbed render`` shows them: in ``namespace``; a Job whose containers mount ``collect`` annotated
-    to be copied out and given the collector container (:mod:`.k8s_transfer`), which holds its pod at
-    most ``timeout_s`` + :data:`~.k8s_transfer.COLLECT_GRACE_S`; with ``tls_mount`` every Job's pods
+    to be copied out and given the collector container (:mod:`.transfer`), which holds its pod at
+    most ``timeout_s`` + :data:`~.transfer.COLLECT_GRACE_S`; with ``tls_mount`` every Job's pods
     read the run's certificates. A collect annotation that names no volume mount is a ValueError."""
     applied = []
     for o in objects:
@@ -52,7 +53,7 @@ def as_applied(
         if collect is not None:
             obj = annotate_collect(obj, collect)
         if tls_mount:  # security.tls: the Locust users dial the brokers over TLS
-            obj = k8s_tls.mount_in_job(obj)
+            obj = render_tls.mount_in_job(obj)
         applied.append(add_collector(obj, timeout_s + COLLECT_GRACE_S))
     return applied
 
@@ -218,3 +219,31 @@ def _ready_to_collect(pod: Any) -> bool:
         if term is None or (term.exit_code != 0 and not never):  # OnFailure: the kubelet restarts it
             return False
     return True
+
+
+def run_in_cluster(dep: K8sDeployment, run: WorkloadRun) -> None:
+    """The generated workload as Locust Jobs next to the brokers (clients dial in-cluster DNS names): the
+    master releases the publishers itself once every broker reports quiescent (release ``auto``), so
+    the fault timeline's clock starts at the first client publication a broker counts."""
+    from scotbed.orchestrator.backends.k8s import faults
+    from scotbed.orchestrator.backends.k8s.render import WORKLOAD_RELEASE, locust_jobs
+    from scotbed.orchestrator.locust_driver import WorkloadFailed
+    from scotbed.workloads.records import merge_workload
+
+    spec, options = run.spec, run.options
+    with run.progress.phase("workload (Kubernetes Jobs)") as ph:
+        plan = run.plan(WORKLOAD_RELEASE)
+        objects = locust_jobs(plan, run.run_id, options.workload_image, options.workers, options.pod_cpu)
+        ph.update(f"{len(plan.subscribers)} subscribers, {len(plan.publishers)} publishers")
+        injector = faults.inject(spec, dep, run.run_dir)
+        run.started(injector=injector)
+        try:
+            WorkloadJobs(dep).run(objects, spec.timeouts.run_s)
+        except BackendError as e:
+            raise WorkloadFailed(f"workload: {e}") from None
+        if injector is not None:  # a restart still in progress: the drain asks every broker
+            injector.wait_applied(spec.timeouts.ready_s)
+        counts = merge_workload(run.run_dir)
+        ph.update(", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+    with run.progress.phase("drain") as ph:
+        run.wait_quiescent(spec.timeouts.drain_s, ph)

@@ -32,11 +32,11 @@ from typing import TYPE_CHECKING, Any
 from scotbed.broker import fleet
 from scotbed.broker.server import CLIENT_PUB
 from scotbed.config import BrokerConfig
-from scotbed.orchestrator.backends.k8s_api import api_message, is_status
+from scotbed.orchestrator.backends.k8s.api import api_message, is_status
 from scotbed.orchestrator.faults import Injector
 
 if TYPE_CHECKING:
-    from scotbed.orchestrator.backends.k8s import K8sDeployment
+    from scotbed.orchestrator.backends.k8s.deployment import K8sDeployment
 
 KILL_GRACE_S = 0
 POLL_S = 0.1

@@ -30,11 +30,11 @@ from typing import Any, Literal
 from scotbed import contract
 from scotbed.broker import metrics
 from scotbed.config import BrokerConfig, dump_all
+from scotbed.orchestrator.backends.k8s import render_tls
+from scotbed.orchestrator.backends.k8s.placement import ANYWHERE, Placement
+from scotbed.orchestrator.backends.k8s.versions import ServerVersion, broker_probes
 from scotbed.orchestrator.images import BROKER_IMAGE
 from scotbed.orchestrator.plan import Addressing
-from scotbed.orchestrator.render import k8s_tls
-from scotbed.orchestrator.render.k8s_placement import ANYWHERE, Placement
-from scotbed.orchestrator.render.k8s_versions import ServerVersion, broker_probes
 from scotbed.workloads.k8s import render_locust
 from scotbed.workloads.plan import Plan
 
@@ -241,7 +241,7 @@ def _pod(
     if neighbours:
         spec["affinity"] = {"podAntiAffinity": anti_affinity(run_id, neighbours, preferred)}
     if tls:
-        spec = k8s_tls.mount(spec)
+        spec = render_tls.mount(spec)
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -292,9 +292,9 @@ def render_k8s(
     """Every object of the run in apply order, for ``configs`` rendered with :func:`addressing` in
     the same namespace; ``extra_objects`` (e.g. Locust Jobs) come last and get the run's namespace
     when they have none. ``server_version``: the target server's, for the features that depend on it
-    (:mod:`.k8s_versions`); None = a current server. ``placement``: the node pool the brokers go to
-    (:mod:`.k8s_placement`). ``tls_dir``: the run's certificates (``security.tls``), shipped as a
-    Secret every broker pod mounts (:mod:`.k8s_tls`)."""
+    (:mod:`.versions`); None = a current server. ``placement``: the node pool the brokers go to
+    (:mod:`.placement`). ``tls_dir``: the run's certificates (``security.tls``), shipped as a
+    Secret every broker pod mounts (:mod:`.render_tls`)."""
     ns = namespace or namespace_for(run_id)
     base = run_labels(run_id)
     broker_selector = {LABEL_RUN: run_id, LABEL_COMPONENT: "broker"}
@@ -335,7 +335,7 @@ def render_k8s(
         },
     ]
     if tls_dir is not None:
-        objects.insert(2, k8s_tls.secret(tls_dir, ns, base))
+        objects.insert(2, render_tls.secret(tls_dir, ns, base))
     objects += [
         _pod(
             c,

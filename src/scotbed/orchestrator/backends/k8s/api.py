@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import IO, Any, Protocol
 
 from scotbed.orchestrator.backends.base import BackendError
-from scotbed.orchestrator.render.k8s_placement import ANYWHERE, Placement
-from scotbed.orchestrator.render.k8s_versions import ServerVersion, parse_server_version
+from scotbed.orchestrator.backends.k8s.placement import ANYWHERE, Placement
+from scotbed.orchestrator.backends.k8s.versions import ServerVersion, parse_server_version
 
 log = logging.getLogger(__name__)
 

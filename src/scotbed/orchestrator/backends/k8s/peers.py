@@ -1,11 +1,11 @@
 """Peers on Kubernetes: every peer process in its own pod of the broker image (one namespace per run),
 driven from the host exactly as on the local backend.
 
-The peers dial each other by DNS name on the headless Service ``peers`` (:mod:`..render.k8s_peers`);
+The peers dial each other by DNS name on the headless Service ``peers`` (:mod:`.render_peers`);
 the driver (:class:`~scotbed.peerproc.cluster.PeerCluster`) reaches each one through an in-process
 port-forward, as the orchestrator reaches brokers. Waiting for Ready, the forwards, copying the event
 logs and container logs out and deleting the namespace are the broker deployment's
-(:class:`.k8s.K8sDeployment`, for pods labelled ``component=peer``). The namespace and context go
+(:class:`.deployment.K8sDeployment`, for pods labelled ``component=peer``). The namespace and context go
 into the run state before anything is created, so ``scotbed down`` removes a run whose driver died.
 A peer failure deletes its pod with grace 0, after its event log was copied out (an emptyDir dies
 with its pod).
@@ -15,17 +15,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scotbed import contract
 from scotbed.orchestrator.backends.base import BackendError, DeployRequest
-from scotbed.orchestrator.backends.k8s import MANAGED_BY, MANAGER, K8sBackend, K8sDeployment, run_namespace
-from scotbed.orchestrator.backends.k8s_api import api_message, apply, schedulable_nodes
-from scotbed.orchestrator.backends.k8s_faults import K8sFaults
-from scotbed.orchestrator.render import k8s_peers as render
+from scotbed.orchestrator.backends.k8s import render_peers as render
+from scotbed.orchestrator.backends.k8s.api import api_message, apply, schedulable_nodes
+from scotbed.orchestrator.backends.k8s.deployment import MANAGED_BY, MANAGER, K8sDeployment, run_namespace
+from scotbed.orchestrator.backends.k8s.render import anti_affinity_warning
 from scotbed.orchestrator.render import write_yaml_documents
-from scotbed.orchestrator.render.k8s import anti_affinity_warning
 from scotbed.orchestrator.state import RunState
 from scotbed.peerproc.launch import PeerPlace
+
+if TYPE_CHECKING:
+    from scotbed.orchestrator.backends.k8s.backend import K8sBackend
 
 
 class PeerPods(K8sDeployment):
@@ -118,7 +121,7 @@ class K8sPeerLauncher:
             raise BackendError("; ".join(self.pods.collect_problems))
         self.pods.brokers.remove(node)
         try:
-            K8sFaults(self.pods, {}, [], self.ready_timeout_s).kill(node)
+            self.pods.fault_target.kill(node)
         except RuntimeError as e:
             raise BackendError(str(e)) from None
 
@@ -133,3 +136,10 @@ class K8sPeerLauncher:
         finally:
             if not self.backend.keep_on_failure:
                 self.pods.teardown()
+
+
+def launcher(
+    backend: K8sBackend, run_id: str, image: str, state: RunState, ready_timeout_s: float
+) -> K8sPeerLauncher:
+    """The k8s backend's peer launcher (its ``peers``): one pod per peer, with ``backend``'s options."""
+    return K8sPeerLauncher(backend, run_id, image, state, ready_timeout_s)

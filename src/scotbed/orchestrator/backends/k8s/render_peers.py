@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from scotbed import contract
-from scotbed.orchestrator.render.k8s import (
+from scotbed.orchestrator.backends.k8s.placement import ANYWHERE, Placement
+from scotbed.orchestrator.backends.k8s.render import (
     BROKER_UID,
     CONFIG_DIR,
     DEFAULT_PORT,
@@ -28,7 +29,6 @@ from scotbed.orchestrator.render.k8s import (
     process_container,
     run_labels,
 )
-from scotbed.orchestrator.render.k8s_placement import ANYWHERE, Placement
 from scotbed.peerproc.cluster import RUN_FILE
 from scotbed.peerproc.launch import command
 

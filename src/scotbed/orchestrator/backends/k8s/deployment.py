@@ -1,21 +1,13 @@
-"""Kubernetes backend: one namespace per run, one Pod per broker, Locust as Jobs.
-
-``deploy`` renders the run with :mod:`scotbed.orchestrator.render.k8s`
-(never re-rendering anything here), records the namespace and context in the
-run state before creating anything, applies the objects in order and waits
-for every broker pod to be Ready. A failed wait names every pod that is not
-Ready with the reason the API gives (scheduler message and anti-affinity
-hint, image pull error with the image name, crash with the last log lines)
-and deletes the namespace unless ``keep_on_failure``.
+"""A Kubernetes run's deployment: its namespace, the broker pods in it, and what the run does with them.
 
 Addresses: the orchestrator (outside the cluster) reaches brokers through
-in-process port-forwards (see :mod:`.k8s_portforward` for why); clients run
-inside the cluster (Locust Jobs) and dial the brokers' DNS names. When the
+in-process port-forwards (see :mod:`.portforward` for why); clients run
+inside the cluster (Locust Jobs, :mod:`.jobs`) and dial the brokers' DNS names. When the
 orchestrator itself runs in a pod (in-cluster config) it dials DNS names too.
 
-Files come out of pods as a tar stream over exec (:mod:`.k8s_transfer`):
+Files come out of pods as a tar stream over exec (:mod:`.transfer`):
 broker event logs from the events emptyDir of every running broker, workload
-files from the collector container :func:`.k8s_transfer.add_collector` adds.
+files from the collector container :func:`.transfer.add_collector` adds.
 Every API object the client library takes or returns crosses the small
 :class:`Kube` bundle, so the logic is tested against an in-memory API.
 """
@@ -27,20 +19,16 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from scotbed import contract
-from scotbed.broker import tls
-from scotbed.orchestrator.backends.base import BackendError, DeployRequest
-from scotbed.orchestrator.backends.k8s_api import (
+from scotbed.orchestrator.backends.base import BackendError, DeployRequest, WorkloadRun
+from scotbed.orchestrator.backends.k8s.api import (
     Kube,
     api_message,
-    apply,
     connect,
     is_status,
-    schedulable_nodes,
 )
-from scotbed.orchestrator.backends.k8s_diagnose import (
+from scotbed.orchestrator.backends.k8s.diagnose import (
     FINISHED_PHASES,
     PodProblem,
     dead_reason,
@@ -48,29 +36,23 @@ from scotbed.orchestrator.backends.k8s_diagnose import (
     is_ready,
     pod_problem,
 )
-from scotbed.orchestrator.backends.k8s_faults import K8sFaults
-from scotbed.orchestrator.backends.k8s_portforward import Forwarder
-from scotbed.orchestrator.backends.k8s_transfer import (
+from scotbed.orchestrator.backends.k8s.faults import K8sFaults
+from scotbed.orchestrator.backends.k8s.portforward import Forwarder
+from scotbed.orchestrator.backends.k8s.render import (
+    EVENTS_DIR,
+    LABEL_COMPONENT,
+    LABEL_RUN,
+    broker_address,
+    namespace_for,
+)
+from scotbed.orchestrator.backends.k8s.transfer import (
     Collected,
     extract,
     tar_command,
 )
-from scotbed.orchestrator.plan import Addressing
-from scotbed.orchestrator.render import write_yaml_documents
-from scotbed.orchestrator.render.k8s import (
-    DEFAULT_PORT,
-    EVENTS_DIR,
-    LABEL_COMPONENT,
-    LABEL_RUN,
-    Resources,
-    addressing,
-    anti_affinity_warning,
-    broker_address,
-    namespace_for,
-    render_k8s,
-)
-from scotbed.orchestrator.render.k8s_placement import ANYWHERE, Placement
-from scotbed.workloads.k8s import RESULTS_DIR
+
+if TYPE_CHECKING:
+    from scotbed.orchestrator.backends.k8s.backend import K8sBackend
 
 log = logging.getLogger(__name__)
 
@@ -83,132 +65,8 @@ EXEC_TIMEOUT_S = 300.0
 
 
 def run_namespace(run_id: str, prefix: str | None = None) -> str:
-    """The run's namespace, as the renderer names it (:func:`.render.k8s.namespace_for`)."""
+    """The run's namespace, as the renderer names it (:func:`.render.namespace_for`)."""
     return namespace_for(run_id, prefix)
-
-
-def changes_only(notify: Callable[[str], None]) -> Callable[[str], None]:
-    """``notify`` for a poll loop's status: a text equal to the last one passed on is dropped, so a wait
-    of minutes prints a line per change (``3/18 broker pods Ready``), not one per poll."""
-    last: list[str | None] = [None]
-
-    def note(text: str) -> None:
-        if text != last[0]:
-            last[0] = text
-            notify(text)
-
-    return note
-
-
-class K8sBackend:
-    """``deploy`` for :class:`~scotbed.orchestrator.backends.base.Backend`: the request's configs were
-    rendered with :meth:`addressing` (DNS names in the run's namespace, logs in the events emptyDir)."""
-
-    name = "k8s"
-
-    @classmethod
-    def from_options(cls, options: Any, progress: Any) -> K8sBackend:
-        from scotbed.orchestrator.render.k8s import Resources
-
-        return cls(
-            context=options.kube_context,
-            namespace_prefix=options.namespace_prefix,
-            preferred_anti_affinity=options.preferred_anti_affinity,
-            resources=Resources(cpu_request=options.pod_cpu) if options.pod_cpu else None,
-            keep_on_failure=options.keep,
-            notify=progress.info,
-            warn=progress.warn,
-        )
-
-    def __init__(
-        self,
-        *,
-        context: str | None = None,
-        namespace_prefix: str | None = None,
-        preferred_anti_affinity: bool = False,
-        resources: Resources | None = None,
-        placement: Placement = ANYWHERE,
-        port: int = DEFAULT_PORT,
-        keep_on_failure: bool = False,
-        notify: Callable[[str], None] | None = None,
-        warn: Callable[[str], None] | None = None,
-        kube: Kube | None = None,
-        poll_s: float = 1.0,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        self.context = context
-        self.namespace_prefix = namespace_prefix
-        self.preferred_anti_affinity = preferred_anti_affinity
-        self.resources = resources or Resources()
-        self.placement = placement
-        self.port = port
-        self.keep_on_failure = keep_on_failure
-        self.notify = changes_only(notify or (lambda text: log.info("%s", text)))
-        self.warn = warn or (lambda text: log.warning("%s", text))
-        self._kube = kube
-        self.poll_s = poll_s
-        self.clock = clock
-        self.sleep = sleep
-
-    def kube(self) -> Kube:
-        if self._kube is None:
-            self._kube = connect(self.context)
-        return self._kube
-
-    def addressing(self, run_id: str) -> Addressing:
-        return addressing(run_namespace(run_id, self.namespace_prefix), self.port)
-
-    def deploy(self, request: DeployRequest) -> K8sDeployment:
-        kube = self.kube()
-        try:
-            nodes = schedulable_nodes(kube.core.list_node().items, self.placement)
-        except Exception as e:
-            raise BackendError(f"listing nodes of context {kube.context!r}: {api_message(e)}") from None
-        need = request.nodes_needed
-        preferred = self.preferred_anti_affinity and nodes < need
-        warnings = []
-        warning = anti_affinity_warning(need, nodes, self.preferred_anti_affinity)
-        if warning:
-            warnings.append(warning)
-            self.warn(warning)
-        ns = run_namespace(request.run_id, self.namespace_prefix)
-        objects = render_k8s(
-            request.configs,
-            request.run_id,
-            image=request.image,
-            namespace=ns,
-            port=self.port,
-            preferred_anti_affinity=preferred,
-            resources=self.resources,
-            server_version=kube.server_version,
-            placement=self.placement,
-            tls_dir=tls.directory(),
-        )
-        meta = objects[0]["metadata"]
-        objects[0] = {**objects[0], "metadata": {**meta, "labels": {**meta["labels"], MANAGED_BY: MANAGER}}}
-        write_yaml_documents(request.run_dir / contract.MANIFESTS_DIR / contract.K8S_OBJECTS, objects)
-        brokers = [o["metadata"]["name"] for o in objects if o["kind"] == "Pod"]
-        dep = K8sDeployment(kube, request, ns, brokers, self, warnings)
-        pods = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Pod"}
-        dep.fault_target = K8sFaults(dep, pods, request.configs, request.ready_timeout_s)
-        request.state.k8s_namespace = ns
-        request.state.k8s_context = kube.context
-        request.state.save()
-        try:
-            for obj in objects:
-                apply(kube, obj)
-            self.notify(f"applied {len(objects)} objects in namespace {ns}")
-            dep.wait_ready(request.ready_timeout_s)
-            dep.start_forwards()
-        except BaseException:
-            if not self.keep_on_failure:
-                try:
-                    dep.teardown()
-                except BackendError as e:
-                    self.warn(str(e))
-            raise
-        return dep
 
 
 class K8sDeployment:
@@ -226,6 +84,7 @@ class K8sDeployment:
         brokers: list[str],
         backend: K8sBackend,
         warnings: list[str],
+        pods: dict[str, dict[str, Any]] | None = None,
     ) -> None:
         self.kube = kube
         self.request = request
@@ -238,7 +97,9 @@ class K8sDeployment:
         self._forwards: dict[str, Forwarder] = {}
         self._torn_down = False
         self._selector = f"{LABEL_RUN}={request.run_id},{LABEL_COMPONENT}={self.component}"
-        self.fault_target: K8sFaults | None = None  # what the fault timeline deletes and creates again
+        #: what the fault timeline deletes and creates again: ``pods`` are the rendered Pods (broker id ->
+        #: object) a restart creates again
+        self.fault_target = K8sFaults(self, pods or {}, request.configs, request.ready_timeout_s)
 
     # -- addresses ---------------------------------------------------------------------------------
 
@@ -442,17 +303,11 @@ class K8sDeployment:
 
     # -- workload ----------------------------------------------------------------------------------
 
-    @property
-    def in_cluster_workload(self) -> bool:
-        return True
+    def run_workload(self, run: WorkloadRun) -> None:
+        """Locust as Jobs next to the brokers (:func:`.jobs.run_in_cluster`)."""
+        from scotbed.orchestrator.backends.k8s.jobs import run_in_cluster
 
-    def run_workload_jobs(
-        self, objects: Sequence[dict[str, Any]], timeout_s: float, collect: str | None = RESULTS_DIR
-    ) -> None:
-        """Run the workload's Jobs next to the brokers (:mod:`scotbed.orchestrator.backends.k8s_jobs`)."""
-        from scotbed.orchestrator.backends.k8s_jobs import WorkloadJobs
-
-        WorkloadJobs(self).run(objects, timeout_s, collect)
+        run_in_cluster(self, run)
 
     # -- teardown ----------------------------------------------------------------------------------
 
