@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scotbed.orchestrator.render.k8s_cpu_fit import FLOOR_M, fitted_request, free_millicores, millicores
+from scotbed.orchestrator.backends.k8s.cpu_fit import FLOOR_M, fitted_request, free_millicores, millicores
 
 
 def node(name: str, cpu: str, taint: str | None = None, unschedulable: bool = False) -> dict[str, Any]:

@@ -35,6 +35,7 @@ CONFIG_DIR = "/etc/scotbed-workload"
 RESULTS_DIR = "/results"
 CONFIGMAP_LIMIT_BYTES = 900 * 1024  # below the 1 MiB object limit, with room for metadata
 UID = 10001  # the image's unprivileged user (broker-image/Dockerfile)
+LOCUST_CPU_REQUEST = "500m"  # a Locust pod's CPU request unless the run sets one (--pod-cpu)
 
 
 def _dns_name(*parts: str) -> str:
@@ -109,7 +110,7 @@ def render_locust(
     workers: int = 2,
     labels: Mapping[str, str] | None = None,
     results_claim: str | None = None,
-    cpu: str = "500m",
+    cpu: str = LOCUST_CPU_REQUEST,
     memory: str = "512Mi",
 ) -> list[dict[str, Any]]:
     """ConfigMap, master Service, master Job and worker Job for ``plan``, in apply order."""

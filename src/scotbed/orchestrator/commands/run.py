@@ -66,8 +66,8 @@ def add_run_options(p: argparse.ArgumentParser, analysis: bool = True) -> None:
         "--pod-cpu",
         type=cpu_quantity,
         metavar="QTY",
-        help="k8s: CPU request of every broker and Locust pod, e.g. 50m (default 100m per broker, "
-        "500m per Locust pod); lower it to fit a small cluster",
+        help="k8s: CPU request of every broker and Locust pod, e.g. 50m (default 100m per broker and "
+        "500m per Locust pod, lowered to one request that fits when the cluster's free CPU is short)",
     )
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from scotbed.orchestrator.backends.k8s.api import (
     connect,
     schedulable_nodes,
 )
+from scotbed.orchestrator.backends.k8s.cpu_fit import fitted_request, free_millicores, millicores
 from scotbed.orchestrator.backends.k8s.deployment import (
     MANAGED_BY,
     MANAGER,
@@ -45,6 +47,7 @@ from scotbed.orchestrator.backends.k8s.render import (
 from scotbed.orchestrator.plan import Addressing
 from scotbed.orchestrator.render import write_yaml_documents
 from scotbed.orchestrator.state import RunState
+from scotbed.workloads.k8s import LOCUST_CPU_REQUEST
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +98,7 @@ class K8sBackend(BackendDefaults):
             namespace_prefix=options.namespace_prefix,
             preferred_anti_affinity=options.preferred_anti_affinity,
             resources=Resources(cpu_request=options.pod_cpu) if options.pod_cpu else None,
+            workload_pods=options.workers + 1,
             keep_on_failure=options.keep,
             notify=progress.info,
             warn=progress.warn,
@@ -107,6 +111,7 @@ class K8sBackend(BackendDefaults):
         namespace_prefix: str | None = None,
         preferred_anti_affinity: bool = False,
         resources: Resources | None = None,
+        workload_pods: int = 0,
         placement: Placement = ANYWHERE,
         port: int = DEFAULT_PORT,
         keep_on_failure: bool = False,
@@ -121,6 +126,10 @@ class K8sBackend(BackendDefaults):
         self.namespace_prefix = namespace_prefix
         self.preferred_anti_affinity = preferred_anti_affinity
         self.resources = resources or Resources()
+        #: no ``--pod-cpu``: the requests are fitted to the cluster at deploy (:meth:`fit_cpu_requests`)
+        self.fit_cpu = resources is None
+        self.workload_pods = workload_pods  # Locust pods (master and workers) that share the CPU
+        self.pod_cpu: str | None = None  # the request every pod got when they were fitted
         self.placement = placement
         self.port = port
         self.keep_on_failure = keep_on_failure
@@ -152,6 +161,8 @@ class K8sBackend(BackendDefaults):
         if warning:
             warnings.append(warning)
             self.warn(warning)
+        if self.fit_cpu:
+            self.fit_cpu_requests(kube, len(request.configs))
         ns = run_namespace(request.run_id, self.namespace_prefix)
         objects = render_k8s(
             request.configs,
@@ -188,3 +199,22 @@ class K8sBackend(BackendDefaults):
                     self.warn(str(e))
             raise
         return dep
+
+    def fit_cpu_requests(self, kube: Kube, brokers: int) -> None:
+        """Lower every pod's CPU request to one that fits what the schedulable nodes have left, when the
+        default requests (brokers', Locust's) do not (:mod:`~.cpu_fit`); a cluster that cannot say
+        keeps the defaults."""
+        try:
+            serialize = kube.core.api_client.sanitize_for_serialization
+            nodes = serialize(kube.core.list_node().items)
+            pods = serialize(kube.core.list_pod_for_all_namespaces().items)
+        except Exception as e:
+            log.info("pod CPU requests kept: the cluster's free CPU is unknown (%s)", api_message(e))
+            return
+        asked = [millicores(self.resources.cpu_request)] * brokers
+        asked += [millicores(LOCUST_CPU_REQUEST)] * self.workload_pods
+        fit = fitted_request(asked, free_millicores(nodes, pods))
+        if fit is not None:
+            self.resources = replace(self.resources, cpu_request=fit.quantity)
+            self.pod_cpu = fit.quantity
+            self.notify(fit.describe())

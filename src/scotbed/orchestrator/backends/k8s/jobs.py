@@ -233,7 +233,8 @@ def run_in_cluster(dep: K8sDeployment, run: WorkloadRun) -> None:
     spec, options = run.spec, run.options
     with run.progress.phase("workload (Kubernetes Jobs)") as ph:
         plan = run.plan(WORKLOAD_RELEASE)
-        objects = locust_jobs(plan, run.run_id, options.workload_image, options.workers, options.pod_cpu)
+        cpu = options.pod_cpu or dep.backend.pod_cpu  # the run's request, or the one fitted at deploy
+        objects = locust_jobs(plan, run.run_id, options.workload_image, options.workers, cpu)
         ph.update(f"{len(plan.subscribers)} subscribers, {len(plan.publishers)} publishers")
         injector = faults.inject(spec, dep, run.run_dir)
         run.started(injector=injector)
