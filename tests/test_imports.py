@@ -47,9 +47,9 @@ def test_importing_the_package_leaves_the_standard_library_unpatched() -> None:
 def test_the_spec_and_campaign_file_name_the_registered_backends() -> None:
     import typing
 
+    from scotbed.experiment.spec import Spec
     from scotbed.orchestrator.backends import BACKENDS
     from scotbed.orchestrator.campaign import CampaignFile
-    from scotbed.orchestrator.spec import Spec
 
     assert typing.get_args(Spec.model_fields["backend"].annotation) == tuple(BACKENDS)
     campaign = typing.get_args(CampaignFile.model_fields["backend"].annotation)

@@ -27,6 +27,7 @@ import yaml
 from kubernetes import client as k
 from kubernetes.client.exceptions import ApiException
 
+from scotbed.experiment.spec import build_scot, parse_spec
 from scotbed.orchestrator.backends.base import BackendError, DeployRequest
 from scotbed.orchestrator.backends.k8s import (
     IMAGE_PULL_GRACE_S,
@@ -53,7 +54,6 @@ from scotbed.orchestrator.backends.k8s_transfer import (
 )
 from scotbed.orchestrator.plan import deployed_configs
 from scotbed.orchestrator.render.k8s import EVENTS_DIR, LABEL_RUN, broker_address
-from scotbed.orchestrator.spec import build_scot, parse_spec
 from scotbed.orchestrator.state import RunState
 
 # -- the in-memory API ---------------------------------------------------------------------------------

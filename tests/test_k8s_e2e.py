@@ -31,13 +31,13 @@ from typing import Any
 import pytest
 from scotbed_cli import scotbed
 
+from scotbed.experiment.spec import build_scot, parse_spec
 from scotbed.orchestrator.backends.base import BackendError, DeployRequest
 from scotbed.orchestrator.backends.docker_engine import DockerEngine
 from scotbed.orchestrator.backends.k8s import K8sBackend, Kube, connect
 from scotbed.orchestrator.plan import deployed_configs
 from scotbed.orchestrator.render.k8s import LABEL_BROKER, LABEL_RUN
 from scotbed.orchestrator.render.k8s_placement import Placement
-from scotbed.orchestrator.spec import build_scot, parse_spec
 from scotbed.orchestrator.state import RunState
 
 pytestmark = [pytest.mark.k8s, pytest.mark.slow]

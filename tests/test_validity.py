@@ -306,7 +306,7 @@ def test_the_summary_carries_the_verdict_of_a_synthesised_run(
 
 
 def test_the_spec_block_types_the_bounds_and_the_resolved_spec_round_trips_to_them() -> None:
-    from scotbed.orchestrator.spec import SpecError, dump_spec, parse_spec
+    from scotbed.experiment.spec import SpecError, dump_spec, parse_spec
 
     spec = parse_spec({"name": "x"}, ("analysis.host_bound.lag_bound_ms=5",))
     assert bounds_of(yaml.safe_load(dump_spec(spec))) == Bounds(lag_bound_ms=5.0)

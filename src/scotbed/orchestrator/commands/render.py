@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from scotbed import contract
+from scotbed.experiment.spec import Spec, build_scot
 from scotbed.orchestrator.commands import CommandError, add_spec_arguments, load
 from scotbed.orchestrator.commands.run import add_namespace_option, add_workers_option, cpu_quantity
 from scotbed.orchestrator.images import BROKER_IMAGE, WORKLOAD_IMAGE
@@ -17,7 +18,6 @@ from scotbed.orchestrator.plan import deployed_configs, make_run_id, workload_pl
 from scotbed.orchestrator.render import compose as compose_render
 from scotbed.orchestrator.render import k8s as k8s_render
 from scotbed.orchestrator.render import write_compose, write_yaml_documents
-from scotbed.orchestrator.spec import Spec, build_scot
 
 
 def add_parser(sub: Any) -> None:
