@@ -45,6 +45,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from scotbed.experiment.spec import HostBoundSpec as Bounds  # the spec's analysis.host_bound
+from scotbed.experiment.spec import Spec
 
 VALID = "valid"
 HOST_BOUND = "host-bound"
@@ -432,17 +433,12 @@ def _unknown(why: str, window: Window | None, delay: Delay, time_scale: float, b
     )
 
 
-def bounds_of(spec: dict[str, Any]) -> Bounds:
-    """The bounds a resolved spec names (``analysis.host_bound``), the defaults for the rest."""
-    given = ((spec.get("analysis") or {}).get("host_bound")) or {}
-    return Bounds(**{k: float(v) for k, v in given.items() if k in Bounds.model_fields})
-
-
-def cores_of(spec: dict[str, Any]) -> int | None:
-    """The host's cores the run recorded (``run.host.cpus``); None on k8s, where brokers span hosts."""
-    if spec.get("backend") == "k8s":
+def cores_of(spec: Spec, provenance: Mapping[str, Any]) -> int | None:
+    """The host's cores the run recorded (its provenance's ``host.cpus``); None on k8s, where brokers
+    span hosts."""
+    if spec.backend == "k8s":
         return None
-    cpus = ((spec.get("run") or {}).get("host") or {}).get("cpus")
+    cpus = (provenance.get("host") or {}).get("cpus")
     return int(cpus) if cpus else None
 
 
