@@ -23,8 +23,8 @@ from typing import Any
 
 from scotbed import topology as T
 from scotbed.broker.launcher import LocalCluster
+from scotbed.experiment.spec import parse_spec
 from scotbed.orchestrator import plan as deploy_plan
-from scotbed.orchestrator.spec import parse_spec
 from scotbed.workloads import plan as P
 from scotbed.workloads.runner import run_workload
 

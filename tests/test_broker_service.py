@@ -27,10 +27,10 @@ from scotbed.broker.eventlog import read_events
 from scotbed.broker.launcher import HOST, LocalCluster
 from scotbed.broker.service import Server, units
 from scotbed.config import build_configs
+from scotbed.experiment.spec import SpecError, parse_spec
 from scotbed.filters import Filter
 from scotbed.messages import Subscription, Unsubscription
 from scotbed.orchestrator.plan import broker_configs, service_times
-from scotbed.orchestrator.spec import SpecError, parse_spec
 from scotbed.workloads.script import parse
 
 SERVICE_US = 40_000.0

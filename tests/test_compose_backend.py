@@ -16,6 +16,7 @@ from scotbed_cli import scotbed
 from scripted_runner import ScriptedRunner, const
 
 from scotbed.config import BrokerConfig
+from scotbed.experiment.spec import Spec, build_scot, load_spec
 from scotbed.orchestrator import plan as deploy_plan
 from scotbed.orchestrator.backends import compose
 from scotbed.orchestrator.backends.base import BackendError, DeployRequest
@@ -26,7 +27,6 @@ from scotbed.orchestrator.backends.docker_engine import (
     DockerError,
 )
 from scotbed.orchestrator.render import compose_standalone, write_brokers_json
-from scotbed.orchestrator.spec import Spec, build_scot, load_spec
 from scotbed.orchestrator.state import RunState
 from scotbed.workloads import plan_json
 

@@ -131,10 +131,10 @@ def test_broker_container_serves_grpc_health_as_non_root_on_a_read_only_root(
 def test_three_broker_compose_project_comes_up_healthy_and_leaves_nothing(
     engine: DockerEngine, image: str, tmp_path: Path
 ) -> None:
+    from scotbed.experiment.spec import build_scot, parse_spec
     from scotbed.orchestrator.plan import deployed_configs
     from scotbed.orchestrator.render import write_compose
     from scotbed.orchestrator.render.compose import addressing, render_compose
-    from scotbed.orchestrator.spec import build_scot, parse_spec
 
     run_id = f"dockertest-{uuid.uuid4().hex[:8]}"
     spec = parse_spec(

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from scotbed.experiment.spec import load_spec
 from scotbed.orchestrator.campaign import load_campaign
 from scotbed.orchestrator.experiment import check
-from scotbed.orchestrator.spec import load_spec
 
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
 

@@ -13,9 +13,10 @@ from scotbed_cli import run_quickstart
 
 from scotbed import contract, topology
 from scotbed.analysis.faultwindows import GRACE_S, attribute, restored, windows
+from scotbed.experiment.spec import SpecError, parse_spec
+from scotbed.experiment.spec_faults import FaultSpec
 from scotbed.filters import Filter
-from scotbed.orchestrator.faults import REJOIN_TIMEOUT_S, FaultSpec, check, outages
-from scotbed.orchestrator.spec import SpecError, parse_spec
+from scotbed.orchestrator.faults import REJOIN_TIMEOUT_S, check, outages
 from scotbed.workloads import plan_json
 from scotbed.workloads.plan import BrokerEndpoint, PlanError
 

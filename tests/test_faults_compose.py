@@ -13,10 +13,10 @@ from scotbed_cli import QUICKSTART, scotbed
 from scripted_runner import Handler, ScriptedRunner, const
 
 from scotbed.config import BrokerConfig
+from scotbed.experiment.spec import SpecError, build_scot, parse_spec
 from scotbed.orchestrator.backends import compose
 from scotbed.orchestrator.backends.docker_engine import ComposeCLI, ComposeProject, DockerEngine
 from scotbed.orchestrator.faults import validate
-from scotbed.orchestrator.spec import SpecError, build_scot, parse_spec
 
 COMPOSE = ["docker-compose", "-f", "f.yml", "-p", "p"]
 

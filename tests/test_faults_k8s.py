@@ -18,14 +18,14 @@ from test_k8s_e2e import assert_nothing_left, images, k8s_run
 from scotbed import contract, topology
 from scotbed.broker.client import BrokerClient
 from scotbed.broker.launcher import LocalCluster
+from scotbed.experiment.spec import build_scot, parse_spec
+from scotbed.experiment.spec_faults import FaultSpec
 from scotbed.orchestrator.backends.base import DeployRequest
 from scotbed.orchestrator.backends.k8s.api import Kube
 from scotbed.orchestrator.backends.k8s.backend import K8sBackend
 from scotbed.orchestrator.backends.k8s.deployment import run_namespace
 from scotbed.orchestrator.backends.k8s.faults import FromFirstPublication, K8sFaults
-from scotbed.orchestrator.faults import FaultSpec
 from scotbed.orchestrator.plan import deployed_configs
-from scotbed.orchestrator.spec import build_scot, parse_spec
 from scotbed.orchestrator.state import RunState
 
 __all__ = ["images"]  # the broker and Locust images fixture, shared with test_k8s_e2e

@@ -16,9 +16,10 @@ from scotbed.broker.client import BrokerClient
 from scotbed.broker.fleet import status_all
 from scotbed.broker.latency import DelayLine
 from scotbed.broker.launcher import LocalCluster
-from scotbed.orchestrator.faults import FaultSpec, Injector, check
+from scotbed.experiment.spec import SpecError, parse_spec
+from scotbed.experiment.spec_faults import FaultSpec
+from scotbed.orchestrator.faults import Injector, check
 from scotbed.orchestrator.locust_driver import backlog
-from scotbed.orchestrator.spec import SpecError, parse_spec
 
 A, B = "b-v0-0", "b-v1-0"
 SCOT = topology.tree(topology.path(2))

@@ -12,9 +12,10 @@ from scotbed import contract, topology
 from scotbed.broker.client import BrokerClient, SubscriptionStream
 from scotbed.broker.launcher import LocalCluster
 from scotbed.broker.rejoin import SentLog, replay_count
+from scotbed.experiment.spec_faults import FaultSpec
 from scotbed.filters import Filter
 from scotbed.messages import Subscription, Unsubscription
-from scotbed.orchestrator.faults import FaultSpec, Injector
+from scotbed.orchestrator.faults import Injector
 from scotbed.routing import ALGORITHMS, algorithm_class
 from scotbed.v1 import scotbed_pb2 as pb
 

@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 
 from scotbed import topology
 from scotbed.broker.launcher import LocalCluster
+from scotbed.experiment.spec import SpecError, load_spec, parse_spec
 from scotbed.filters import Filter, FilterError, Predicate
-from scotbed.orchestrator.spec import SpecError, load_spec, parse_spec
 from scotbed.v1 import scotbed_pb2 as pb
 from scotbed.v1 import scotbed_pb2_grpc as pbg
 

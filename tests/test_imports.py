@@ -47,10 +47,18 @@ def test_importing_the_package_leaves_the_standard_library_unpatched() -> None:
 def test_the_spec_and_campaign_file_name_the_registered_backends() -> None:
     import typing
 
+    from scotbed.experiment.spec import Spec
     from scotbed.orchestrator.backends import REGISTRY
     from scotbed.orchestrator.campaign import CampaignFile
-    from scotbed.orchestrator.spec import Spec
 
     assert typing.get_args(Spec.model_fields["backend"].annotation) == tuple(REGISTRY)
     campaign = typing.get_args(CampaignFile.model_fields["backend"].annotation)
     assert typing.get_args(campaign[0]) == tuple(REGISTRY)
+
+
+def test_the_workload_side_reads_its_parameters_without_the_spec_model() -> None:
+    """The workload image installs no pydantic: :mod:`scotbed.experiment` loads its spec model on first
+    use, so the plan's reader imports the workload parameters alone."""
+    code = "import sys, scotbed.workloads.plan_json; assert 'pydantic' not in sys.modules"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr

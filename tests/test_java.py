@@ -120,8 +120,8 @@ def test_a_run_records_the_jdk_its_analysis_ran_on(jdks: Path, tmp_path: Path) -
     """spec.resolved.yaml names no JDK before the analysis (which chooses one by the run's size) and
     then the one summary.json names: a small run's JDK 17 where a JDK 25 is preferred otherwise."""
     from scotbed import contract
+    from scotbed.experiment.spec import parse_spec
     from scotbed.orchestrator.provenance import record_java, resolved_spec_text
-    from scotbed.orchestrator.spec import parse_spec
 
     _jdk(jdks, "temurin-25", "25.0.3")
     small = _jdk(jdks, "temurin-17", "17.0.15")

@@ -27,6 +27,7 @@ import yaml
 from kubernetes import client as k
 from kubernetes.client.exceptions import ApiException
 
+from scotbed.experiment.spec import build_scot, parse_spec
 from scotbed.orchestrator.backends.base import BackendError, DeployRequest
 from scotbed.orchestrator.backends.k8s.api import Kube, connect, is_status, schedulable_nodes
 from scotbed.orchestrator.backends.k8s.backend import K8sBackend, changes_only
@@ -51,7 +52,6 @@ from scotbed.orchestrator.backends.k8s.transfer import (
     extract,
 )
 from scotbed.orchestrator.plan import deployed_configs
-from scotbed.orchestrator.spec import build_scot, parse_spec
 from scotbed.orchestrator.state import RunState
 
 # -- the in-memory API ---------------------------------------------------------------------------------

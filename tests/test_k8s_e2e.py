@@ -31,6 +31,7 @@ from typing import Any
 import pytest
 from scotbed_cli import scotbed
 
+from scotbed.experiment.spec import build_scot, parse_spec
 from scotbed.orchestrator.backends.base import BackendError, DeployRequest
 from scotbed.orchestrator.backends.docker_engine import DockerEngine
 from scotbed.orchestrator.backends.k8s.api import Kube, connect
@@ -38,7 +39,6 @@ from scotbed.orchestrator.backends.k8s.backend import K8sBackend
 from scotbed.orchestrator.backends.k8s.placement import Placement
 from scotbed.orchestrator.backends.k8s.render import LABEL_BROKER, LABEL_RUN
 from scotbed.orchestrator.plan import deployed_configs
-from scotbed.orchestrator.spec import build_scot, parse_spec
 from scotbed.orchestrator.state import RunState
 
 pytestmark = [pytest.mark.k8s, pytest.mark.slow]

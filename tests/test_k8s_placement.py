@@ -5,11 +5,11 @@ from __future__ import annotations
 import kubernetes_validate
 from kubernetes import client as k
 
+from scotbed.experiment.spec import build_scot, parse_spec
 from scotbed.orchestrator.backends.k8s import render as k8s
 from scotbed.orchestrator.backends.k8s.api import schedulable_nodes
 from scotbed.orchestrator.backends.k8s.placement import Placement, tolerates
 from scotbed.orchestrator.plan import deployed_configs
-from scotbed.orchestrator.spec import build_scot, parse_spec
 
 TAINT = {"key": "scotbed.io/fake-node", "value": "true", "effect": "NoSchedule"}
 POOL = Placement(

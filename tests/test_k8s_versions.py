@@ -8,10 +8,10 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
+from scotbed.experiment.spec import build_scot, parse_spec
 from scotbed.orchestrator.backends.k8s import render as k8s
 from scotbed.orchestrator.backends.k8s.versions import GRPC_PROBE_SINCE, parse_server_version
 from scotbed.orchestrator.plan import deployed_configs
-from scotbed.orchestrator.spec import build_scot, parse_spec
 
 RUN_ID = "quickstart-20250102T030405-0a1b2c3d"
 

@@ -21,9 +21,9 @@ from scotbed.analysis.links import messages, per_operation, read_ops
 from scotbed.broker.eventlog import read_events
 from scotbed.broker.launcher import LocalCluster
 from scotbed.broker.sim import SimNetwork
+from scotbed.experiment.spec import build_scot, load_spec
 from scotbed.orchestrator.backends.docker_engine import DockerEngine
 from scotbed.orchestrator.scripted import load_script
-from scotbed.orchestrator.spec import build_scot, load_spec
 from scotbed.topology import Scot
 from scotbed.workloads.script import Script
 

@@ -94,7 +94,7 @@ def test_functions_and_modules_stay_small() -> None:
 PRIVATE_READS = {
     # objects of a class defined in the same module
     "broker/client.py: stream._start",
-    "orchestrator/spec.py: spec._base_dir",
+    "experiment/spec.py: spec._base_dir",
     # PySpark's JVM gateway, which has no public accessor
     "analysis/jvm_archive_build.py: spark.sparkContext._gateway",
     "analysis/pipeline.py: spark.sparkContext._jvm",

@@ -13,8 +13,8 @@ from scotbed.broker.client import BrokerClient
 from scotbed.broker.fleet import wait_quiescent
 from scotbed.broker.latency import DelayLine
 from scotbed.broker.launcher import LocalCluster
+from scotbed.experiment.spec import build_scot, parse_spec
 from scotbed.orchestrator.plan import broker_configs, link_delays
-from scotbed.orchestrator.spec import build_scot, parse_spec
 
 SPEC = {
     "name": "latency",

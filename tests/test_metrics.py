@@ -22,12 +22,12 @@ from test_run_local import SMALL, TREE  # the small run every real-run test uses
 from scotbed import topology as topo
 from scotbed.broker import fleet
 from scotbed.broker.launcher import LocalCluster
+from scotbed.experiment.spec import SpecError, build_scot, parse_spec
 from scotbed.orchestrator.backends.local import LOCAL_ADDRESSING
 from scotbed.orchestrator.down import down
 from scotbed.orchestrator.plan import deployed_configs
 from scotbed.orchestrator.render import compose, k8s
 from scotbed.orchestrator.run import RunOptions, run_spec
-from scotbed.orchestrator.spec import SpecError, build_scot, parse_spec
 from scotbed.orchestrator.state import load_all
 
 REPO = Path(__file__).resolve().parents[1]

@@ -15,7 +15,6 @@ from typing import Any
 
 import pandas as pd
 import pytest
-import yaml
 
 from scotbed import contract
 from scotbed.analysis.context import RunData
@@ -23,10 +22,19 @@ from scotbed.analysis.peers import report_html
 from scotbed.analysis.peers_section import analyse, peers_section
 from scotbed.analysis.rundir import RunDir
 from scotbed.analysis.sections import SECTIONS
+from scotbed.experiment import dump_spec, parse_spec
 
 pytestmark = pytest.mark.spark
 
 FIXTURES = Path(__file__).parent / "fixtures"
+SPECS = {  # the resolved spec of a hand-written run, by its topology kind
+    contract.PEERS_KIND: {
+        "name": "t",
+        "topology": {"kind": contract.PEERS_KIND, "n": 4},
+        "routing": "vinifera",
+    },
+    "scot": {"name": "t"},
+}
 
 
 def test_the_section_is_in_the_registry() -> None:
@@ -60,7 +68,7 @@ def _ev(node: int, ev: str, **f: object) -> dict:
 def _run_dir(tmp: Path, kind: str, logs: list[dict], faults: list[dict]) -> Path:
     (tmp / contract.EVENTS_DIR).mkdir(parents=True)
     (tmp / contract.ANALYSIS_DIR).mkdir()
-    (tmp / contract.SPEC_RESOLVED).write_text(yaml.safe_dump({"name": "t", "topology": {"kind": kind}}))
+    (tmp / contract.SPEC_RESOLVED).write_text(dump_spec(parse_spec(SPECS[kind])))
     (tmp / contract.FAULTS).write_text("".join(json.dumps(f) + "\n" for f in faults))
     for node in sorted({e["node"] for e in logs}):
         path = tmp / contract.events_file(node)

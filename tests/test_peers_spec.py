@@ -11,10 +11,10 @@ import yaml
 
 from scotbed import contract
 from scotbed.analysis import peers as peer_analysis
+from scotbed.experiment.spec import SpecError, parse_spec
+from scotbed.experiment.spec_peers import peer_config
 from scotbed.orchestrator.progress import QuietProgress
 from scotbed.orchestrator.run import RunOptions, run_spec
-from scotbed.orchestrator.spec import SpecError, parse_spec
-from scotbed.orchestrator.spec_peers import peer_config
 from scotbed.peers.config import PeerConfig
 from scotbed.routing import PEER_ALGORITHMS
 

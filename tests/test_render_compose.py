@@ -11,10 +11,10 @@ import pytest
 import yaml
 
 from scotbed.config import load
+from scotbed.experiment.spec import build_scot, parse_spec
 from scotbed.orchestrator.backends.docker_engine import DockerEngine, DockerError
 from scotbed.orchestrator.plan import deployed_configs
 from scotbed.orchestrator.render import compose, write_compose
-from scotbed.orchestrator.spec import build_scot, parse_spec
 
 RUN_ID = "quickstart-20250102T030405-0a1b2c3d"
 SPEC = parse_spec({"name": "quickstart"})

@@ -12,10 +12,10 @@ import pytest
 
 from scotbed import contract
 from scotbed.config import BrokerConfig
+from scotbed.experiment.spec import build_scot, parse_spec
 from scotbed.orchestrator.backends.k8s import render as k8s
 from scotbed.orchestrator.images import BROKER_IMAGE
 from scotbed.orchestrator.plan import deployed_configs
-from scotbed.orchestrator.spec import build_scot, parse_spec
 
 RUN_ID = "quickstart-20250102T030405-0a1b2c3d"
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")

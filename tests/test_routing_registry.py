@@ -6,7 +6,7 @@ import pytest
 
 from scotbed import routing
 from scotbed.config import BrokerConfig, ConfigError
-from scotbed.orchestrator.spec import SpecError, parse_spec
+from scotbed.experiment.spec import SpecError, parse_spec
 
 
 def test_every_implemented_class_carries_its_registry_name() -> None:

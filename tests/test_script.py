@@ -12,10 +12,10 @@ import pytest
 from scotbed_cli import scotbed
 
 from scotbed.config import LimitsConfig
+from scotbed.experiment.spec import SpecError, build_scot, load_spec
 from scotbed.loader import MAX_DOCUMENT_BYTES
 from scotbed.orchestrator import cli
 from scotbed.orchestrator.scripted import load_script
-from scotbed.orchestrator.spec import SpecError, build_scot, load_spec
 from scotbed.workloads.script import ScriptError, parse
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -79,7 +79,7 @@ def test_mean_selectivity_is_the_mean_of_each_filter_selectivity() -> None:
 
 def test_the_summary_block_reads_the_run_workload_files(tmp_path: Path) -> None:
     (tmp_path / "workload").mkdir()
-    (tmp_path / "spec.resolved.yaml").write_text("workload: {selectivity: 0.25}\n")
+    (tmp_path / "spec.resolved.yaml").write_text("name: x\nworkload: {selectivity: 0.25}\n")
     subs = [
         {"ts_ns": 1, "op": "subscribe", "sub_id": "a", "filter": Filter.parse("x < 2").to_json()},
         {"ts_ns": 2, "op": "subscribe", "sub_id": "b", "filter": Filter.parse("x >= 3").to_json()},

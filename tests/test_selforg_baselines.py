@@ -221,8 +221,8 @@ def test_baseline_makes_an_admitted_swap_on_six_real_brokers(name: str, tmp_path
 
 
 def test_alpha_reaches_the_spec_the_managers_and_the_analysis_alike() -> None:
+    from scotbed.experiment.spec import SpecError, build_scot, dump_spec, parse_spec
     from scotbed.orchestrator.plan import broker_configs
-    from scotbed.orchestrator.spec import SpecError, build_scot, dump_spec, parse_spec
     from scotbed.overlay import redraws
     from scotbed.overlay.heuristics import View
 

@@ -29,8 +29,8 @@ from scotbed.broker.client import BrokerClient, SubscriptionStream
 from scotbed.broker.eventlog import read_events
 from scotbed.broker.launcher import LocalCluster
 from scotbed.contract import COST_REDRAW, NOTIF_OUT, TOPO
+from scotbed.experiment.spec import SpecError, build_scot, dump_spec, parse_spec
 from scotbed.orchestrator.plan import broker_configs
-from scotbed.orchestrator.spec import SpecError, build_scot, dump_spec, parse_spec
 from scotbed.overlay.costs import Costs, CostsError, edge, link_delay_ms
 from scotbed.overlay.heuristics import heuristic
 from scotbed.overlay.records import EVALUATE, SWAP

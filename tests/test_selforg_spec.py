@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from scotbed.orchestrator.spec import SpecError, dump_spec, parse_spec
+from scotbed.experiment.spec import SpecError, dump_spec, parse_spec
 from scotbed.overlay.costs import DEFAULT_BROKER, DEFAULT_LINK
 
 
@@ -88,8 +88,8 @@ def test_self_organising_is_validated_and_needs_a_routing_that_follows_dynamic_l
 
 
 def test_the_manager_block_names_brokers_and_carries_the_tree_and_the_settings() -> None:
+    from scotbed.experiment.spec import build_scot
     from scotbed.orchestrator.plan import broker_configs
-    from scotbed.orchestrator.spec import build_scot
 
     spec = parse_spec(
         {

@@ -10,9 +10,9 @@ import pytest
 import yaml
 
 from scotbed import routing as routing_registry
+from scotbed.experiment.overrides import apply_sets
+from scotbed.experiment.spec import SpecError, build_scot, dump_spec, load_spec, parse_spec
 from scotbed.orchestrator import plan
-from scotbed.orchestrator.overrides import apply_sets
-from scotbed.orchestrator.spec import SpecError, build_scot, dump_spec, load_spec, parse_spec
 
 EXPERIMENTS = Path(__file__).resolve().parent.parent / "experiments"
 

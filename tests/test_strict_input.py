@@ -11,8 +11,8 @@ import pytest
 from scotbed_cli import QUICKSTART, scotbed
 
 from scotbed import bounds
+from scotbed.experiment.spec import SpecError, load_spec, parse_spec
 from scotbed.filters import INT_MAX, INT_MIN, Filter, FilterError
-from scotbed.orchestrator.spec import SpecError, load_spec, parse_spec
 from scotbed.v1 import scotbed_pb2 as pb
 from scotbed.wire import notification_to_pb, publication_from_notification, value_to_pb
 

@@ -21,6 +21,7 @@ from scotbed.broker import tls
 from scotbed.broker.client import BrokerClient
 from scotbed.broker.launcher import LocalCluster
 from scotbed.config import BrokerConfig, NeighbourConfig
+from scotbed.experiment.spec import SpecError, build_scot, parse_spec
 from scotbed.filters import Filter
 from scotbed.orchestrator import pki, security
 from scotbed.orchestrator.backends import compose
@@ -28,7 +29,6 @@ from scotbed.orchestrator.backends.base import DeployRequest
 from scotbed.orchestrator.backends.docker_engine import IMAGE_UID, DockerEngine
 from scotbed.orchestrator.plan import deployed_configs
 from scotbed.orchestrator.run import RunOptions, run_spec
-from scotbed.orchestrator.spec import SpecError, build_scot, parse_spec
 from scotbed.orchestrator.state import RunState
 
 QUICKSTART = Path(__file__).resolve().parents[1] / "experiments" / "quickstart.yaml"

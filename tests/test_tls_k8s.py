@@ -15,11 +15,11 @@ from test_k8s_e2e import assert_nothing_left, images, k8s_run
 from test_render_k8s import RUN_ID, pods
 
 from scotbed.broker import tls
+from scotbed.experiment.spec import build_scot, parse_spec
 from scotbed.orchestrator import pki, security
 from scotbed.orchestrator.backends.k8s import render as k8s
 from scotbed.orchestrator.backends.k8s import render_tls as k8s_tls
 from scotbed.orchestrator.plan import deployed_configs
-from scotbed.orchestrator.spec import build_scot, parse_spec
 
 __all__ = ["images"]  # the broker and Locust images fixture of test_k8s_e2e
 

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scotbed import topology as topo
-from scotbed.orchestrator.spec import NamedFactor
+from scotbed.experiment.spec import NamedFactor
 
 
 @pytest.mark.parametrize(
@@ -239,7 +239,7 @@ def test_the_selective_pruning_tiered_topologies() -> None:
 def test_the_report_draws_the_scot_topology_json_describes(spec: str) -> None:
     """A run's topology.json gives back the same SCOT, so the report and `topology --draw` draw alike."""
     from scotbed.analysis.plots_topology import scot_of
-    from scotbed.orchestrator.spec import build_scot, load_spec
+    from scotbed.experiment.spec import build_scot, load_spec
 
     scot = build_scot(load_spec(Path(__file__).resolve().parents[1] / "experiments" / spec))
     again = scot_of(json.loads(json.dumps(scot.to_json())))

@@ -1,6 +1,6 @@
 """`scotbed validate` refuses every spec that `scotbed run` refuses before it deploys, with the same
 message: both go through :func:`scotbed.orchestrator.experiment.check` (TLS, the fault timeline,
-the broker configs and the workload as well as the schema)."""
+the broker configs and the workload as well as the spec model of :mod:`scotbed.experiment`)."""
 
 from __future__ import annotations
 
@@ -53,6 +53,32 @@ CASES = {
     "script that is not there": (
         _with(QUICKSTART, workload={"script": "no-such-script.jsonl"}),
         "no-such-script.jsonl",
+    ),
+    # one case per kind of the spec model's own refusals (tests/test_spec.py has them all)
+    "no name": ({k: v for k, v in QUICKSTART.items() if k != "name"}, "name: required key is missing"),
+    "value out of range": (
+        _with(QUICKSTART, workload={**QUICKSTART["workload"], "selectivity": 1.5}),
+        "workload.selectivity: 1.5 is not allowed",
+    ),
+    "unknown routing": (_with(QUICKSTART, routing="octopus"), "routing: 'octopus' is not allowed"),
+    "routing on the wrong overlay": (
+        _with(QUICKSTART, topology={"kind": "tree", "acyclic": "paper-fig2"}, routing="snr"),
+        "routing 'snr' needs a SCOT with connectivity >= 2",
+    ),
+    "unknown routing parameter": (
+        _with(QUICKSTART, routing_params={"nope": 1}),
+        "routing_params.nope: 'snr' has no parameter 'nope'",
+    ),
+    "placement on no cluster": (
+        _with(
+            QUICKSTART,
+            workload={**QUICKSTART["workload"], "placement": {"mode": "per-cluster", "clusters": [7]}},
+        ),
+        "workload.placement.clusters[0]: 7 is not a cluster",
+    ),
+    "unsubscription burst without covering": (
+        _with(QUICKSTART, workload={**QUICKSTART["workload"], "unsub_burst": {"count": 2}}),
+        "workload.unsub_burst: needs workload.covering",
     ),
 }
 

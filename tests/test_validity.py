@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from scotbed import contract, topology
 from scotbed.analysis.synth import SynthSpec, synthesise
@@ -29,7 +28,6 @@ from scotbed.analysis.validity import (
     LoopSample,
     Window,
     assess,
-    bounds_of,
     cores_of,
 )
 from scotbed.broker.client import BrokerClient
@@ -235,13 +233,13 @@ def test_samples_outside_the_window_do_not_count_and_no_samples_is_unknown() -> 
     assert none.verdict == UNKNOWN and none.line() == "unknown: no loop events in the logs"
 
 
-def test_bounds_and_cores_come_from_the_resolved_spec() -> None:
-    spec = {"analysis": {"host_bound": {"lag_bound_ms": 5}}, "run": {"host": {"cpus": 2}}, "backend": "local"}
-    assert bounds_of(spec) == Bounds(lag_bound_ms=5.0)
-    assert bounds_of({}) == Bounds()
-    assert cores_of(spec) == 2
-    assert cores_of({**spec, "backend": "k8s"}) is None
-    assert cores_of({}) is None
+def test_the_cores_come_from_the_run_provenance_except_on_k8s() -> None:
+    from scotbed.experiment.spec import parse_spec
+
+    provenance = {"host": {"cpus": 2}}
+    assert cores_of(parse_spec({"name": "x"}), provenance) == 2
+    assert cores_of(parse_spec({"name": "x", "backend": "k8s"}), provenance) is None
+    assert cores_of(parse_spec({"name": "x"}), {}) is None
 
 
 def _window_of(run: Path) -> tuple[int, int]:
@@ -305,12 +303,14 @@ def test_the_summary_carries_the_verdict_of_a_synthesised_run(
         assert {b["node"] for b in v["brokers"]} == {f"b-v{i}-0" for i in range(5)}
 
 
-def test_the_spec_block_types_the_bounds_and_the_resolved_spec_round_trips_to_them() -> None:
-    from scotbed.orchestrator.spec import SpecError, dump_spec, parse_spec
+def test_the_spec_block_types_the_bounds_and_the_resolved_spec_round_trips_to_them(tmp_path: Path) -> None:
+    from scotbed.experiment.spec import SpecError, dump_spec, load_resolved, parse_spec
 
     spec = parse_spec({"name": "x"}, ("analysis.host_bound.lag_bound_ms=5",))
-    assert bounds_of(yaml.safe_load(dump_spec(spec))) == Bounds(lag_bound_ms=5.0)
-    assert bounds_of(yaml.safe_load(dump_spec(parse_spec({"name": "x"})))) == Bounds()
+    (tmp_path / "a.yaml").write_text(dump_spec(spec))
+    (tmp_path / "b.yaml").write_text(dump_spec(parse_spec({"name": "x"})))
+    assert load_resolved(tmp_path / "a.yaml").analysis.host_bound == Bounds(lag_bound_ms=5.0)
+    assert load_resolved(tmp_path / "b.yaml").analysis.host_bound == Bounds()
     for bad in ("analysis.host_bound.lag_periods_max=2", "analysis.host_bound.lag_bound=5"):
         with pytest.raises(SpecError, match="host_bound"):
             parse_spec({"name": "x"}, (bad,))

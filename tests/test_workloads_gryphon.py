@@ -11,7 +11,7 @@ import pytest
 from workload_plans import plan_for
 
 from scotbed import topology as T
-from scotbed.orchestrator.spec import SpecError
+from scotbed.experiment.spec import SpecError
 from scotbed.workloads import gryphon as g
 from scotbed.workloads import plan as P
 from scotbed.workloads import plan_json

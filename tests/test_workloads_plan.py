@@ -10,7 +10,7 @@ import pytest
 from workload_plans import plan_for
 
 from scotbed import topology as T
-from scotbed.orchestrator.spec import SpecError
+from scotbed.experiment.spec import SpecError
 from scotbed.workloads import plan as P
 from scotbed.workloads import plan_json
 from scotbed.workloads.quotes import sample
@@ -158,7 +158,7 @@ def test_region_mobility_on_a_tree_is_an_error() -> None:
 def test_plan_names_a_client_without_a_host() -> None:
     params = plan_for({"subscribers": 1, "publishers": 0}, SCOT, ADDR)
     assert [s.name for s in params.subscribers] == ["s0"]
-    from scotbed.orchestrator.spec import parse_spec
+    from scotbed.experiment.spec import parse_spec
 
     spec = parse_spec({"name": "t", "workload": {"subscribers": 2, "publishers": 0}})
     with pytest.raises(P.PlanError, match=r"^hosts: no host broker for client\(s\) \['s1'\]"):

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from scotbed import topology as T
+from scotbed.experiment.spec import parse_spec
 from scotbed.orchestrator import plan as deploy_plan
-from scotbed.orchestrator.spec import parse_spec
 from scotbed.workloads.plan import Plan
 
 

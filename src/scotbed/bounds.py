@@ -4,7 +4,7 @@
 written by mistake (``subscribers: 10000000000``) would keep it busy for hours or exhaust the
 host's memory instead of failing. Each bound is well above what a run of this testbed can
 hold and low enough that validating at the bound still ends. The spec model
-(:mod:`scotbed.orchestrator.spec`), the campaign reader and the workload planner refuse a
+(:mod:`scotbed.experiment.spec`), the campaign reader and the workload planner refuse a
 value above its bound with a message naming the key and the bound; docs/faults-and-limits.md
 lists them.
 """

@@ -388,7 +388,7 @@ class RunData:
     def settle_ms(self) -> float:
         if self.settings.settle_ms is not None:
             return float(self.settings.settle_ms)
-        return float((self.run.spec.get("analysis") or {}).get("settle_ms", 0.0))
+        return self.run.spec.analysis.settle_ms
 
     @shared_input
     def engine(self) -> str:

@@ -22,8 +22,9 @@ from scotbed.workloads.subscriptions import columnar_selectivity, mean_selectivi
 def workload_block(run: RunDir, attrs: Columns | None = None) -> Workload:
     """The ``workload`` section of summary.json: the counts and the target and realised selectivity.
     ``attrs``: the publications' attrs as Arrow parsed them (:mod:`scotbed.analysis.pub_arrow`), if it did."""
-    spec_workload = run.spec.get("workload") or {}
-    target = None if spec_workload.get("script") else spec_workload.get("selectivity")
+    w = run.spec.workload
+    # the target the run's spec names (every real run's does; a synthesised run's names none)
+    target = w.selectivity if w.script is None and "selectivity" in w.model_fields_set else None
     filters = [Filter.from_json(d["filter"]) for d in run.subscription_ops() if d.get("op") == "subscribe"]
     n_pubs, realised = realised_selectivity(filters, run.publications_file, attrs)
     return Workload(len(filters), n_pubs, {"target": target, "realised": realised})

@@ -24,6 +24,7 @@ from pyspark.sql import functions as F
 
 from scotbed import contract
 from scotbed.analysis.stats import dist_from_quantiles, rank_quantiles
+from scotbed.experiment.spec import Spec
 
 ACCURACY = 100_000  # percentile_approx: relative rank error 1e-5
 SUMMARY_QUANTILES = (0.5, 0.9, 0.99)
@@ -469,15 +470,14 @@ def hops_distribution(deliv: DataFrame) -> pd.DataFrame:
     )
 
 
-def burst_from_spec(spec: dict[str, Any], first_intended_ns: int) -> tuple[int, int] | None:
+def burst_from_spec(spec: Spec, first_intended_ns: int) -> tuple[int, int] | None:
     """The burst the spec's ``workload.hrp`` asks for, counted from the first publication."""
-    hrp = (spec.get("workload") or {}).get("hrp")
-    if not hrp:
+    hrp = spec.workload.hrp
+    if hrp is None:
         return None
-    scale = float((spec.get("workload") or {}).get("time_scale") or 1.0)
-    rate = float(hrp["rate_per_minute"]) / scale
-    start = first_intended_ns + int(float(hrp.get("start_s", 0)) * 1e9)
-    return start, start + int(float(hrp["notifications"]) / rate * 60e9)
+    rate = hrp.rate_per_minute / spec.workload.time_scale
+    start = first_intended_ns + int(hrp.start_s * 1e9)
+    return start, start + int(hrp.notifications / rate * 60e9)
 
 
 STABILITY_COLUMNS = ["window", "start_ns", "end_ns", "count", "max_delay_ms", "mean_delay_ms"]

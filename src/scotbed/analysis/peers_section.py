@@ -46,7 +46,7 @@ class PeersSection:
 
 
 def is_peers_run(run: RunDir) -> bool:
-    return bool((run.spec.get("topology") or {}).get("kind") == contract.PEERS_KIND)
+    return run.spec.topology.kind == contract.PEERS_KIND
 
 
 def peers_section(d: RunData) -> PeersSection:

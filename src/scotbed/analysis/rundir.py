@@ -20,8 +20,10 @@ from typing import Any
 import yaml
 
 from scotbed import contract
+from scotbed.experiment import spec as experiment
+from scotbed.experiment.spec_errors import SpecError
 
-DEFAULT_STABILITY_WINDOW = 1000
+UNNAMED = "unnamed"  # the name of a run directory's spec when it holds none
 
 
 class RunDirError(ValueError):
@@ -76,13 +78,29 @@ class RunDir:
     def publications_file(self) -> Path:
         return self.path / contract.PUBLICATIONS
 
+    @property
+    def has_spec(self) -> bool:
+        return (self.path / contract.SPEC_RESOLVED).exists()
+
     @cached_property
-    def spec(self) -> dict[str, Any]:
-        f = self.path / contract.SPEC_RESOLVED
-        if not f.exists():
+    def spec(self) -> experiment.Spec:
+        """The spec the run ran with, typed (:func:`scotbed.experiment.load_resolved`); a run directory
+        without one is read with every default of the model."""
+        if not self.has_spec:
+            return experiment.Spec(name=UNNAMED)
+        try:
+            return experiment.load_resolved(self.path)
+        except SpecError as e:
+            raise RunDirError(str(e)) from None
+
+    @cached_property
+    def provenance(self) -> dict[str, Any]:
+        """The ``run`` block the orchestrator adds to spec.resolved.yaml (host, versions); empty without."""
+        if not self.has_spec:
             return {}
-        doc = yaml.safe_load(f.read_text()) or {}
-        return doc if isinstance(doc, dict) else {}
+        doc = yaml.safe_load((self.path / contract.SPEC_RESOLVED).read_text())
+        block = doc.get(experiment.PROVENANCE) if isinstance(doc, dict) else None
+        return block if isinstance(block, dict) else {}
 
     @cached_property
     def spec_text(self) -> str:
@@ -99,12 +117,11 @@ class RunDir:
 
     @property
     def routing(self) -> str:
-        return str(self.spec.get("routing", "unknown"))
+        return self.spec.routing if self.has_spec else "unknown"
 
     @property
     def stability_window(self) -> int:
-        analysis = self.spec.get("analysis") or {}
-        return int(analysis.get("stability_window") or DEFAULT_STABILITY_WINDOW)
+        return self.spec.analysis.stability_window
 
     def broker_ids(self) -> list[str]:
         return [b["id"] for b in self.topology.get("brokers", [])]

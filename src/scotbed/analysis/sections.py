@@ -232,9 +232,9 @@ def validity_section(d: RunData) -> validity.Validity:
     hops = float((d.hops["hops"] * d.hops["count"]).sum() / n_deliv) if n_deliv else 0.0
     delay = validity.Delay(d.delays[0]["delay_ms"].get("mean"), hops, p.send_lag_ms)
     spec = d.run.spec
-    scale = float((spec.get("workload") or {}).get("time_scale") or 1.0)
+    cores = validity.cores_of(spec, d.run.provenance)
     v = validity.assess(
-        samples, window, delay, validity.cores_of(spec), scale, validity.bounds_of(spec), clients
+        samples, window, delay, cores, spec.workload.time_scale, spec.analysis.host_bound, clients
     )
     origin = window.start_ns if window else min((s.ts_ns for s in samples), default=0)
     d.tables["loop_lag"] = pd.DataFrame(

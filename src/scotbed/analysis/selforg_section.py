@@ -33,11 +33,11 @@ class SelfOrg:
 
 
 def selforg_section(d: RunData) -> SelfOrg:
-    t = d.run.spec.get("topology") or {}
-    if t.get("costs") is None and t.get("self_organising") is None:
+    t = d.run.spec.topology
+    if t.costs is None and t.self_organising is None:
         return SelfOrg()
     vertex_of = {b["id"]: b["vertex"] for b in (d.run.topology or {}).get("brokers", [])}
-    base, timeline = redraws.parse(t.get("costs"))
+    base, timeline = t.costs.timeline() if t.costs is not None else redraws.parse(None)
     costs = redraws.InForce(redraws.tables(base, timeline, sorted(set(vertex_of.values()))))
     table = _table_in_force(d)
     notes = of(d.events, NOTIF_IN, NOTIF_OUT)
@@ -70,10 +70,9 @@ def selforg_section(d: RunData) -> SelfOrg:
         columns=["t_s", "cost", "published", "cost_per_notification"],
     )
     total, published = sum(w.cost for w in windows), sum(w.published for w in windows)
-    so = t.get("self_organising")
     return SelfOrg(
         {
-            "heuristic": so.get("heuristic") if so else None,
+            "heuristic": t.self_organising.heuristic if t.self_organising else None,
             "window_s": WINDOW_NS / 1e9,
             "cost_total": total,
             "published": published,

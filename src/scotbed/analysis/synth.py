@@ -187,6 +187,13 @@ def synthesise(out: Path, spec: SynthSpec = SynthSpec()) -> dict[str, Any]:
     }
 
 
+def _factor_block(spec: SynthSpec) -> dict[str, Any]:
+    """The spec's ``topology.acyclic`` block of the tree :func:`synthesise` builds."""
+    if spec.fanout:
+        return {"kind": "kary", "fanout": spec.fanout, "depth": spec.brokers}
+    return {"kind": "path", "n": spec.brokers}
+
+
 def _write_run_files(out: Path, spec: SynthSpec, scot: Scot) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / contract.EVENTS_DIR).mkdir(exist_ok=True)
@@ -195,7 +202,7 @@ def _write_run_files(out: Path, spec: SynthSpec, scot: Scot) -> None:
     run_spec = {
         "name": "synth",
         "seed": spec.seed,
-        "topology": {"kind": "tree", "acyclic": scot.factor.name},
+        "topology": {"kind": "tree", "acyclic": _factor_block(spec)},
         "routing": routing.BASELINE_ROUTING if spec.flooding else routing.DEFAULT_BROKER_ROUTING,
         "matching": "naive",
         "workload": {"subscribers": spec.subscribers, "publishers": spec.publishers, "hrp": None},

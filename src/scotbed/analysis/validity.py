@@ -44,23 +44,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from scotbed.experiment.spec import HostBoundSpec as Bounds  # the spec's analysis.host_bound
+from scotbed.experiment.spec import Spec
+
 VALID = "valid"
 HOST_BOUND = "host-bound"
 UNKNOWN = "unknown"
 WINDOW_BIN_S = 1.0  # time resolution of the affected windows
 MAX_BROKERS_LISTED = 10
-
-
-@dataclass(frozen=True)
-class Bounds:
-    """The thresholds of the verdict; the spec's ``analysis.host_bound`` block (defaults live here)."""
-
-    lag_bound_ms: float = 20.0  # a sampling period whose latest wake-up is later than this is lagging
-    lag_periods_max: float = 0.05  # B: share of lagging periods (all brokers) that makes a run host-bound
-    delay_share_max: float = 0.25  # A: share of the mean notification delay that lag may explain
-    cpu_saturation_max: float = 0.9  # C: summed broker CPU share over cores
-    target_utilisation: float = 0.5  # the host (or a broker's core) utilisation the suggestion aims at
-    waits_per_hop: float = 4.0  # A: loop waits a notification makes per broker it visits (see above)
 
 
 @dataclass(frozen=True)
@@ -151,9 +142,7 @@ def line(doc: Mapping[str, Any]) -> str:
     verdict = doc.get("verdict", UNKNOWN)
     if verdict not in (VALID, HOST_BOUND):
         return f"{verdict}: {'; '.join(doc.get('reasons') or ())}"
-    b = Bounds(
-        **{k: float(v) for k, v in (doc.get("bounds") or {}).items() if k in Bounds.__dataclass_fields__}
-    )
+    b = Bounds(**{k: float(v) for k, v in (doc.get("bounds") or {}).items() if k in Bounds.model_fields})
     explained, share = doc.get("explained_ms"), doc.get("explained_share")
     lagging = float(doc.get("lagging_periods") or 0.0)
     cpu = doc.get("cpu") or {}
@@ -201,11 +190,12 @@ def assess(
     delay: Delay,
     cores: int | None,
     time_scale: float = 1.0,
-    bounds: Bounds = Bounds(),
+    bounds: Bounds | None = None,
     clients: Sequence[LoopSample] = (),
 ) -> Validity:
     """The validity of one run from its brokers' ``loop`` events and its client processes'
     ``client_loop`` events (any order) and what it measured."""
+    bounds = bounds if bounds is not None else Bounds()
     inside = [s for s in samples if window is None or window.holds(s.ts_ns)]
     if not inside:
         why = "no loop events in the measurement window" if samples else "no loop events in the logs"
@@ -248,7 +238,7 @@ def assess(
         windows=_windows(inside, window, bounds),
         time_scale=time_scale,
         suggested_time_scale=suggested,
-        bounds=asdict(bounds),
+        bounds=bounds.model_dump(),
     )
 
 
@@ -439,21 +429,16 @@ def _unknown(why: str, window: Window | None, delay: Delay, time_scale: float, b
         windows=[],
         time_scale=time_scale,
         suggested_time_scale=None,
-        bounds=asdict(b),
+        bounds=b.model_dump(),
     )
 
 
-def bounds_of(spec: dict[str, Any]) -> Bounds:
-    """The bounds a resolved spec names (``analysis.host_bound``), the defaults for the rest."""
-    given = ((spec.get("analysis") or {}).get("host_bound")) or {}
-    return Bounds(**{k: float(v) for k, v in given.items() if k in Bounds.__dataclass_fields__})
-
-
-def cores_of(spec: dict[str, Any]) -> int | None:
-    """The host's cores the run recorded (``run.host.cpus``); None on k8s, where brokers span hosts."""
-    if spec.get("backend") == "k8s":
+def cores_of(spec: Spec, provenance: Mapping[str, Any]) -> int | None:
+    """The host's cores the run recorded (its provenance's ``host.cpus``); None on k8s, where brokers
+    span hosts."""
+    if spec.backend == "k8s":
         return None
-    cpus = ((spec.get("run") or {}).get("host") or {}).get("cpus")
+    cpus = (provenance.get("host") or {}).get("cpus")
     return int(cpus) if cpus else None
 
 

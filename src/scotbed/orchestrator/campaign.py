@@ -42,10 +42,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from scotbed import bounds, contract
 from scotbed.errors import UserError
+from scotbed.experiment.spec import SpecError, dump_spec, load_spec
+from scotbed.experiment.spec_errors import describe
 from scotbed.loader import read_document
 from scotbed.orchestrator.saturation import Sweep
-from scotbed.orchestrator.spec import SpecError, dump_spec, load_spec
-from scotbed.orchestrator.spec_errors import describe
 
 NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 CHECKS_FAILED = "run finished but its checks failed"

@@ -16,9 +16,9 @@ import sys
 from collections.abc import Callable, Sequence
 
 from scotbed.errors import UserError
+from scotbed.experiment.spec import SpecError
 from scotbed.orchestrator import interrupts
 from scotbed.orchestrator.run import Terminated
-from scotbed.orchestrator.spec import SpecError
 from scotbed.terminal import Parser, emit_json
 
 #: subcommand modules under scotbed.orchestrator.commands, in help order

@@ -2,7 +2,7 @@
 
 `scotbed validate` and `scotbed run` (and through it `campaign`, `saturate` and `reproduce`) call
 :func:`check`, so validate refuses exactly the specs that run refuses before deploying: the schema
-and semantics of the spec (:func:`~scotbed.orchestrator.spec.load_spec`), TLS against the overlay,
+and semantics of the spec (:func:`~scotbed.experiment.spec.load_spec`), TLS against the overlay,
 the fault timeline against the overlay and the backend, every broker's configuration, and the
 workload (a script, or the generated subscriptions and publications).
 """
@@ -12,9 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from scotbed import topology as topo
-from scotbed.orchestrator import faults, security, spec_peers
+from scotbed.experiment import spec_peers
+from scotbed.experiment.spec import Spec, build_scot
+from scotbed.orchestrator import faults, security
 from scotbed.orchestrator.plan import broker_configs, client_plan, workload_plan
-from scotbed.orchestrator.spec import Spec, build_scot
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,7 @@ class Checked:
 
 
 def check(spec: Spec, backend: str | None = None, with_workload: bool = True) -> Checked:
-    """Raise :class:`~scotbed.orchestrator.spec.SpecError` for anything that would stop ``spec`` on
+    """Raise :class:`~scotbed.experiment.spec.SpecError` for anything that would stop ``spec`` on
     ``backend`` (default: the spec's) before its brokers start. ``with_workload=False`` leaves the
     workload's generation to the caller that generates it anyway (`run`'s render phase)."""
     name = backend or spec.backend

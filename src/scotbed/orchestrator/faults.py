@@ -55,36 +55,16 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from scotbed import bounds, contract
+from scotbed import contract
 from scotbed.analysis.faultwindows import GRACE_S, OPENS
-from scotbed.config import MAX_LINK_DELAY_MS
-from scotbed.orchestrator.spec_errors import SpecError
+from scotbed.experiment.spec_errors import SpecError
+from scotbed.experiment.spec_faults import FaultSpec
 
 REJOIN_TIMEOUT_S = 30.0  # a restarted broker's links must be up both ways by then
 CUT_MSGS_PER_S = 1e-6  # a cut link: the token bucket releases nothing until restored
 LINK_ACTIONS = ("cut", "restore", "capacity", "latency")
-
-
-class FaultSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
-
-    at_s: float = Field(ge=0, le=bounds.MAX_SECONDS, description="seconds after the publishers are released")
-    action: Literal["kill", "stop", "restart", "cut", "restore", "capacity", "latency"]
-    broker: str
-    neighbour: str | None = Field(default=None, description="cut, restore, capacity: the link's other end")
-    capacity_msgs_per_s: float | None = Field(
-        default=None, ge=0, le=bounds.MAX_RATE_PER_S, description="capacity: the new rate"
-    )
-    latency_ms: float | None = Field(
-        default=None, ge=0, lt=MAX_LINK_DELAY_MS, description="latency: the new delay, ms (below 1 h)"
-    )
-    jitter_ms: float = Field(
-        default=0.0, ge=0, lt=MAX_LINK_DELAY_MS, description="latency: ± this, uniform, ms (below 1 h)"
-    )
 
 
 def check(faults: list[FaultSpec], brokers: set[str], neighbours: Callable[[str], set[str]]) -> list[str]:

@@ -18,9 +18,9 @@ from typing import Any
 from scotbed import contract
 from scotbed.analysis import peers as peer_analysis
 from scotbed.analysis import peers_section
+from scotbed.experiment.spec import Spec
+from scotbed.experiment.spec_peers import PeersWorkloadSpec, peer_config
 from scotbed.orchestrator.progress import Progress
-from scotbed.orchestrator.spec import Spec
-from scotbed.orchestrator.spec_peers import PeersWorkloadSpec, peer_config
 from scotbed.peerproc.cluster import PeerCluster
 from scotbed.peerproc.launch import Launcher
 from scotbed.peers.workload import Draw, Shape, distinct_ids

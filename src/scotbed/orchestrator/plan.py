@@ -17,8 +17,9 @@ from typing import Any, Literal
 from scotbed import topology as topo
 from scotbed.broker import metrics
 from scotbed.config import BrokerConfig, build_configs
-from scotbed.orchestrator import faults, spec_selforg
-from scotbed.orchestrator.spec import Spec, SpecError
+from scotbed.experiment import spec_selforg
+from scotbed.experiment.spec import Spec, SpecError
+from scotbed.orchestrator import faults
 
 
 def make_run_id(name: str, when: datetime | None = None, token: str | None = None) -> str:

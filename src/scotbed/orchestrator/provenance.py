@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from scotbed import contract
-from scotbed.orchestrator.spec import Spec, dump_spec
+from scotbed.experiment.spec import Spec, dump_spec
 
 VERSIONED = ("scotbed", "grpcio", "protobuf", "numpy", "locust", "pyspark", "pydantic", "kubernetes")
 

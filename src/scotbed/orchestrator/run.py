@@ -36,7 +36,9 @@ from typing import Any
 
 from scotbed import contract
 from scotbed.analysis import faultwindows, unreadable
-from scotbed.orchestrator import experiment, faults, interrupts, schedule, security, spec_peers
+from scotbed.experiment import spec_peers
+from scotbed.experiment.spec import Spec, build_scot, load_spec
+from scotbed.orchestrator import experiment, faults, interrupts, schedule, security
 from scotbed.orchestrator import plan as deploy_plan
 from scotbed.orchestrator.backends import make_backend
 from scotbed.orchestrator.backends.base import BackendError, Deployment, DeployRequest, ReleaseMode
@@ -47,7 +49,6 @@ from scotbed.orchestrator.progress import Phase, Progress, make_progress
 from scotbed.orchestrator.provenance import record_java, resolved_spec_text
 from scotbed.orchestrator.script_driver import HostScript
 from scotbed.orchestrator.scripted import load_script
-from scotbed.orchestrator.spec import Spec, build_scot, load_spec
 from scotbed.orchestrator.state import RunState
 from scotbed.workloads.script import Script
 

@@ -141,10 +141,10 @@ def _report(series: str, lo: Any, hi: Any, args: Any) -> str:
 
 
 def main(args: Any) -> int:
+    from scotbed.experiment.spec import SpecError, load_spec
     from scotbed.orchestrator.commands import CommandError
     from scotbed.orchestrator.outdir import writable_dir
     from scotbed.orchestrator.run import SignalGuard, options_from_args
-    from scotbed.orchestrator.spec import SpecError, load_spec
 
     if not 0 < args.lo < args.hi:
         raise CommandError(f"saturate: needs 0 < --lo < --hi, got {args.lo} and {args.hi}")

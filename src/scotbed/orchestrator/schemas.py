@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from scotbed.experiment.spec import Spec
 from scotbed.orchestrator.campaign import CampaignFile
-from scotbed.orchestrator.spec import Spec
 
 SCHEMAS = {"spec.schema.json": Spec, "campaign.schema.json": CampaignFile}
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from scotbed import topology as topo
+from scotbed.experiment.spec_errors import SpecError
 from scotbed.loader import read_text
-from scotbed.orchestrator.spec_errors import SpecError
 from scotbed.workloads.script import Script, ScriptError, parse
 
 if TYPE_CHECKING:
-    from scotbed.orchestrator.spec import Spec
+    from scotbed.experiment.spec import Spec
 
 KEY = "workload.script"
 
@@ -33,12 +33,3 @@ def load_script(spec: Spec, scot: topo.Scot) -> Script:
         return parse(text, [b.id for b in scot.brokers], source=name)
     except ScriptError as e:
         raise SpecError(f"{KEY}: {e}") from None
-
-
-def unused_workload_keys(spec: Spec) -> list[str]:
-    """Workload keys a script makes meaningless, when the spec sets them too."""
-    w = spec.workload
-    if w.script is None:
-        return []
-    fields = type(w).model_fields
-    return sorted((fields[n].alias or n) for n in w.model_fields_set if n != "script")

@@ -20,14 +20,15 @@ from typing import Any
 
 from scotbed.broker import runtoken, tls
 from scotbed.config import BrokerConfig
-from scotbed.orchestrator import pki, spec_peers
+from scotbed.experiment import spec_peers
+from scotbed.orchestrator import pki
 
 TLS_DIR = "tls"
 
 
 def validate(spec: Any) -> None:
     """Every backend runs TLS; the peer processes do not."""
-    from scotbed.orchestrator.spec import SpecError
+    from scotbed.experiment.spec import SpecError
 
     if not spec.security.tls:
         return

@@ -33,8 +33,8 @@ from typing import Any
 
 import numpy as np
 
+from scotbed.experiment.workload_params import GryphonParams
 from scotbed.filters import Filter, Predicate
-from scotbed.workloads.params import GryphonParams
 from scotbed.workloads.schema import GRYPHON, GRYPHON_MAX_ATTRIBUTES, Quote, Schema
 
 

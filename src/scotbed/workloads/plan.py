@@ -34,11 +34,17 @@ from typing import Any, Literal
 
 from scotbed.bounds import MAX_CHURN_CYCLES
 from scotbed.errors import UserError
+from scotbed.experiment.workload_params import (
+    ChurnParams,
+    GryphonParams,
+    HrpParams,
+    UnsubBurstParams,
+    WorkloadParams,
+)
 from scotbed.filters import Filter
 from scotbed.topology import Scot
 from scotbed.workloads import gryphon
 from scotbed.workloads.covering import new_roots
-from scotbed.workloads.params import ChurnParams, GryphonParams, HrpParams, UnsubBurstParams, WorkloadParams
 from scotbed.workloads.quotes import CsvReplay, GbmMarket, QuoteSource
 from scotbed.workloads.schema import get_schema
 from scotbed.workloads.subscriptions import run_filters

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from scotbed.errors import UserError
-from scotbed.orchestrator.spec import Spec, load_spec
+from scotbed.experiment.spec import Spec, load_spec
 
 
 class CommandError(UserError):

@@ -8,13 +8,13 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from scotbed.experiment.spec import build_scot
 from scotbed.orchestrator.backends import REGISTRY, backend_class, rendering
 from scotbed.orchestrator.backends.base import BackendError
 from scotbed.orchestrator.commands import CommandError, add_spec_arguments, load
 from scotbed.orchestrator.commands.run import add_namespace_option, add_workers_option, cpu_quantity
 from scotbed.orchestrator.images import BROKER_IMAGE, WORKLOAD_IMAGE
 from scotbed.orchestrator.plan import make_run_id
-from scotbed.orchestrator.spec import build_scot
 
 
 def add_parser(sub: Any) -> None:

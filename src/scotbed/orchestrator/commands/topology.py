@@ -6,8 +6,8 @@ import argparse
 import json
 from typing import Any
 
+from scotbed.experiment.spec import build_scot
 from scotbed.orchestrator.commands import add_spec_arguments, load
-from scotbed.orchestrator.spec import build_scot
 
 
 def add_parser(sub: Any) -> None:

@@ -11,11 +11,11 @@ import argparse
 import sys
 from typing import Any
 
+from scotbed.experiment.spec import SpecError, dump_spec, load_spec
 from scotbed.loader import read_document
 from scotbed.orchestrator.backends import REGISTRY
 from scotbed.orchestrator.commands import CommandError, add_spec_arguments, load
 from scotbed.orchestrator.experiment import check
-from scotbed.orchestrator.spec import SpecError, dump_spec, load_spec
 
 
 def add_parser(sub: Any) -> None:

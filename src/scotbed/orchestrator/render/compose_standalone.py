@@ -27,10 +27,10 @@ from typing import Any
 from scotbed import contract
 from scotbed import topology as topo
 from scotbed.config import BrokerConfig
+from scotbed.experiment.spec import Spec, SpecError
 from scotbed.orchestrator import plan as deploy_plan
 from scotbed.orchestrator.render import compose as render
 from scotbed.orchestrator.render import to_yaml, write_brokers_json
-from scotbed.orchestrator.spec import Spec, SpecError
 from scotbed.workloads import plan as wplan
 from scotbed.workloads.entry import LOCUSTFILE, PLAN_ENV, RUN_DIR_ENV
 

@@ -19,7 +19,7 @@ from scotbed.peers.config import PeerConfig
 from scotbed.peers.workload import SKEWED, UNIFORM, Shape
 
 if TYPE_CHECKING:
-    from scotbed.orchestrator.spec import Spec
+    from scotbed.experiment.spec import Spec
 
 PEERS = contract.PEERS_KIND
 #: processes on one host: more is a simulation's job (benchmarks/vinifera.py)

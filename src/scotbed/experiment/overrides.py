@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from scotbed import yamlload
-from scotbed.orchestrator.spec_errors import SpecError
+from scotbed.experiment.spec_errors import SpecError
 
 
 def apply_sets(doc: dict[str, Any], sets: Iterable[str]) -> dict[str, Any]:

@@ -6,11 +6,11 @@ start with the key path (``topology.connectivity: ...``), name the bad value
 and say what is allowed, so a user never has to read a pydantic dump.
 
 Checks happen in two layers: the models check each value on its own, and
-:func:`check_semantics` checks values against each other (routing vs
+:mod:`scotbed.experiment.spec_semantics` checks values against each other (routing vs
 overlay). :func:`build_scot` turns the topology block into a
 :class:`scotbed.topology.Scot`; it is the only function here that reads
 files (edge-list and GraphML factors, relative to the spec file, through
-:func:`scotbed.orchestrator.spec_factors.build`).
+:func:`scotbed.experiment.spec_factors.build`).
 """
 
 from __future__ import annotations
@@ -30,29 +30,22 @@ from pydantic import (
     model_validator,
 )
 
-from scotbed import bounds
+from scotbed import bounds, contract
 from scotbed import routing as routing_registry
 from scotbed import topology as topo
-from scotbed.analysis.validity import Bounds as HB
-from scotbed.loader import read_document
-from scotbed.matching import implemented as matching_implemented
-from scotbed.orchestrator import spec_factors, spec_peers, spec_selforg
-from scotbed.orchestrator.faults import FaultSpec
-from scotbed.orchestrator.overrides import apply_sets
-from scotbed.orchestrator.scripted import unused_workload_keys
-from scotbed.orchestrator.spec_errors import SpecError, describe
-from scotbed.orchestrator.spec_factors import (
+from scotbed.experiment import spec_factors, spec_peers, spec_selforg, spec_semantics
+from scotbed.experiment import workload_params as wp
+from scotbed.experiment.overrides import apply_sets
+from scotbed.experiment.spec_errors import SpecError, describe
+from scotbed.experiment.spec_factors import (
     ACYCLIC_KINDS,
     AcyclicSpec,
     Block,
     FileName,
-    KaryFactor,
     NamedFactor,
-    PathFactor,
-    RandomFactor,
-    StarFactor,
 )
-from scotbed.workloads import params as wp
+from scotbed.experiment.spec_faults import FaultSpec
+from scotbed.loader import read_document
 
 # --- topology ---------------------------------------------------------------------------------
 
@@ -346,14 +339,34 @@ class WorkloadSpec(Block):
 
 
 class HostBoundSpec(Block):
-    """When the delays measure the host, not the routing (criteria, units: scotbed.analysis.validity)."""
+    """When the delays measure the host, not the routing: the thresholds of the verdict of
+    :mod:`scotbed.analysis.validity` (criteria A, B, C there)."""
 
-    lag_bound_ms: float = Field(default=HB.lag_bound_ms, gt=0, le=bounds.MAX_SECONDS * 1000)
-    lag_periods_max: float = Field(default=HB.lag_periods_max, gt=0, le=1)
-    delay_share_max: float = Field(default=HB.delay_share_max, gt=0)
-    cpu_saturation_max: float = Field(default=HB.cpu_saturation_max, gt=0)
-    target_utilisation: float = Field(default=HB.target_utilisation, gt=0, le=1)
-    waits_per_hop: float = Field(default=HB.waits_per_hop, gt=0)
+    lag_bound_ms: float = Field(
+        default=20.0,
+        gt=0,
+        le=bounds.MAX_SECONDS * 1000,
+        description="a sampling period whose latest wake-up is later than this many ms is lagging",
+    )
+    lag_periods_max: float = Field(
+        default=0.05,
+        gt=0,
+        le=1,
+        description="B: share of lagging periods (all brokers) that makes a run host-bound",
+    )
+    delay_share_max: float = Field(
+        default=0.25, gt=0, description="A: share of the mean notification delay that lag may explain"
+    )
+    cpu_saturation_max: float = Field(default=0.9, gt=0, description="C: summed broker CPU share over cores")
+    target_utilisation: float = Field(
+        default=0.5,
+        gt=0,
+        le=1,
+        description="the host (or a broker's core) utilisation the suggestion aims at",
+    )
+    waits_per_hop: float = Field(
+        default=4.0, gt=0, description="A: loop waits a notification makes per broker it visits"
+    )
 
 
 class AnalysisSpec(Block):
@@ -470,7 +483,7 @@ def parse_spec(
     except ValidationError as e:
         raise SpecError([describe(err, doc, Spec, ACYCLIC_KINDS) for err in e.errors()]) from None
     spec._base_dir = Path(base_dir) if base_dir is not None else Path.cwd()
-    check_semantics(spec)
+    spec_semantics.check(spec)
     return spec
 
 
@@ -480,98 +493,34 @@ def load_spec(path: str | Path, sets: Iterable[str] = ()) -> Spec:
     return parse_spec(doc, sets, base_dir=p.resolve().parent, source=str(p))
 
 
+PROVENANCE = "run"  # the block the orchestrator adds to spec.resolved.yaml: who, where, with what
+
+
+def load_resolved(run: str | Path) -> Spec:
+    """The spec a run ran with, typed: its ``spec.resolved.yaml`` (``run`` is the run directory or that
+    file), without the provenance block ``run:``. A key that a run from an older version lacks takes
+    the model's default. The cross-field checks (:func:`scotbed.experiment.spec_semantics.check`) are
+    not repeated: the run passed them when it started, and the files a spec names need not exist
+    where its run is read."""
+    p = Path(run)
+    path = p / contract.SPEC_RESOLVED if p.is_dir() else p
+    doc = read_document(path, "resolved spec", SpecError, "yaml")
+    if not isinstance(doc, dict):
+        raise SpecError(f"{path}: the spec must be a mapping of keys, got {type(doc).__name__}")
+    body = {k: v for k, v in doc.items() if k != PROVENANCE}
+    try:
+        spec = Spec.model_validate(body)
+    except ValidationError as e:
+        raise SpecError(
+            [f"{path}: {describe(err, body, Spec, ACYCLIC_KINDS)}" for err in e.errors()]
+        ) from None
+    spec._base_dir = path.resolve().parent
+    return spec
+
+
 def dump_spec(spec: Spec) -> str:
     """The resolved spec as YAML (``spec.resolved.yaml``): every default written out."""
     return yaml.safe_dump(spec.model_dump(mode="json", by_alias=True), sort_keys=False)
-
-
-# --- semantic checks --------------------------------------------------------------------------
-
-
-def _factor_size(a: Any) -> int | None:
-    if isinstance(a, KaryFactor):
-        return (a.fanout ** (a.depth + 1) - 1) // (a.fanout - 1) if a.fanout > 1 else a.depth + 1
-    if isinstance(a, PathFactor | StarFactor | RandomFactor):
-        return a.n
-    if isinstance(a, NamedFactor):
-        return len(topo.NAMED_FACTORS[a.kind]().vertices)
-    return None
-
-
-def _routing_problems(spec: Spec, shape: str) -> list[str]:
-    """The routing algorithm against the overlay and its parameters, from the plug-in's declarations."""
-    t = spec.topology
-    implemented = routing_registry.implemented()
-    if spec.routing not in implemented:
-        return [
-            f"routing: {spec.routing!r} is a known algorithm but not implemented in this build; "
-            f"implemented: {', '.join(implemented)}"
-        ]
-    algo = routing_registry.algorithm_class(spec.routing)
-    problems = []
-    if algo.requires_clusters and (t.kind != "scot" or t.m < 2):
-        problems.append(
-            f"topology.connectivity: routing {spec.routing!r} needs a SCOT with connectivity >= 2 "
-            f"(a CBV needs clusters), but the topology is {shape}"
-        )
-    if algo.requires_acyclic and t.m != 1:
-        problems.append(
-            f"topology.connectivity: routing {spec.routing!r} needs an acyclic overlay "
-            f"(kind tree, or connectivity 1), but the topology is {shape} which has cycles"
-        )
-    params = routing_registry.check_params(spec.routing, spec.routing_params)
-    problems += [f"routing_params.{p}" for p in params]
-    return problems
-
-
-def check_semantics(spec: Spec) -> None:
-    """Cross-field rules: which overlays each routing algorithm runs on, and block consistency."""
-    problems: list[str] = spec_peers.problems(spec)
-    t = spec.topology
-    if t.kind == spec_peers.PEERS or problems:
-        if problems:
-            raise SpecError(problems)
-        return
-    shape = f"{{kind: {t.kind}, connectivity: {t.m}}}"
-    if t.kind == "tree" and t.m != 1:
-        raise SpecError(
-            f"topology.connectivity: {t.m} is not allowed for kind tree (a tree has one cluster); "
-            "use kind scot or connectivity 1"
-        )
-    problems += _routing_problems(spec, shape)
-    if spec.matching not in matching_implemented():
-        problems.append(
-            f"matching: {spec.matching!r} is not implemented in this build; "
-            f"implemented: {', '.join(matching_implemented())}"
-        )
-    size = _factor_size(t.acyclic)
-    if size is not None and size * t.m > bounds.MAX_BROKERS:
-        problems.append(
-            f"topology: {size} vertices × {t.m} clusters = {size * t.m} brokers; "
-            f"at most {bounds.MAX_BROKERS} allowed"
-        )
-    w = spec.workload
-    problems += [
-        f"workload.{k}: not used with workload.script (the script is the workload)"
-        for k in unused_workload_keys(spec)
-    ]
-    p = w.placement
-    if p.mode == "per-cluster":
-        for k, c in enumerate(p.clusters or []):
-            if not 0 <= c < t.m:
-                problems.append(
-                    f"workload.placement.clusters[{k}]: {c} is not a cluster; allowed: 0..{t.m - 1}"
-                )
-    elif p.clusters is not None:
-        problems.append(f"workload.placement.clusters: only used with mode per-cluster, not {p.mode}")
-    if p.mode == "explicit" and not p.brokers:
-        problems.append("workload.placement.brokers: mode explicit needs a map of client id -> broker id")
-    elif p.mode != "explicit" and p.brokers is not None:
-        problems.append(f"workload.placement.brokers: only used with mode explicit, not {p.mode}")
-    problems += w.params(spec.base_dir).problems(t.m)
-    problems += spec_selforg.problems(spec)
-    if problems:
-        raise SpecError(problems)
 
 
 # --- the overlay ------------------------------------------------------------------------------

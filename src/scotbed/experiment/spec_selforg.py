@@ -13,15 +13,15 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from scotbed import bounds
 from scotbed import routing as routing_registry
-from scotbed.orchestrator import spec_factors
-from scotbed.orchestrator.spec_errors import SpecError
+from scotbed.experiment import spec_factors
+from scotbed.experiment.spec_errors import SpecError
 from scotbed.overlay import interest
 from scotbed.overlay import redraws as timelines
 from scotbed.overlay.costs import DEFAULT_BROKER, DEFAULT_LINK, Costs, CostsError
 from scotbed.overlay.heuristics import HEURISTICS
 
 if TYPE_CHECKING:
-    from scotbed.orchestrator.spec import Spec
+    from scotbed.experiment.spec import Spec
 
 
 class _Strict(BaseModel):

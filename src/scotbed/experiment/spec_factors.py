@@ -1,6 +1,6 @@
 """The spec's acyclic factors (``topology.acyclic``) and the type of every spec key that names a file.
 
-:mod:`scotbed.orchestrator.spec` builds its blocks on :class:`Block` and the topology block on
+:mod:`scotbed.experiment.spec` builds its blocks on :class:`Block` and the topology block on
 these factors. Every block is strict (unknown keys, ``true`` for a number and non-finite numbers
 are errors), and each factor size is bounded by :data:`scotbed.bounds.MAX_BROKERS`. A file name
 is refused with a NUL byte (no path can hold one) or empty. :func:`build` makes the factor a block
@@ -17,8 +17,8 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 from scotbed import bounds
 from scotbed import topology as topo
+from scotbed.experiment.spec_errors import SpecError
 from scotbed.loader import read_text
-from scotbed.orchestrator.spec_errors import SpecError
 
 
 class Block(BaseModel):
