@@ -23,10 +23,11 @@ from scotbed import topology as topo
 from scotbed.broker import fleet
 from scotbed.broker.launcher import LocalCluster
 from scotbed.experiment.spec import SpecError, build_scot, parse_spec
+from scotbed.orchestrator.backends.k8s import render as k8s
 from scotbed.orchestrator.backends.local import LOCAL_ADDRESSING
 from scotbed.orchestrator.down import down
 from scotbed.orchestrator.plan import deployed_configs
-from scotbed.orchestrator.render import compose, k8s
+from scotbed.orchestrator.render import compose
 from scotbed.orchestrator.run import RunOptions, run_spec
 from scotbed.orchestrator.state import load_all
 
