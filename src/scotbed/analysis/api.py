@@ -8,15 +8,13 @@ self-contained ``report.html`` at the run directory's top.
 The summary is assembled from the section registry
 (:data:`scotbed.analysis.sections.SECTIONS`); a campaign analyses all its runs
 in one SparkSession (pass ``spark=``, or run inside :func:`scotbed.analysis.session.shared_session`).
-This module imports little, so that Spark's JVM starts at once; the analysis's own code
-(:mod:`scotbed.analysis.pipeline`) and matplotlib are imported while it starts.
+This module imports little (the analysis's own code, :mod:`scotbed.analysis.pipeline`, is imported
+on the first analysis), so the orchestrator and the CLI import it at no cost.
 """
 
 from __future__ import annotations
 
-import importlib
 import math
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,8 +30,6 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __all__ = ["SCHEMA_VERSION", "analyze"]
-PIPELINE_MODULE = "scotbed.analysis.pipeline"
-PLOTTER_MODULE = "scotbed.analysis.run_plots"  # matplotlib: 0.4 s
 FIRST_N = 10
 BYTES_PER_SHUFFLE_PARTITION = 64 << 20
 
@@ -65,8 +61,6 @@ def analyze(
 
     t0 = time.monotonic()
     run = RunDir.open(run_dir, out)
-    for module in (PIPELINE_MODULE, PLOTTER_MODULE):  # while the JVM starts; an import of either waits
-        threading.Thread(target=importlib.import_module, args=(module,), daemon=True).start()
     own = spark is None and SparkSession.getActiveSession() is None and not is_shared()
     log = None if verbose else run.out_dir / contract.SPARK_LOG
     session = spark or get_session(spark_master, log=log)
