@@ -1,5 +1,4 @@
-"""Synthesise a run directory in the docs/design.md §5 contract: the analysis's test and benchmark input,
-and the training runs of its JVM's class archive (:mod:`scotbed.analysis.jvm_archive_build`).
+"""Synthesise a run directory in the docs/design.md §5 contract: the analysis's test and benchmark input.
 
 It plays reverse-path forwarding (or flooding) on a tree overlay with a simple
 timing model (per-hop latency, a high-rate publisher that inflates delays
