@@ -6,7 +6,9 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .PHONY: setup demo test test-fast fuzz lint proto schemas image base-image wheelhouse kind-up local-cluster local-cluster-down clean
 
+# The Spark class archive (scotbed.analysis.jvm_archive_build) is built once per JDK and Spark install.
 setup: $(VENV)/.installed
+	$(BIN)/python -m scotbed.analysis.jvm_archive_build --ensure
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)

@@ -9,8 +9,10 @@ any analysis must do; it parses only ``ev``, so the same pass over every column 
 ``raw_all_columns_s``, but is not the baseline) and the full analysis (the job ``scotbed analyze``
 runs), and prints one JSON line with both times (wall and CPU seconds), their ratios and the
 analysis's events/s. The raw pass runs before and after the analysis and the faster of the two is
-the baseline (so a warm JVM favours the baseline, never the analysis). ``java`` says which JDK ran.
-On a shared machine the CPU ratio is the fairer one. The synthesised run is
+the baseline (so a warm JVM favours the baseline, never the analysis). The baseline runs on the run's
+JVM too: on the short-lived one (C1 only, up to :data:`~scotbed.analysis.size.SHORT_JVM_BYTES`) Spark's
+JSON parse is about twice as slow, so compare the analysis's seconds across JVMs, not its ratios
+(``java`` says which ran). On a shared machine the CPU ratio is the fairer one. The synthesised run is
 correct by construction, so ``ok`` must be true.
 ``--workdir DIR --keep`` keeps the runs, and a later call with the same DIR reuses them.
 ``--profile`` adds, per analysis, one JSON line of each section's wall and CPU seconds and its Spark jobs
@@ -22,8 +24,9 @@ each further run of a campaign costs, since a campaign analyses all its runs in 
 ``--cold RUN_DIR`` times what ``scotbed analyze RUN_DIR`` costs from nothing (e.g. ``make demo``'s run):
 ``analyze`` with its own session (the JVM's start, the imports beside it, the analysis, the stop), wall
 and CPU, no raw pass before it to warm the JVM.
-``--java-option OPT`` (repeatable; ``none`` for no option) adds an option to the JVM's start, to try
-one. Set JAVA_HOME to try another JDK.
+``--java-option OPT`` (repeatable; ``none`` for no option) replaces the options the JVM starts with (by
+default those of the JVM :func:`scotbed.analysis.api.jvm_for` picks for the run, as ``scotbed analyze``
+does) to try one; the class archive is mapped either way. Set JAVA_HOME to try another JDK.
 """
 
 from __future__ import annotations
@@ -176,12 +179,15 @@ def _argv_without_events(argv: list[str]) -> list[str]:
 
 def measure(run: Path, args: argparse.Namespace, options: list[str] | None) -> None:
     """Synthesise ``run`` (or reuse it), then time the raw passes and ``args.repeat`` analyses of it in one
-    session on the JVM ``scotbed analyze`` starts (plus ``options``)."""
-    from scotbed.analysis.api import analyze
+    session on the JVM ``scotbed analyze`` starts for it (:func:`~scotbed.analysis.api.jvm_for`)."""
+    from scotbed.analysis.api import analyze, jvm_for
     from scotbed.analysis.session import get_session
 
     events, t_synth = prepare(run, int(args.events[0]))
-    spark = get_session(args.master, app_name="scotbed-analysis-scale", java_options=options or ())
+    jvm = jvm_for(RunDir.open(run))
+    if options is not None:
+        jvm = replace(jvm, options=tuple(options))
+    spark = get_session(args.master, app_name="scotbed-analysis-scale", jvm=jvm)
     for kv in args.conf:
         spark.conf.set(*kv.split("=", 1))
     clock = Clock(spark)
@@ -206,25 +212,31 @@ def measure(run: Path, args: argparse.Namespace, options: list[str] | None) -> N
 
 
 def _java(spark: Any) -> str:
-    """The JVM's release."""
-    return str(spark.sparkContext._jvm.java.lang.System.getProperty("java.version"))
+    """The JVM's release, and its C1-only option when it has it (the short-lived JVM)."""
+    jvm = spark.sparkContext._jvm
+    args = [
+        a
+        for a in jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()
+        if a.startswith("-XX:TieredStopAtLevel")
+    ]
+    return " ".join([str(jvm.java.lang.System.getProperty("java.version")), *args])
 
 
 def cold(run: Path, master: str | None, java_options: list[str] | None) -> dict[str, Any]:
     """Wall and CPU seconds of ``analyze(run)`` from nothing, as ``scotbed analyze`` runs it: the JVM's
-    start (with ``java_options``, if given), the analysis's imports beside it, the analysis and the
-    session's stop. This process has imported only the light API."""
+    start (with ``java_options`` in place of its own, if given), the analysis's imports beside it, the
+    analysis and the session's stop. This process has imported only the light API."""
     import psutil
 
-    from scotbed.analysis.api import analyze
-    from scotbed.analysis.session import SPARK_JVM_CLASS, get_session
+    from scotbed.analysis.api import analyze, jvm_for
+    from scotbed.analysis.session import SPARK_JVM_CLASS
 
+    jvm = jvm_for(RunDir.open(run))
+    if java_options is not None:
+        jvm = replace(jvm, options=tuple(java_options))
     me = psutil.Process()
     c0, t0 = sum(me.cpu_times()[:4]), time.monotonic()
-    spark = get_session(master, java_options=java_options) if java_options else None
-    summary = analyze(run, master, spark=spark)
-    if spark is not None:
-        spark.stop()
+    summary = analyze(run, master, jvm=jvm)
     wall = time.monotonic() - t0
     jvms = [c for c in me.children() if SPARK_JVM_CLASS in c.cmdline()]  # stopped, still running
     cpu = sum(me.cpu_times()[:4]) - c0 + sum(sum(p.cpu_times()[:4]) for p in jvms)
@@ -233,7 +245,7 @@ def cold(run: Path, master: str | None, java_options: list[str] | None) -> dict[
         "run": run.name,
         "events": summary["events"]["total"],
         "java": summary["environment"]["java"],
-        "java_options": list(java_options or ()),
+        "java_options": list(jvm.options),
         "session_s": stages["session"],
         "total_s": round(wall, 2),
         "total_cpu_s": round(cpu, 2),

@@ -65,6 +65,22 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, A
         _fail_skip(report)
 
 
+@pytest.fixture(params=["memory", "parquet", "uncollected"])
+def run_size(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The analysis takes a test's tiny run as small (events cached in memory, rows collected to pandas),
+    as large (the Parquet store and the Spark paths, the deliveries collected in receive order) or as
+    larger than the driver may collect (the delays and stability windows in Spark): all must give
+    the same results."""
+    from scotbed.analysis import context, size
+
+    bound = 1 << 40 if request.param == "memory" else 0
+    monkeypatch.setattr(context, "IN_MEMORY_BYTES", bound)
+    monkeypatch.setattr(size, "SMALL_RUN_BYTES", bound)
+    if request.param == "uncollected":
+        monkeypatch.setattr(context, "COLLECTED_EVENTS", -1)
+    return str(request.param)
+
+
 @pytest.fixture(scope="module")
 def spark() -> Generator[Any, None, None]:
     """One local Spark session per test module; the analysis joins the active session."""

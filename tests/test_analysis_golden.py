@@ -80,7 +80,8 @@ def comparable(summary: dict[str, Any]) -> dict[str, Any]:
     return {k: _rounded(v) for k, v in doc.items() if k not in ENVIRONMENT_KEYS}
 
 
-def test_summary_is_identical_to_the_golden_file(spark: Any, tmp_path: Path) -> None:
+def test_summary_is_identical_to_the_golden_file(spark: Any, tmp_path: Path, run_size: str) -> None:
+    """The small-run paths and the large-run paths (``run_size``) both give the golden summary."""
     from scotbed.analysis.api import analyze
 
     got = comparable(analyze(make_run(tmp_path), spark=spark))
@@ -91,16 +92,80 @@ def test_summary_is_identical_to_the_golden_file(spark: Any, tmp_path: Path) -> 
     assert got["correctness"]["ok"] is False and got["traffic"]["false_positive"] > 0
 
 
-def test_a_workload_with_nulls_gives_the_golden_summary_too(spark: Any, tmp_path: Path) -> None:
-    """A null field on every publication line is read as an absent value: the same summary."""
+def test_a_workload_arrow_does_not_read_gives_the_golden_summary_too(spark: Any, tmp_path: Path) -> None:
+    """A null anywhere in the publications file keeps Arrow's parse from being used (it cannot tell a null
+    from an absent attribute): Spark parses the workload, and the engine or the decoded attrs match it."""
     from scotbed.analysis.api import analyze
+    from scotbed.analysis.pub_arrow import read_publications
 
     run = make_run(tmp_path)
     pubs = run / "workload" / "publications.jsonl"
+    assert read_publications(pubs) is not None
     lines = pubs.read_text().splitlines()
     pubs.write_text("".join(line[:-1] + ', "note": null}\n' for line in lines))
+    assert read_publications(pubs) is None
     got = comparable(analyze(run, spark=spark))
     assert got == comparable(json.loads(GOLDEN.read_text()))
+
+
+WRITTEN_TABLES = ("deliveries", "link_notifications", "link_subscriptions")
+
+
+def test_a_small_runs_tables_written_by_the_driver_equal_those_spark_writes(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A small run's per-delivery and link tables are collected as Arrow and written by the driver; a
+    large run's by Spark. Both are directories of part files with the same rows, columns and types."""
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    from scotbed.analysis import context, size
+    from scotbed.analysis.api import analyze
+
+    tables: dict[str, dict[str, pd.DataFrame]] = {}
+    for kind, bound in (("small", 1 << 40), ("large", 0)):
+        monkeypatch.setattr(context, "IN_MEMORY_BYTES", bound)
+        monkeypatch.setattr(size, "SMALL_RUN_BYTES", bound)
+        run = make_run(tmp_path / kind)
+        analyze(run, spark=spark)
+        tables[kind] = {}
+        for name in WRITTEN_TABLES:
+            path = run / "analysis" / f"{name}.parquet"
+            assert path.is_dir(), (kind, name)
+            assert (path / context.SMALL_RUN_PART).exists() == (kind == "small"), (kind, name)  # who wrote it
+            table = pq.read_table(path)
+            df = table.to_pandas()
+            tables[kind][name] = df.sort_values(list(df.columns)).reset_index(drop=True)
+            tables[kind][f"{name} schema"] = pd.DataFrame(
+                {"name": table.schema.names, "type": [str(t) for t in table.schema.types]}
+            )
+    for name, small in tables["small"].items():
+        assert len(small) > 0, name
+        pd.testing.assert_frame_equal(small, tables["large"][name], obj=name)
+
+
+def test_the_run_size_decides_whether_the_receives_are_collected(
+    spark: Any, tmp_path: Path, run_size: str
+) -> None:
+    """Below the bound every receive is collected once, in receive order (the delays, hops, windows and
+    the last receive read those rows); above it none is, and Spark computes them."""
+    from scotbed.analysis.context import RunData
+    from scotbed.analysis.rundir import RunDir
+
+    run = RunDir.open(make_run(tmp_path))
+    run.plots_dir.mkdir(parents=True)
+    d = RunData(spark, run)
+    try:
+        rows = d.receives
+        if run_size == "uncollected":
+            assert rows is None
+        else:
+            assert rows is not None and len(rows) == d.deliveries.count() > 0
+            assert rows["recv_ns"].is_monotonic_increasing
+            assert d.last_receive_ns == int(rows["recv_ns"].iloc[-1])
+            assert int(d.hops["count"].sum()) == int(rows["hops"].notna().sum())
+    finally:
+        d.close()
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["--regenerate"]:

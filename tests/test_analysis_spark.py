@@ -12,7 +12,6 @@ import random
 from pathlib import Path
 from typing import Any
 
-import oracle_reference
 import pandas as pd
 import pytest
 from pandas.testing import assert_frame_equal
@@ -20,6 +19,7 @@ from pandas.testing import assert_frame_equal
 from scotbed.analysis import metrics as M
 from scotbed.analysis import oracle, series
 from scotbed.analysis.events import read_events, read_publications
+from scotbed.analysis.pub_arrow import read_publications as read_arrow_publications
 from scotbed.analysis.rundir import RunDir
 from scotbed.analysis.stats import time_to_stabilise
 from scotbed.analysis.synth import SynthSpec, synthesise
@@ -70,7 +70,7 @@ def test_subscription_delay_and_ims(spark: Any, tmp_path: Path) -> None:
     assert got == {"s1": (6.0, 2, 3), "s2": (2.0, 1, 2)}
     d = M.distribution(df.where("in_table"), "delay_ms")
     assert (d["count"], d["mean"], d["max"]) == (2, 4.0, 6.0)
-    assert M.local_distribution(df.where("in_table").toPandas()["delay_ms"]) == d
+    assert M.local_distribution(df.where("in_table").toPandas()["delay_ms"]) == d  # a small run's path
     assert M.unsubscription_ims(M.node_facts(ev)) == 1
     assert M.times_of(df.toPandas(), "stored_ns") == {"s1": T0 + 6 * MS, "s2": T0 + 12 * MS}
 
@@ -114,7 +114,7 @@ def test_notification_delay_percentiles_and_hops(spark: Any, tmp_path: Path) -> 
         rows.append(E(k * 2000 + 10 * k, "sc", "receive", pub_id=f"p{k}", sub_id="s1", hops=k % 3))
     ev = events_of(spark, tmp_path, rows)
     deliv = M.deliveries(ev, M.publication_times(ev, None))
-    nd, curves, _ = M.delivery_stats(deliv, -1)
+    nd, curves = M.delivery_delays(deliv)
     d = nd["delay_ms"]
     assert (d["count"], d["mean"], d["p50"], d["p90"], d["p99"], d["max"]) == (
         100,
@@ -139,6 +139,46 @@ def test_notification_delay_percentiles_and_hops(spark: Any, tmp_path: Path) -> 
     assert (one_nd, one_curves) == (nd, curves)
     assert one_hops is not None and one_hops.equals(hops.astype("int64"))
     assert M.delivery_stats(deliv, 1)[2] is None
+    local = M.local_delivery_stats(deliv.toPandas())  # a small run's path
+    assert local is not None and (local[0], local[1]) == (nd, curves) and local[2].equals(one_hops)
+
+
+def test_local_delivery_stats_are_sparks_below_exact_rows(spark: Any) -> None:
+    """Every CDF quantile by rank equals Spark's percentile_approx; odd and even counts, ties, nulls."""
+    import random
+
+    rnd = random.Random(11)
+    for n in (0, 1, 2, 7, 37, 100, 1001):
+        rows = [
+            (rnd.randint(0, n // 3 + 1) / 8, rnd.randint(0, 2000) / 4, rnd.randint(0, 4)) for _ in range(n)
+        ]
+        rows += [(None, None, None)]
+        df = spark.createDataFrame(rows, "delay_ms DOUBLE, send_delay_ms DOUBLE, hops BIGINT")
+        want = M.delivery_stats(df, 4)
+        got = M.local_delivery_stats(df.toPandas())
+        assert got is not None and got[1] == want[1] and got[2].equals(want[2]), n
+        for c in M.DELAY_COLUMNS:
+            assert {k: v for k, v in got[0][c].items() if k != "mean"} == {
+                k: v for k, v in want[0][c].items() if k != "mean"
+            }, n
+            assert got[0][c]["mean"] == pytest.approx(want[0][c]["mean"], rel=1e-12)
+
+
+def test_local_delivery_stats_beyond_exact_rows_are_exact_where_spark_approximates(spark: Any) -> None:
+    """Past EXACT_ROWS values Spark's summary merges samples; the collected path keeps the exact rank,
+    which Spark's figure approximates within its rank error (1 / ACCURACY of the count)."""
+    import random
+
+    n = M.EXACT_ROWS + 10_001
+    xs = [k / 8 for k in range(n)]
+    random.Random(3).shuffle(xs)
+    df = spark.createDataFrame([(x, x, 1) for x in xs], "delay_ms DOUBLE, send_delay_ms DOUBLE, hops BIGINT")
+    want = M.delivery_stats(df, 1)[1]["delay_ms"]
+    got = M.local_delivery_stats(df.toPandas())[1]["delay_ms"]
+    assert [q for q, _ in got] == [q for q, _ in want]
+    for (q, exact), (_, approx) in zip(got, want, strict=True):
+        assert exact == max(math.ceil(q * n), 1) / 8 - 1 / 8
+        assert abs(approx - exact) * 8 <= n / M.ACCURACY + 1
 
 
 def test_matching_ims_dynamic_load_drops(spark: Any, tmp_path: Path) -> None:
@@ -166,6 +206,16 @@ def test_matching_ims_dynamic_load_drops(spark: Any, tmp_path: Path) -> None:
     assert run == M.distribution(M.of(ev, "match"), "us") and run["count"] == 3
     none, nothing = M.matching_delays(ev.where("ev != 'match'"))
     assert len(none) == 0 and nothing == M.distribution(M.of(ev, "no-such-event"), "us")
+    # the collected matches give the rollup's figures, a broker without a matching time included
+    (tmp_path / "untimed").mkdir()
+    untimed = ev.union(events_of(spark, tmp_path / "untimed", [E(7, "b3", "match", pub_id="p3", n=1)]))
+    for got, want in zip(M.matching_delays(untimed, collect=True), M.matching_delays(untimed), strict=True):
+        if isinstance(want, pd.DataFrame):
+            by_node = want.sort_values("node").reset_index(drop=True)
+            assert_frame_equal(got.sort_values("node").reset_index(drop=True), by_node)
+        else:
+            assert got == want
+    assert M.matching_delays(ev.where("ev != 'match'"), collect=True)[1] == nothing
     nims = M.notification_ims(facts).set_index("node")
     assert nims["ims"].to_dict() == {"b1": 1, "b2": 1}
     assert nims["dynamic"].to_dict() == {"b1": 0, "b2": 1}
@@ -187,6 +237,10 @@ def test_stability_curve_with_burst_and_recovery(spark: Any, tmp_path: Path) -> 
     ev = events_of(spark, tmp_path, rows)
     deliv = M.deliveries(ev, M.publication_times(ev, None)).repartition(3)  # index must survive partitions
     curve = M.stability_curve(deliv, 3)
+    # the receives collected and sorted in the driver give the table of Spark's sort and numbering
+    pd.testing.assert_frame_equal(
+        M.stability_windows(M.in_receive_order(M.collect_receives(deliv)), 3), curve
+    )
     assert curve["max_delay_ms"].tolist() == [5, 200, 10, 4]
     assert curve["count"].tolist() == [3, 3, 3, 1]
     assert curve["end_ns"].tolist() == [T0 + t * MS for t in (3000, 6000, 9000, 10000)]
@@ -229,7 +283,8 @@ def test_queues_and_tables(spark: Any, tmp_path: Path) -> None:
     assert (t.loc[0, "max_size"], t.loc[0, "final_size"]) == (8, 6)
 
 
-def test_relay_overhead_and_false_positive_traffic(spark: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("collect", [False, True], ids=["spark", "collected"])
+def test_relay_overhead_and_false_positive_traffic(spark: Any, tmp_path: Path, collect: bool) -> None:
     rows = [
         E(1, "b2", "notif_in", pub_id="p1", link="b1", hops=1),
         E(2, "b3", "notif_in", pub_id="p1", link="b2", hops=2),
@@ -240,15 +295,16 @@ def test_relay_overhead_and_false_positive_traffic(spark: Any, tmp_path: Path) -
     ]
     ev = events_of(spark, tmp_path, rows)
     interested = spark.createDataFrame([("p1", "b3")], "pub_id STRING, broker STRING")
-    relay, fp = traffic_per_broker(ev, interested, ["b1", "b2", "b3", "b4"])
+    relay, fp = traffic_per_broker(ev, interested, ["b1", "b2", "b3", "b4"], collect)
     assert relay.set_index("node")["relay_only"].to_dict() == {"b2": 1, "b3": 0, "b4": 1}
     fp = fp.set_index("node")
     assert fp["ims"].to_dict() == {"b1": 1, "b2": 2}
     assert fp["fp_ims"].to_dict() == {"b1": 0, "b2": 1}
 
 
+@pytest.mark.parametrize("collect", [False, True], ids=["spark", "collected"])
 def test_false_positive_fixpoint_agrees_with_the_python_rule_on_a_skewed_cycle(
-    spark: Any, tmp_path: Path
+    spark: Any, tmp_path: Path, collect: bool
 ) -> None:
     """Timestamps against the causal order (clock skew) and a cycle need several passes of the fixpoint."""
     from scotbed.analysis.forwarding import false_positive_edges
@@ -257,7 +313,7 @@ def test_false_positive_fixpoint_agrees_with_the_python_rule_on_a_skewed_cycle(
     rows = [E(t, s, "notif_out", pub_id="p1", link=d, hops=1) for s, d, t in edges]
     ev = events_of(spark, tmp_path, rows)
     interested = spark.createDataFrame([("p1", "b3")], "pub_id STRING, broker STRING")
-    _, fp = traffic_per_broker(ev, interested, ["b1", "b2", "b3", "b4", "b5"])
+    _, fp = traffic_per_broker(ev, interested, ["b1", "b2", "b3", "b4", "b5"], collect)
     want: dict[str, int] = {}
     for s, _ in false_positive_edges([(s, d) for s, d, _ in edges], ["b3"]):
         want[s] = want.get(s, 0) + 1
@@ -266,10 +322,22 @@ def test_false_positive_fixpoint_agrees_with_the_python_rule_on_a_skewed_cycle(
     assert fp.set_index("node")["ims"].to_dict() == {"b1": 1, "b2": 2, "b3": 1, "b4": 1}
 
 
-def test_traffic_agrees_with_the_python_rule_past_one_mask_word(spark: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("collect", "dense_slots"),
+    [(False, None), (True, None), (True, 0)],
+    ids=["spark", "collected", "collected-ranked"],
+)
+def test_traffic_agrees_with_the_python_rule_past_one_mask_word(
+    spark: Any, tmp_path: Path, collect: bool, dense_slots: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """130 brokers (three mask words), random copies with cycles and repeats, and copies to brokers
-    the list does not name: every count is the plain-Python rule's."""
+    the list does not name: every count is the plain-Python rule's, on each path (``dense_slots`` 0:
+    the collected path's slots ranked, as for a run too large for dense slots)."""
+    from scotbed.analysis import traffic
     from scotbed.analysis.forwarding import false_positive_edges
+
+    if dense_slots is not None:
+        monkeypatch.setattr(traffic, "DENSE_SLOTS", dense_slots)
 
     rng = random.Random(7)
     brokers = [f"b{i}" for i in range(130)]
@@ -294,7 +362,7 @@ def test_traffic_agrees_with_the_python_rule_past_one_mask_word(spark: Any, tmp_
             want_fp[s][1] += 1
     ev = events_of(spark, tmp_path, rows)
     interested_df = spark.createDataFrame(interested_rows, "pub_id STRING, broker STRING")
-    relay, fp = traffic_per_broker(ev, interested_df, brokers)
+    relay, fp = traffic_per_broker(ev, interested_df, brokers, collect)
     assert {r.node: [r.visits, r.relay_only] for r in relay.itertuples()} == want_relay
     assert {r.node: [r.ims, r.fp_ims] for r in fp.itertuples()} == want_fp
     assert sum(v[1] for v in want_fp.values()) > 0 and sum(v[1] for v in want_relay.values()) > 0
@@ -334,21 +402,29 @@ def _check(spark: Any, run: RunDir) -> dict[str, Any]:
         run.subscription_ops(), M.times_of(facts, "stored_ns"), M.times_of(facts, "unsub_settled_ns")
     )
     exp = oracle.expected_deliveries(spark, pubs, eps, "naive")
+    in_driver = oracle.expected_deliveries(spark, pubs, eps, "naive", in_driver=True)
+    assert sorted(in_driver.collect()) == sorted(exp.collect())  # the same pairs in either placement
+    # and matched as columns of Arrow's parse of the file (a large run's oracle)
+    arrow = read_arrow_publications(run.publications_file)
+    assert arrow is not None
+    of_columns = oracle.expected_of_columns(arrow, eps, "naive")
+    assert of_columns is not None and of_columns.schema.names == exp.columns
+    assert sorted(tuple(r.values()) for r in of_columns.to_pylist()) == sorted(
+        tuple(r) for r in exp.collect()
+    )
     result, pairs, offenders = oracle.check(exp, deliv)
     flagged = pairs.where("missing OR false_positive OR duplicate")
     assert offenders.columns == pairs.columns and sorted(offenders.collect()) == sorted(flagged.collect())
-    _same_as_local(exp.toArrow(), deliv, result, offenders)
+    _same_as_local(of_columns, deliv, result, offenders)
     pairs.unpersist()
     offenders.unpersist()
     return result
 
 
 def _same_as_local(expected: Any, deliv: Any, result: dict[str, Any], offenders: Any) -> None:
-    """The property tests' reference check of the same pairs gives Spark's result and offenders, with
-    the offenders' schema of the contract, in their order."""
-    local, local_offenders = oracle_reference.check_local(
-        expected, deliv.select("pub_id", "sub_id", "recv_ns").toArrow()
-    )
+    """The driver's check (a run whose expected pairs and receives are in the driver) gives Spark's
+    result and offenders, with the offenders' schema of the contract, in their order."""
+    local, local_offenders = oracle.check_local(expected, M.collect_receives(deliv))
     assert local == result
     assert local_offenders.schema == oracle.arrow_schema(oracle.OFFENDERS_DDL)
     assert local_offenders.to_pylist() == sorted(
@@ -409,7 +485,7 @@ def test_oracle_counts_a_pair_two_episodes_expect_once(spark: Any) -> None:
     assert [(o["pub_id"], o["sub_id"], o["copies"]) for o in result["first_duplicates"]] == [("p2", "s1", 2)]
     assert [(o["pub_id"], o["sub_id"]) for o in result["first_missing"]] == [("p3", "s2")]
     assert [(o["pub_id"], o["sub_id"]) for o in result["first_false_positives"]] == [("p9", "s2")]
-    local, local_offenders = oracle_reference.check_local(expected.toArrow(), deliv.toArrow())
+    local, local_offenders = oracle.check_local(expected.toArrow(), deliv.toArrow())
     assert local == result and local_offenders.num_rows == 3
     offenders.unpersist()
 

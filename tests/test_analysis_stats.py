@@ -14,6 +14,7 @@ from scipy import stats as scipy_stats
 from test_matching import events, filters
 
 from scotbed.analysis.forwarding import false_positive_edges, useful_brokers
+from scotbed.analysis.jsontext import decode_lines
 from scotbed.analysis.oracle import (
     FOREVER,
     Episode,
@@ -21,8 +22,10 @@ from scotbed.analysis.oracle import (
     decode_attrs,
     episodes,
     expected_batches,
+    expected_of_columns,
     pick_engine,
 )
+from scotbed.analysis.pub_arrow import parse_publications
 from scotbed.analysis.stats import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
@@ -163,6 +166,15 @@ def test_a_batch_of_publications_gives_the_pairs_of_each_alone(
     )
     got = [b.to_pylist() for b in expected_batches([batch], exp)]
     assert sorted(tuple(r.values()) for rows in got for r in rows) == want
+    # the same publications as the workload's lines, matched as columns of Arrow's parse where it takes them
+    lines = [
+        json.dumps({"ts_ns": s, "intended_ns": t, "pub_id": f"p{k}", "attrs": a}) + "\n"
+        for k, (a, t, s) in enumerate(pubs)
+    ]
+    arrow = parse_publications("".join(lines).encode())
+    table = None if arrow is None else expected_of_columns(arrow, eps, "naive")
+    if table is not None:
+        assert sorted(tuple(r.values()) for r in table.to_pylist()) == want
 
 
 def test_attrs_are_decoded_as_json_loads_decodes_them() -> None:
@@ -171,6 +183,8 @@ def test_attrs_are_decoded_as_json_loads_decodes_them() -> None:
     for bad in ('{"x": 1', '{"x": 1}, {}', '{"a": 1}x'):
         with pytest.raises(json.JSONDecodeError):
             decode_attrs([bad])
+    lines = ['{"a": 1}\n', "\n", "  \n", '{"b": 2} \r\n', '{"c": "\u2028"}']  # as a text file yields them
+    assert list(decode_lines(lines)) == [{"a": 1}, {"b": 2}, {"c": "\u2028"}]
 
 
 def test_episodes_from_workload_with_settle_bound() -> None:
@@ -255,6 +269,28 @@ def test_verdict_reads_the_typed_counts() -> None:
     doc["notifications"]["expected_deliveries"] = 0
     assert verdict_of_json(doc)[0] is False  # nothing expected is no evidence
     assert verdict_of_json({})[0] is False
+
+
+def test_stability_windows_number_receives_in_spark_order() -> None:
+    """Receive time, then pub_id, then sub_id (a null first, as Spark sorts); windows of 2, last partial."""
+    import pandas as pd
+    import pyarrow as pa
+
+    from scotbed.analysis.metrics import STABILITY_COLUMNS, in_receive_order, stability_windows
+
+    rows = pd.DataFrame(
+        [(30, 9.0, "p2", "s1"), (10, 1.0, "p1", "s2"), (10, 4.0, "p1", None), (20, 2.0, "p0", "s1"),
+         (10, 3.0, "p1", "s1")],
+        columns=["recv_ns", "delay_ms", "pub_id", "sub_id"],
+    )  # fmt: skip
+    curve = stability_windows(in_receive_order(pa.Table.from_pandas(rows)), 2)
+    assert list(curve.columns) == STABILITY_COLUMNS
+    # order: (10,p1,None,4) (10,p1,s1,3) | (10,p1,s2,1) (20,p0,s1,2) | (30,p2,s1,9)
+    assert curve["window"].tolist() == [0, 1, 2] and curve["count"].tolist() == [2, 2, 1]
+    assert curve["max_delay_ms"].tolist() == [4.0, 2.0, 9.0]
+    assert curve["mean_delay_ms"].tolist() == [3.5, 1.5, 9.0]
+    assert (curve["start_ns"].tolist(), curve["end_ns"].tolist()) == ([10, 10, 30], [10, 20, 30])
+    assert stability_windows(rows.iloc[:0], 2).columns.tolist() == STABILITY_COLUMNS
 
 
 def test_rank_quantiles_take_the_value_of_rank_ceil_q_n() -> None:

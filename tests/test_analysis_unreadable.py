@@ -29,8 +29,10 @@ def _garble_one_receive(run: Path) -> str:
     raise AssertionError("no receive line in the synthesised run")
 
 
-def test_an_unreadable_receive_line_is_named_and_not_missing(spark: Any, tmp_path: Path) -> None:
-    """The parse keeps no line's text: the cut line is read again."""
+def test_an_unreadable_receive_line_is_named_and_not_missing(
+    spark: Any, tmp_path: Path, run_size: str
+) -> None:
+    """In memory or in Parquet, the store keeps no line's text: the cut line is read again."""
     from scotbed.analysis.api import analyze
 
     run = tmp_path / "run"

@@ -1,4 +1,5 @@
-"""Which JDK Spark gets (:mod:`scotbed.java`): JAVA_HOME decides, else the newest installed."""
+"""Which JDK Spark gets (:mod:`scotbed.java`): JAVA_HOME decides, else the release the JVM asks for
+where one is installed (a JDK 25 for a large analysis, a JDK 17 for a small one)."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ def jdks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     java.major.cache_clear()
 
 
-def test_the_newest_jdk_is_preferred_to_the_java_on_path(jdks: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_jdk_25_is_preferred_to_the_java_on_path(jdks: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     on_path = _jdk(jdks.parent, "path-jdk", "17.0.15")
     monkeypatch.setenv("PATH", str(on_path / "bin"))
     _jdk(jdks, "java-21", "21.0.2")
@@ -49,10 +50,9 @@ def test_the_newest_jdk_is_preferred_to_the_java_on_path(jdks: Path, monkeypatch
     assert java.describe(newest, "25.0.3") == f"{newest} (Java 25.0.3)"  # a running JVM's own version
 
 
-def test_of_equal_releases_the_java_on_path_comes_first(jdks: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    on_path = _jdk(jdks.parent, "path-jdk", "21.0.15")
+def test_without_a_jdk_25_the_java_on_path_comes_first(jdks: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    on_path = _jdk(jdks.parent, "path-jdk", "17.0.15")
     monkeypatch.setenv("PATH", str(on_path / "bin"))
-    _jdk(jdks, "java-17", "17.0.2")
     _jdk(jdks, "java-21", "21.0.2")
     assert java.java_home() == (on_path, "PATH")
 
@@ -73,8 +73,17 @@ def test_a_jdk_older_than_17_is_never_chosen(jdks: Path, monkeypatch: pytest.Mon
         java.require()
 
 
+def test_a_small_run_s_jvm_asks_for_a_jdk_17_and_a_large_run_s_for_a_jdk_25(jdks: Path) -> None:
+    from scotbed.analysis.session import LONG_JVM, SHORT_JVM
+
+    jdk17 = _jdk(jdks, "java-17", "17.0.15")
+    jdk25 = _jdk(jdks, "temurin-25", "25.0.3")
+    assert java.java_home(SHORT_JVM.release) == (jdk17, str(jdks))
+    assert java.java_home(LONG_JVM.release) == (jdk25, str(jdks))
+
+
 def test_java_home_is_set_for_a_launch_only(jdks: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A JVM's launch must not decide the next launch's JDK; the user's JAVA_HOME stays."""
+    """A JVM launched for a small run must not decide the next launch's JDK; the user's JAVA_HOME stays."""
     chosen = _jdk(jdks, "java-17", "17.0.15")
     with java.launching_with(chosen):
         assert os.environ["JAVA_HOME"] == str(chosen)
@@ -108,8 +117,8 @@ def test_the_release_file_and_java_version_agree_on_every_jdk_installed_here() -
 
 
 def test_a_run_records_the_jdk_its_analysis_ran_on(jdks: Path, tmp_path: Path) -> None:
-    """spec.resolved.yaml names no JDK before the analysis (which chooses one) and then the one
-    summary.json names, even where another JDK is installed (JAVA_HOME may have chosen this one)."""
+    """spec.resolved.yaml names no JDK before the analysis (which chooses one by the run's size) and
+    then the one summary.json names: a small run's JDK 17 where a JDK 25 is preferred otherwise."""
     from scotbed import contract
     from scotbed.experiment.spec import parse_spec
     from scotbed.orchestrator.provenance import record_java, resolved_spec_text

@@ -96,6 +96,7 @@ PRIVATE_READS = {
     "broker/client.py: stream._start",
     "experiment/spec.py: spec._base_dir",
     # PySpark's JVM gateway, which has no public accessor
+    "analysis/jvm_archive_build.py: spark.sparkContext._gateway",
     "analysis/pipeline.py: spark.sparkContext._jvm",
     "analysis/session.py: SparkContext._gateway",
 }

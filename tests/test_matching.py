@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from scotbed.analysis.pub_arrow import parse_publications
 from scotbed.filters import Filter, Predicate
 from scotbed.matching import make_matcher
 from scotbed.matching.columnar import Columns, exact_filter
@@ -187,6 +189,7 @@ def test_pst_compares_many_ranges_of_one_shape_with_numpy() -> None:
 @given(flts=st.lists(filters, min_size=1, max_size=6), batch=st.lists(events, min_size=1, max_size=12))
 def test_columnar_counts_equal_filter_matches(flts: list[Filter], batch: list[dict[str, Any]]) -> None:
     """Counting over numpy columns gives Filter.matches's counts, or refuses what it cannot compare."""
+    from scotbed.matching.columnar import Columns, exact_filter
     from scotbed.workloads.subscriptions import mean_selectivity
 
     cols = Columns.of(batch)
@@ -199,9 +202,64 @@ def test_columnar_counts_equal_filter_matches(flts: list[Filter], batch: list[di
             if exact_filter(f):
                 assert cols.matches(f).tolist() == [f.matches(e) for e in batch]
     assert mean_selectivity(flts, batch) == sum(want) / (len(flts) * len(batch))
+    # the same batch as JSON lines, parsed into columns by Arrow (the realised selectivity's columns)
+    text = "".join(json.dumps({"pub_id": f"p{i}", "attrs": e}) + "\n" for i, e in enumerate(batch))
+    arrow = _attr_columns(text.encode())
+    if arrow is not None:
+        assert arrow.n == len(batch)
+        for f in flts:
+            if exact_filter(f):
+                assert arrow.matches(f).tolist() == [f.matches(e) for e in batch]
+
+
+# notifications whose every attribute keeps one kind of plain value: Arrow's columns always take them
+plain_events = st.fixed_dictionaries(
+    {},
+    optional={
+        "a": st.integers(-5, 5),
+        "b": numbers.filter(lambda v: abs(v) < 2**53),
+        "c": strings.filter(lambda v: "\x00" not in v),
+        "sym": strings.filter(lambda v: "\x00" not in v),
+    },
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(flts=st.lists(filters, min_size=1, max_size=6), batch=st.lists(plain_events, min_size=1, max_size=12))
+def test_arrow_columns_of_plain_values_match_as_filters_do(
+    flts: list[Filter], batch: list[dict[str, Any]]
+) -> None:
+    text = "".join(json.dumps({"pub_id": f"p{i}", "attrs": e}) + "\n" for i, e in enumerate(batch))
+    arrow = _attr_columns(text.encode())
+    assert arrow is not None and arrow.n == len(batch)
+    for f in flts:
+        if exact_filter(f):
+            assert arrow.matches(f).tolist() == [f.matches(e) for e in batch]
+
+
+def test_arrow_columns_take_what_the_dicts_take_and_refuse_what_arrow_cannot_tell() -> None:
+    """Arrow's columns are used for plain numbers and strings, absent attributes included; refused where
+    its parse loses what the decoded dicts hold (an explicit null, a big integer, an ISO time, a NUL)."""
+    ok = _attr_columns(b'{"attrs":{"a":1,"s":"IBM"}}\n{"attrs":{"a":2.5}}\n\n{"attrs":{}}\n')
+    assert ok is not None and ok.n == 3
+    assert ok.matches(Filter.parse("a > 1")).tolist() == [False, True, False]
+    assert ok.matches(Filter.parse("a != 1")).tolist() == [False, True, False]  # absent fails
+    assert ok.matches(Filter.parse('s prefix "I"')).tolist() == [True, False, False]
+    for bad in ('{"a":null}', '{"a":9007199254740993}', '{"a":"2020-01-01T00:00:00"}', '{"a":"A\\u0000"}',
+                '{"a":true}', '{"a":[1]}', '{"a":1,"a":2}', '{"a":NaN}'):  # fmt: skip
+        assert _attr_columns(f'{{"attrs":{{"a":1}}}}\n{{"attrs":{bad}}}\n'.encode()) is None, bad
+    assert _attr_columns(b'{"attrs":{"a":1}}\n{"pub_id":"p"}\n') is None  # a line without attrs
+    assert _attr_columns(b'{"attrs":{"a":1}}\n{"attrs":"x"}\n') is None
+
+
+def _attr_columns(text: bytes) -> Columns | None:
+    """The attrs of the workload lines ``text`` as Arrow parses them, or None where it refuses."""
+    pubs = parse_publications(text)
+    return None if pubs is None else pubs.attrs
 
 
 def test_columnar_refuses_values_numpy_cannot_compare() -> None:
+    from scotbed.matching.columnar import Columns, exact_filter
 
     assert Columns.of([{"a": 1}, {"a": "x"}]) is not None
     for bad in (True, 2**53, "A\x00", [1]):

@@ -159,7 +159,7 @@ def _cut(run: Path, broker: str) -> None:
 
 
 def test_a_broker_log_with_lost_lines_fails_the_verdict_and_names_them(
-    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], run_size: str
 ) -> None:
     run = tmp_path / "run"
     synthesise(run, SPEC)

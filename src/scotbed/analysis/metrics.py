@@ -15,7 +15,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -72,10 +75,18 @@ EXACT_ROWS = ACCURACY // 2
 
 def local_distribution(values: pd.Series) -> dict[str, Any]:
     """:func:`distribution` of collected values (nulls ignored), each quantile by rank."""
+    return _local_dist(values, SUMMARY_QUANTILES)[0]
+
+
+def _local_dist(values: pd.Series, quantiles: Sequence[float]) -> tuple[dict[str, Any], dict[float, Any]]:
+    """(the distribution, each quantile's value by rank) of collected values, nulls ignored."""
     xs = values.dropna().astype(float)
     some = len(xs) > 0
-    qs = rank_quantiles(xs.to_numpy(), SUMMARY_QUANTILES)
-    return dist_from_quantiles(len(xs), xs.mean() if some else None, qs, xs.max() if some else None)
+    by_q = dict(zip(quantiles, rank_quantiles(xs.to_numpy(), quantiles), strict=True))
+    summary = [by_q[q] for q in SUMMARY_QUANTILES]
+    return dist_from_quantiles(
+        len(xs), xs.mean() if some else None, summary, xs.max() if some else None
+    ), by_q
 
 
 def dist_aggs(col: str, quantiles: Sequence[float] = SUMMARY_QUANTILES) -> list[Column]:
@@ -175,10 +186,15 @@ def node_facts(events: DataFrame) -> pd.DataFrame:
     return _node_facts(events)
 
 
-def matching_delays(events: DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
+def matching_delays(events: DataFrame, collect: bool = False) -> tuple[pd.DataFrame, dict[str, Any]]:
     """(node, p99_us) per broker and the run's :func:`distribution` of ``us``, from one rollup over the
-    ``match`` events (one scan and one job for both)."""
+    ``match`` events (where a group-by per broker and a global aggregate were two scans and two jobs).
+
+    ``collect``: the match events' (node, us) are collected as Arrow instead (12 bytes a match) and
+    :func:`local_matching_delays` takes the quantiles, in less time than the rollup."""
     matches = of(events, contract.MATCH)
+    if collect:
+        return local_matching_delays(matches.select("node", "us").toArrow())
     rows = cast(
         pd.DataFrame,
         matches.rollup("node").agg(F.grouping("node").alias("all"), *dist_aggs("us")).toPandas(),
@@ -191,6 +207,26 @@ def matching_delays(events: DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
     p99 = [None if q is None else q[at] for q in per_broker["us_q"]]
     per_node = per_broker["node"].to_numpy()
     return pd.DataFrame({"node": per_node, "p99_us": pd.array(p99, "float64")}), run
+
+
+def local_matching_delays(matches: pa.Table) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """:func:`matching_delays` of collected (node, us) match rows, each quantile by rank
+    (:func:`rank_quantiles`: Spark's figure below :data:`EXACT_ROWS` values, the exact one it
+    approximates beyond). A broker whose matches carry no ``us`` has a null p99, as in Spark."""
+    nodes = matches.column("node").combine_chunks().dictionary_encode()
+    codes = nodes.indices.fill_null(len(nodes.dictionary)).to_numpy()
+    us = matches.column("us").to_numpy()
+    order = np.argsort(codes, kind="stable")
+    names = [*nodes.dictionary.to_pylist(), None]
+    counts = np.bincount(codes, minlength=len(names))
+    p99: list[float | None] = []
+    seen: list[str | None] = []
+    for name, part in zip(names, np.split(us[order], np.cumsum(counts)[:-1]), strict=True):
+        if len(part):
+            seen.append(name)
+            p99.append(rank_quantiles(part[~np.isnan(part)], (0.99,))[0])
+    per_broker = pd.DataFrame({"node": pd.array(seen, object), "p99_us": pd.array(p99, "float64")})
+    return per_broker, local_distribution(pd.Series(us, dtype="float64"))
 
 
 def _node_facts(events: DataFrame) -> pd.DataFrame:
@@ -359,11 +395,19 @@ def deliveries(events: DataFrame, pub_times: DataFrame) -> DataFrame:
 DELAY_COLUMNS = ("delay_ms", "send_delay_ms")
 
 
+def delivery_delays(deliv: DataFrame) -> tuple[dict[str, Any], dict[str, list[tuple[float, float]]]]:
+    """Both delays in one action: their distributions with the fraction under 1 s, and CDF points.
+
+    Returns ({column: distribution}, {column: [(quantile, value), ...]}).
+    """
+    dists, curves, _ = delivery_stats(deliv, -1)
+    return dists, curves
+
+
 def delivery_stats(
     deliv: DataFrame, max_hops: int
 ) -> tuple[dict[str, Any], dict[str, list[tuple[float, float]]], pd.DataFrame | None]:
-    """Both delays (their distributions with the fraction under 1 s, and CDF points) and the hop counts
-    of :func:`hops_distribution`, in one action.
+    """:func:`delivery_delays` and the hop counts of :func:`hops_distribution` in one action.
 
     The hops are counted for 0..``max_hops`` (a bound the caller knows, such as the brokers); None
     for the hops when a delivery's hop count lies outside it, so the caller counts them apart.
@@ -395,6 +439,29 @@ def delivery_stats(
     return dists, curves, hops
 
 
+def local_delivery_stats(
+    rows: pd.DataFrame,
+) -> tuple[dict[str, Any], dict[str, list[tuple[float, float]]], pd.DataFrame]:
+    """:func:`delivery_stats` of collected deliveries (``delay_ms``, ``send_delay_ms``, ``hops``): each
+    quantile by rank (:func:`rank_quantiles`), which is Spark's ``percentile_approx`` below
+    :data:`EXACT_ROWS` values and, beyond, the exact value it approximates. Every hop count is counted,
+    so the hops are never None."""
+    qs = tuple(sorted(set(SUMMARY_QUANTILES) | set(CDF_QUANTILES)))
+    dists: dict[str, Any] = {}
+    curves: dict[str, list[tuple[float, float]]] = {}
+    for c in DELAY_COLUMNS:
+        d, values = _local_dist(rows[c], qs)
+        xs = rows[c].dropna()
+        d["under_1s"] = float((xs < 1000).mean()) if len(xs) else 0.0
+        dists[c] = d
+        curves[c] = [(q, float(v)) for q in CDF_QUANTILES if (v := values[q]) is not None]
+    counts = rows["hops"].dropna().astype("int64").value_counts().sort_index()
+    hops = pd.DataFrame(
+        {"hops": pd.array(counts.index, "int64"), "count": pd.array(counts.to_numpy(), "int64")}
+    )
+    return dists, curves, hops
+
+
 def hops_distribution(deliv: DataFrame) -> pd.DataFrame:
     """hops -> deliveries (broker-to-broker hops the delivered copy took)."""
     return cast(
@@ -421,7 +488,8 @@ STABILITY_ORDER = ["recv_ns", "pub_id", "sub_id"]  # receive order; ties broken 
 
 def stability_curve(deliv: DataFrame, window: int) -> pd.DataFrame:
     """Max delay of each consecutive window of ``window`` receives, in receive order (OctopiS Fig. 11),
-    numbered in Spark. The global index is built without a single-partition window: after a range sort,
+    numbered in Spark, for more receives than a driver should hold (:func:`stability_windows` cuts
+    collected ones). The global index is built without a single-partition window: after a range sort,
     each row's index is its partition's offset plus its position inside the partition.
     """
     _check_window(window)
@@ -463,3 +531,44 @@ def stability_curve(deliv: DataFrame, window: int) -> pd.DataFrame:
 def _check_window(window: int) -> None:
     if window < 1:
         raise ValueError(f"stability window must be >= 1, got {window}")
+
+
+RECEIVE_COLUMNS = ["recv_ns", *DELAY_COLUMNS, "hops"]
+
+
+def collect_receives(deliv: DataFrame) -> pa.Table:
+    """Every delivery's :data:`RECEIVE_COLUMNS` and pair, collected once as Arrow: put in receive order
+    (:func:`in_receive_order`, the pair breaking ties) for the delay statistics
+    (:func:`local_delivery_stats`) and the stability windows (:func:`stability_windows`), and the pairs
+    for the oracle's check. Sorted in the driver: a Spark sort costs a sampling job and a shuffle more."""
+    return deliv.select(*RECEIVE_COLUMNS, *STABILITY_ORDER[1:]).toArrow()
+
+
+def in_receive_order(rows: pa.Table) -> pd.DataFrame:
+    """Collected receives in the order Spark sorts them (:data:`STABILITY_ORDER`, nulls first, strings by
+    their UTF-8 bytes), without the pair's columns."""
+    order = pc.sort_indices(rows, sort_keys=[(k, "ascending", "at_start") for k in STABILITY_ORDER])
+    return rows.drop_columns(STABILITY_ORDER[1:]).take(order).to_pandas()
+
+
+def stability_windows(ordered: pd.DataFrame, window: int) -> pd.DataFrame:
+    """:func:`stability_curve` of receives collected in receive order (``recv_ns``, ``delay_ms``): the
+    receives with a delay, cut into windows of ``window``."""
+    _check_window(window)
+    timed = ordered.loc[ordered["delay_ms"].notna(), ["recv_ns", "delay_ms"]]
+    return _windows(timed.reset_index(drop=True), window)
+
+
+def _windows(ordered: pd.DataFrame, window: int) -> pd.DataFrame:
+    """Receives in receive order (``recv_ns``, ``delay_ms``, index 0..n-1) cut into windows of ``window``."""
+    if not len(ordered):
+        return pd.DataFrame(columns=STABILITY_COLUMNS)
+    ordered = ordered.assign(window=ordered.index // window)
+    curve = ordered.groupby("window", sort=True).agg(
+        start_ns=("recv_ns", "min"),
+        end_ns=("recv_ns", "max"),
+        count=("recv_ns", "size"),
+        max_delay_ms=("delay_ms", "max"),
+        mean_delay_ms=("delay_ms", "mean"),
+    )
+    return curve.reset_index()[STABILITY_COLUMNS].astype({"window": "int64", "count": "int64"})

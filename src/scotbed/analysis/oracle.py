@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from scotbed.analysis import propagation
+from scotbed.analysis import jsontext, propagation
 from scotbed.filters import Attributes, Filter
 from scotbed.matching import make_matcher
 from scotbed.matching.columnar import Columns, exact_filter
@@ -39,13 +39,15 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
+    from scotbed.analysis.pub_arrow import Publications
+
 FOREVER = 2**63 - 1
 _NONE = np.zeros(0, dtype=np.int64)
 EXPECTED_DDL = (
     "pub_id STRING, sub_id STRING, subscriber STRING, broker STRING, "
     "intended_ns BIGINT, in_transition BOOLEAN"
 )
-# the oracle's offending pairs (contract.OFFENDERS), as :func:`check` flags them
+# the oracle's offending pairs (contract.OFFENDERS), as :func:`check` and :func:`check_local` flag them
 OFFENDERS_DDL = (
     "pub_id STRING, sub_id STRING, t_ns BIGINT, copies BIGINT, expected BOOLEAN, in_transition BOOLEAN, "
     "missing BOOLEAN, false_positive BOOLEAN, duplicate BOOLEAN"
@@ -258,6 +260,29 @@ def expected_batches(batches: Iterable[pa.RecordBatch], exp: Expectation) -> Ite
         yield _pairs_batch(batch.column("pub_id"), batch.column("intended"), ep_cols, *found)
 
 
+def expected_of_columns(pubs: Publications, eps: list[Episode], engine: str) -> pa.Table | None:
+    """The expected pairs of the publications Arrow parsed (:mod:`scotbed.analysis.pub_arrow`), matched
+    as columns in the driver, as :func:`expected_deliveries` matches them; None when a filter is not
+    exact (the engine then matches the decoded attrs)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    exp = Expectation(eps, engine)
+    if not exp.exact:
+        return None
+    t = pubs.table
+    intended = pc.coalesce(t["intended_ns"], t["ts_ns"]).combine_chunks()
+    sent = pc.coalesce(t["ts_ns"], intended).combine_chunks()
+    wanted = pc.and_(t["pub_id"].is_valid(), intended.is_valid()).to_numpy(zero_copy_only=False)
+    times = intended.fill_null(0).to_numpy(), sent.fill_null(0).to_numpy()
+    p, e, transition = exp.in_time(*times, *exp.column_matches(pubs.attrs))
+    keep = wanted[p]
+    batch = _pairs_batch(
+        t["pub_id"].combine_chunks(), intended, _episode_columns(exp), p[keep], e[keep], transition[keep]
+    )
+    return pa.Table.from_batches([batch])
+
+
 def _episode_columns(exp: Expectation) -> list[pa.Array]:
     """The episodes' sub_id, subscriber and broker as Arrow arrays, indexed as ``exp.episodes``."""
     import pyarrow as pa
@@ -291,7 +316,7 @@ def _pairs_batch(
 
 def decode_attrs(texts: list[str | None]) -> list[Any]:
     """Each publication's attrs JSON, ``{}`` when empty."""
-    return [json.loads(t or "{}") for t in texts]
+    return list(jsontext.decode(t or "{}" for t in texts))
 
 
 def arrow_schema(ddl: str) -> pa.Schema:
@@ -303,17 +328,27 @@ def arrow_schema(ddl: str) -> pa.Schema:
 
 
 def expected_deliveries(
-    spark: SparkSession, publications: DataFrame, eps: list[Episode], engine: str
+    spark: SparkSession, publications: DataFrame, eps: list[Episode], engine: str, in_driver: bool = False
 ) -> DataFrame:
     """(pub_id, sub_id, subscriber, broker, intended_ns, in_transition): the publications matched
-    against the episodes in Spark's tasks: the episodes are broadcast and each partition builds one
-    engine and matches Arrow batches (``mapInArrow``)."""
+    against the episodes by one shared engine, in the driver or per partition (same function).
+
+    In the driver (``in_driver``, for publications that fit in it) the publications are collected as
+    Arrow and the pairs handed back as Arrow: no Python worker starts. Otherwise the episodes are
+    broadcast and each partition builds one engine and matches Arrow batches (``mapInArrow``).
+    """
     from pyspark.sql import functions as F
 
     intended = F.coalesce("intended_ns", "ts_ns")
     pubs = publications.select(
         "pub_id", intended.alias("intended"), F.coalesce("ts_ns", intended).alias("sent"), "attrs"
     ).where(F.col("intended").isNotNull())
+    if in_driver:
+        import pyarrow as pa
+
+        exp = Expectation(eps, engine)
+        pairs = expected_batches(pubs.toArrow().to_batches(), exp)
+        return spark.createDataFrame(pa.Table.from_batches(list(pairs), schema=arrow_schema(EXPECTED_DDL)))
     bc = spark.sparkContext.broadcast([astuple(e) for e in eps])
     return pubs.mapInArrow(lambda it: _expected_batches(it, bc.value, engine), EXPECTED_DDL)
 
@@ -370,10 +405,10 @@ def check(
         rows = offenders.where(F.col(flag)).orderBy("t_ns", "pub_id", "sub_id").limit(first_n).collect()
         return [{"pub_id": r["pub_id"], "sub_id": r["sub_id"], "copies": int(r["copies"])} for r in rows]
 
-    return result_of(counts, first), j, offenders
+    return _result(counts, first), j, offenders
 
 
-def result_of(counts: dict[str, int], first: Callable[[str, str], list[dict[str, Any]]]) -> dict[str, Any]:
+def _result(counts: dict[str, int], first: Callable[[str, str], list[dict[str, Any]]]) -> dict[str, Any]:
     """The correctness result: ``counts`` and the first offenders of each kind (``first(flag, count)``)."""
     return {
         "ok": counts["missing"] == 0 and counts["duplicates"] == 0 and counts["false_positives"] == 0,
@@ -382,6 +417,118 @@ def result_of(counts: dict[str, int], first: Callable[[str, str], list[dict[str,
         "first_duplicates": first("duplicate", "duplicates"),
         "first_false_positives": first("false_positive", "false_positives"),
     }
+
+
+def check_rows(
+    eps: Iterable[Episode],
+    publications: pa.RecordBatch,
+    received: pa.Table,
+    engine: str = "naive",
+    first_n: int = 10,
+) -> tuple[dict[str, Any], pa.Table]:
+    """The whole check of publications and receives a caller holds: the publications (pub_id, intended,
+    sent, attrs as JSON text) matched by :func:`expected_batches`, checked by :func:`check_local`."""
+    import pyarrow as pa
+
+    exp = Expectation(eps, engine)
+    expected = pa.Table.from_batches(
+        list(expected_batches([publications], exp)), schema=arrow_schema(EXPECTED_DDL)
+    )
+    return check_local(expected, received, first_n)
+
+
+def check_local(expected: pa.Table, received: pa.Table, first_n: int = 10) -> tuple[dict[str, Any], pa.Table]:
+    """:func:`check` of pairs the driver holds: the expected pairs (:data:`EXPECTED_DDL`, from
+    :func:`expected_of_columns`) against the collected receives (pub_id, sub_id, recv_ns).
+
+    The same counts and first offenders, and the offenders (:data:`OFFENDERS_DDL`) in their order, from
+    one Arrow group-by of both: no Spark job, whose union, shuffle and write cost a cold JVM seconds.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    pairs = _local_pairs(expected, received)
+    copies, exp, trans = pairs["copies"], pairs["expected"], pairs["in_transition"]
+    got = pc.greater(copies, 0)
+    flags = {
+        "missing": pc.and_(pc.and_(exp, pc.invert(trans)), pc.equal(copies, 0)),
+        "false_positive": pc.and_(pc.invert(exp), got),
+        "duplicate": pc.greater(copies, 1),
+    }
+
+    def n(mask: Any) -> int:
+        return int(pc.sum(pc.cast(mask, pa.int64())).as_py() or 0)
+
+    counts = {
+        "expected_deliveries": n(pc.and_(exp, pc.invert(trans))),
+        "delivered": int(pc.sum(copies).as_py() or 0),
+        "missing": n(flags["missing"]),
+        "duplicates": int(pc.sum(pc.if_else(flags["duplicate"], pc.subtract(copies, 1), 0)).as_py() or 0),
+        "false_positives": n(flags["false_positive"]),
+        "in_transition": n(trans),
+        "in_transition_delivered": n(pc.and_(trans, got)),
+    }
+    for flag, mask in flags.items():
+        pairs = pairs.append_column(flag, mask)
+    offenders = pairs.filter(pc.or_(pc.or_(flags["missing"], flags["false_positive"]), flags["duplicate"]))
+    order = [(k, "ascending", "at_start") for k in ("t_ns", "pub_id", "sub_id")]
+    offenders = offenders.take(pc.sort_indices(offenders, sort_keys=order)).cast(arrow_schema(OFFENDERS_DDL))
+
+    def first(flag: str, count: str) -> list[dict[str, Any]]:
+        if not counts[count]:
+            return []
+        rows = offenders.filter(offenders[flag]).slice(0, first_n).to_pylist()
+        return [{"pub_id": r["pub_id"], "sub_id": r["sub_id"], "copies": int(r["copies"])} for r in rows]
+
+    return _result(counts, first), offenders
+
+
+def _local_pairs(expected: pa.Table, received: pa.Table) -> pa.Table:
+    """:func:`_pairs` in Arrow: the expected and the received pairs as one table grouped once by pair."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    def side(rows: pa.Table, receives: bool, **times: Any) -> pa.Table:
+        """One side of the union: a receive is one copy of its pair, an expected pair one expectation."""
+        k = rows.num_rows
+        none = {"recv_ns": pa.nulls(k, pa.int64()), "intended_ns": pa.nulls(k, pa.int64())}
+        return pa.table(
+            {
+                "pub_id": pc.cast(rows["pub_id"], pa.string()),
+                "sub_id": pc.cast(rows["sub_id"], pa.string()),
+                "copy": pa.array(np.full(k, int(receives), dtype=np.int64)),
+                "expectation": pa.array(np.full(k, int(not receives), dtype=np.int8)),
+                **none,
+                **times,
+                "in_transition": pa.nulls(k, pa.bool_()) if receives else rows["in_transition"],
+            }
+        )
+
+    both = pa.concat_tables(
+        [
+            side(received, True, recv_ns=pc.cast(received["recv_ns"], pa.int64())),
+            side(expected, False, intended_ns=expected["intended_ns"]),
+        ]
+    )
+    g = both.group_by(["pub_id", "sub_id"]).aggregate(
+        [
+            ("copy", "sum"),
+            ("recv_ns", "min"),
+            ("intended_ns", "min"),
+            ("expectation", "max"),
+            ("in_transition", "any"),
+        ]
+    )
+    return pa.table(
+        {
+            "pub_id": g["pub_id"],
+            "sub_id": g["sub_id"],
+            "t_ns": pc.coalesce(g["intended_ns_min"], g["recv_ns_min"]),
+            "copies": g["copy_sum"],
+            "expected": pc.equal(g["expectation_max"], 1),
+            "in_transition": pc.fill_null(g["in_transition_any"], False),
+        }
+    )
 
 
 def _pairs(expected: DataFrame, deliv: DataFrame) -> DataFrame:

@@ -18,7 +18,7 @@ from scotbed import contract
 from scotbed.analysis import corrupt_logs, fidelity, links, propagation, pruning, validity
 from scotbed.analysis import metrics as M
 from scotbed.analysis import summary as S
-from scotbed.analysis.context import RunData
+from scotbed.analysis.context import COLLECTED_EVENTS, RunData
 from scotbed.analysis.matching_steps import MatchingSteps, steps_by_hops
 from scotbed.analysis.peers_section import peers_section
 from scotbed.analysis.selforg_section import selforg_section
@@ -109,7 +109,8 @@ CDF_SERIES = contract.DELAY_CDF_SERIES
 
 def stability_section(d: RunData) -> S.Stability:
     window = d.run.stability_window
-    curve = M.stability_curve(d.deliveries, window)
+    rows = d.receives
+    curve = M.stability_curve(d.deliveries, window) if rows is None else M.stability_windows(rows, window)
     burst = d.pub_stats.burst
     n_published, first = d.published
     if burst is None and n_published and first is not None:
@@ -146,7 +147,8 @@ def traffic_section(d: RunData) -> S.Traffic:
     if o is None:
         return S.Traffic()
     brokers = o.brokers | set(d.node_facts["node"].dropna())
-    relay, fp = traffic_per_broker(d.events, o.expected.select("pub_id", "broker"), brokers)
+    collect = d.line_counts[0] <= COLLECTED_EVENTS
+    relay, fp = traffic_per_broker(d.events, o.expected.select("pub_id", "broker"), brokers, collect)
     d.tables["relay"] = relay
     d.tables["false_positive_traffic"] = fp
     visits, relay_only = int(relay["visits"].sum()), int(relay["relay_only"].sum())
@@ -172,7 +174,8 @@ def links_section(d: RunData) -> S.Links:
 
 
 def workload_section(d: RunData) -> S.Workload:
-    return fidelity.workload_block(d.run, d.publications)
+    pubs = d.pub_arrow
+    return fidelity.workload_block(d.run, None if pubs is None else pubs.attrs)
 
 
 def load_section(d: RunData) -> S.Load:

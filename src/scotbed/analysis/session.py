@@ -32,10 +32,12 @@ import warnings
 import zipfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scotbed import java
+from scotbed.analysis import jvm_archive
 
 logger = logging.getLogger(__name__)
 #: Spark's log4j2 configuration: a package resource next to this module
@@ -57,6 +59,27 @@ JVM_STOP_S = 5.0  # what a JVM gets to exit on SIGTERM at our exit before it is 
 LOCAL_CONF = {"spark.sql.adaptive.enabled": "false"}
 
 
+@dataclass(frozen=True)
+class Jvm:
+    """A local analysis JVM: the JDK feature release it asks for (:func:`scotbed.java.java_home`; a
+    JAVA_HOME the user set decides) and its options. Every local JVM also maps its JDK's class archive
+    (:mod:`scotbed.analysis.jvm_archive`)."""
+
+    release: int
+    options: tuple[str, ...] = ()
+
+
+# A JVM that lives for one small or medium analysis (up to size.SHORT_JVM_BYTES of event text: seconds of
+# work, about a thousand distinct generated classes) never repays the optimising JIT's compile time: C1 only.
+# It asks for a JDK 17, on which a small run parses faster than on JDK 25 (figures: benchmarks/README.md).
+SHORT_JVM = Jvm(17, ("-XX:TieredStopAtLevel=1",))
+# A larger analysis keeps the JIT's defaults: its hot loops need C2. It asks for a JDK 25, whose AOT cache
+# holds a training run's method profiles. A campaign's shared session starts with its first run's JVM.
+LONG_JVM = Jvm(java.PREFERRED_MAJOR)
+# A small run's queries are interpreted, not compiled: on a few thousand rows per query, generating and
+# compiling Java for every plan (whole-stage code generation, then each expression's own class) costs
+# more than it saves.
+SMALL_RUN_CONF = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 _shared: list[bool] = []
 _reaper: list[bool] = []
 
@@ -82,12 +105,14 @@ def get_session(
     master: str | None = None,
     app_name: str = "scotbed-analyze",
     shuffle_partitions: int = SHUFFLE_PARTITIONS_LOCAL,
+    jvm: Jvm = LONG_JVM,
     java_options: Sequence[str] = (),
+    archive: bool = True,
     log: Path | None = None,
 ) -> SparkSession:
-    """The session; a JVM it starts runs the JDK :func:`scotbed.java.require` chooses, with the JVM's
-    default options plus ``java_options``, and writes its output to ``log`` (appended; None: this
-    process's stderr)."""
+    """The session; a JVM it starts runs ``jvm``'s JDK with ``jvm``'s options, ``java_options`` and,
+    with ``archive``, the options that map that JDK's class archive when it exists, and writes its
+    output to ``log`` (appended; None: this process's stderr)."""
     from pyspark.sql import SparkSession
 
     warnings.filterwarnings(
@@ -96,7 +121,7 @@ def get_session(
     active = SparkSession.getActiveSession()
     if active is not None and master is None:
         return active
-    home = None if _under_spark_submit() else java.require()
+    home = None if _under_spark_submit() else java.require(jvm.release)
     if home is not None:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -120,7 +145,11 @@ def get_session(
         conf["spark.sql.shuffle.partitions"] = str(shuffle_partitions)
         conf["spark.driver.memory"] = os.environ.get("SCOTBED_SPARK_DRIVER_MEMORY", "2g")
         conf.update(LOCAL_CONF)
-        options += java_options
+        options += [
+            *jvm.options,
+            *java_options,
+            *(jvm_archive.java_options(home) if archive and home else ()),
+        ]
     if not _under_spark_submit():
         conf["spark.driver.extraJavaOptions"] = " ".join(options)
         if not _reaper:  # before the start: a signal may cut it short

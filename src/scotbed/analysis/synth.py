@@ -1,4 +1,5 @@
-"""Synthesise a run directory in the docs/design.md §5 contract: the analysis's test and benchmark input.
+"""Synthesise a run directory in the docs/design.md §5 contract: the analysis's test and benchmark input,
+and the training runs of its JVM's class archive (:mod:`scotbed.analysis.jvm_archive_build`).
 
 It plays reverse-path forwarding (or flooding) on a tree overlay with a simple
 timing model (per-hop latency, a high-rate publisher that inflates delays

@@ -5,10 +5,12 @@ subscriber the publication matches. A forwarded copy X→Y is *useful* when Y ho
 subscriber or forwarded it on over a useful link (:mod:`scotbed.analysis.forwarding` states the
 rule in plain Python); the rest is false-positive traffic.
 
-The fixpoint runs in Spark's tasks, as higher-order functions over each publication's copies.
+Up to the collected bound the fixpoint runs in numpy over every publication at once
+(:func:`local_tally`); above it, as Spark higher-order functions over each publication's copies.
 Spark interprets those functions, so they work on numbers: every broker is an index into the run's
 broker list, a copy is one ``int`` (sender × K + receiver) and a set of brokers is a bit mask (an
-array of 63-bit words).
+array of 63-bit words), about half the time of arrays of broker names and copies as structs
+(figures: benchmarks/README.md).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from typing import cast
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -87,7 +91,7 @@ def _tallied(ix: BrokerIndex) -> str:
 
 
 def traffic_per_broker(
-    events: DataFrame, interested: DataFrame, brokers: Iterable[str]
+    events: DataFrame, interested: DataFrame, brokers: Iterable[str], collect: bool = False
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(relay, false_positive_traffic) per broker.
 
@@ -95,8 +99,11 @@ def traffic_per_broker(
     matches, repeated or not; ``brokers`` names every broker that logged or hosts a subscriber.
     relay: node, visits, relay_only. false_positive_traffic: node, ims, fp_ims.
 
-    One group-by of the copies and the interested brokers together, the fixpoint as Spark higher-order
-    functions; the driver collects the tallied counts per broker and kind.
+    With ``collect`` the visits, copies and interested brokers come to the driver as Arrow (an int
+    code and the pub_id a row) and :func:`local_tally` runs the fixpoint in numpy, faster than Spark's
+    higher-order functions on the same tables. Else one
+    group-by of the copies and the interested brokers together, the fixpoint as Spark higher-order
+    functions.
     """
     ix = BrokerIndex(brokers)
     hop = of(events, contract.NOTIF_IN, contract.NOTIF_OUT).where(to_broker())
@@ -108,6 +115,8 @@ def traffic_per_broker(
     ).unionByName(
         interested.select("pub_id", F.expr(ix.of("broker")).alias("wanted")), allowMissingColumns=True
     )
+    if collect:
+        return _tables(local_tally(rows.toArrow(), ix), ix)
     per_pub = rows.groupBy("pub_id").agg(
         F.collect_list("visit").alias("visits"),
         F.collect_list("copy").alias("copies"),
@@ -119,6 +128,57 @@ def traffic_per_broker(
         useful.select(F.explode(F.expr(_tallied(ix))).alias("code")).groupBy("code").count().toPandas(),
     )
     return _tables(tally, ix)
+
+
+def local_tally(rows: pa.Table, ix: BrokerIndex) -> pd.DataFrame:
+    """The codes and counts :func:`_tallied` gives, from the rows (pub_id, visit, copy, wanted) in numpy.
+
+    Each (publication, broker) is one slot of a boolean array, so the interested and the useful
+    brokers of every publication are two arrays and a fixpoint pass is a few vector operations over
+    all copies at once. Passes run until none adds a sender (at most one per copy, as in Spark's).
+    """
+    pub = pc.dictionary_encode(rows["pub_id"].combine_chunks(), null_encoding="encode")
+    slot = pub.indices.to_numpy(zero_copy_only=False).astype(np.int64) * ix.k
+
+    def present(name: str) -> tuple[np.ndarray, np.ndarray]:
+        col = rows[name].combine_chunks()
+        keep = col.is_valid().to_numpy(zero_copy_only=False)
+        return slot[keep], col.drop_null().to_numpy().astype(np.int64)
+
+    (v_slot, visit), (c_slot, copy), (w_slot, wanted) = present("visit"), present("copy"), present("wanted")
+    sender, receiver = np.divmod(copy, ix.k)
+    keys = [v_slot + visit, c_slot + sender, c_slot + receiver, w_slot + wanted]
+    (at_visit, at_sender, at_receiver, at_wanted), n = _slots(keys, len(pub.dictionary) * ix.k)
+    interested = np.zeros(n, dtype=bool)
+    interested[at_wanted] = True
+    useful = interested.copy()
+    relays = sender < ix.unknown
+    for _ in range(len(copy) + 1):
+        add = relays & useful[at_receiver] & ~useful[at_sender]
+        if not add.any():
+            break
+        useful[at_sender[add]] = True
+    codes = np.concatenate(
+        [
+            visit * 4 + np.where(interested[at_visit], VISIT, RELAY_ONLY),
+            sender * 4 + np.where(useful[at_receiver], USEFUL_IM, FALSE_POSITIVE_IM),
+        ]
+    )
+    code, count = np.unique(codes, return_counts=True)
+    return pd.DataFrame({"code": code, "count": count})
+
+
+DENSE_SLOTS = 1 << 27  # (publication, broker) slots held densely: 128 MB a boolean array
+
+
+def _slots(keys: list[np.ndarray], n_slots: int) -> tuple[list[np.ndarray], int]:
+    """The (publication, broker) keys as indices into boolean arrays, and the arrays' length: the keys
+    themselves up to :data:`DENSE_SLOTS` slots, else their ranks among the keys that occur (many
+    brokers, where a dense array would be mostly slots no row names)."""
+    if n_slots <= DENSE_SLOTS:
+        return keys, n_slots
+    distinct, rank = np.unique(np.concatenate(keys), return_inverse=True)
+    return np.split(rank, np.cumsum([len(k) for k in keys])[:-1]), len(distinct)
 
 
 def _tables(tally: pd.DataFrame, ix: BrokerIndex) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -1,8 +1,8 @@
 """The ``run`` block of ``spec.resolved.yaml``: who ran the experiment, where, and with what versions.
 
-The JDK is the analysis's to choose (:func:`scotbed.java.java_home`), so the block names it only
-once the run's own analysis has run, as that analysis recorded it in ``summary.json``
-(:func:`record_java`): the two never disagree.
+The JDK is the analysis's to choose (by the run's size, :func:`scotbed.analysis.api.jvm_for`), so the
+block names it only once the run's own analysis has run, as that analysis recorded it in
+``summary.json`` (:func:`record_java`): the two never disagree.
 """
 
 from __future__ import annotations

@@ -49,7 +49,6 @@ from scotbed.orchestrator.progress import Phase, Progress, make_progress
 from scotbed.orchestrator.provenance import record_java, resolved_spec_text
 from scotbed.orchestrator.script_driver import HostScript
 from scotbed.orchestrator.scripted import load_script
-from scotbed.orchestrator.spark_start import SessionStart, analysed
 from scotbed.orchestrator.state import RunState
 from scotbed.workloads.script import Script
 
@@ -140,7 +139,6 @@ class Lifecycle:
         self.state: RunState | None = None
         self.collected = False
         self.injector: faults.Injector | None = None
-        self.spark: SessionStart | None = None  # the analysis's session, started after publishing
 
     # --- phases ---------------------------------------------------------------------------
 
@@ -223,7 +221,8 @@ class Lifecycle:
             except WorkloadFailed as e:
                 raise RunFailed(str(e), self.run_dir) from None
 
-        self._after_workload(run_dir)
+        with self.progress.phase("collect") as ph:
+            self._collect(ph)
         if not self.options.keep:  # the analysis reads logs no broker still appends to, on a quiet host
             with self.progress.phase("teardown") as ph:
                 self._stop_workload()
@@ -243,13 +242,6 @@ class Lifecycle:
                 self.progress.warn(note)
         ok, verdict = verdict_of(summary) if self.options.analyse else (True, "not analysed")
         return RunResult(run_id, run_dir, summary, ok, verdict)
-
-    def _after_workload(self, run_dir: Path) -> None:
-        """The analysis's session starts now, after the measurement, beside collect and teardown."""
-        if self.options.analyse:
-            self.spark = SessionStart(run_dir, self.options.spark_master, self.options.verbose)
-        with self.progress.phase("collect") as ph:
-            self._collect(ph)
 
     def _wait_healthy(self, timeout_s: float, ph: Phase) -> None:
         import asyncio
@@ -371,9 +363,12 @@ class Lifecycle:
             ph.update(f"{len(files)} broker event logs")
 
     def _analyse(self, run_dir: Path, ph: Phase) -> dict[str, Any]:
+        from scotbed.analysis.api import analyze
+
         ph.update("Spark")
-        started, self.spark = self.spark, None
-        summary = analysed(started, run_dir, self.options.spark_master, self.options.verbose)
+        summary: dict[str, Any] = analyze(
+            run_dir, spark_master=self.options.spark_master, verbose=self.options.verbose
+        )
         record_java(run_dir, summary)
         n = summary.get("notifications", {})
         ph.update(
@@ -391,8 +386,6 @@ class Lifecycle:
         steps = [("stopping the workload", self._stop_workload)]
         if failed:
             steps.append(("collecting after failure", self._collect_after_failure))
-        if self.spark is not None:  # started for an analysis the run did not reach
-            steps.append(("stopping Spark", self.spark.stop))
         if not self.options.keep:
             steps.append(("teardown", self._teardown_shown))
         for what, step in steps:

@@ -33,13 +33,16 @@ import random
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from scotbed.filters import Filter, Predicate
 from scotbed.workloads.quotes import QuoteSource, sample
 from scotbed.workloads.schema import Quote
+
+if TYPE_CHECKING:
+    from scotbed.matching.columnar import Columns as NotificationColumns
 
 # Decimals a bound is rounded to, per windowed attribute (as many as the quotes carry).
 _DECIMALS = {"close": 2, "open": 2, "high": 2, "low": 2, "change": 2, "change_pct": 2, "volume": 0}
@@ -86,27 +89,28 @@ def selectivity(flt: Filter, quotes: Sequence[Quote]) -> float:
 
 def mean_selectivity(filters: Sequence[Filter], quotes: Sequence[Mapping[str, Any]]) -> float:
     """The realised selectivity of a run: the mean over ``filters`` of the fraction of ``quotes``
-    each matches (0 without filters or quotes)."""
-    if not filters or not quotes:
-        return 0.0
-    return matches_of(filters, quotes) / (len(filters) * len(quotes))
-
-
-def matches_of(filters: Sequence[Filter], quotes: Sequence[Mapping[str, Any]]) -> int:
-    """How many (filter, quote) pairs match. Counted over the quotes as numpy columns
+    each matches (0 without filters or quotes). Counted over the quotes as numpy columns
     (:mod:`scotbed.matching.columnar`), else, for values numpy cannot compare exactly, matched one
     quote at a time with the counting engine: the same count either way."""
     from scotbed.matching.columnar import Columns, exact_filter
     from scotbed.matching.counting import CountingMatcher
 
+    if not filters or not quotes:
+        return 0.0
     cols = Columns.of(quotes) if all(exact_filter(f) for f in filters) else None
     if cols is not None:
-        return sum(cols.count(f) for f in filters)
+        return columnar_selectivity(filters, cols)
     m = CountingMatcher()
     for k, f in enumerate(filters):
         m.add(k, f)
     m.rebuild()  # index them all now: below its pending bound the engine would scan every filter
-    return sum(len(m.match(q)) for q in quotes)
+    hits = sum(len(m.match(q)) for q in quotes)
+    return hits / (len(filters) * len(quotes))
+
+
+def columnar_selectivity(filters: Sequence[Filter], quotes: NotificationColumns) -> float:
+    """:func:`mean_selectivity` of quotes held as columns (``filters`` exact, both not empty)."""
+    return sum(quotes.count(f) for f in filters) / (len(filters) * quotes.n)
 
 
 def _round_out(attr: str, lo: float, hi: float) -> tuple[float | int, float | int]:
