@@ -129,23 +129,11 @@ def pod_problem(pod: Any, events: Iterable[Any] = ()) -> PodProblem | None:
     sched = _condition(pod, "PodScheduled")
     if sched is not None and sched.status == "False":
         message = (sched.message or "").strip() or _latest(evs, "FailedScheduling") or "no message"
-        hint = scheduling_hint(message)
-        return PodProblem(
-            name,
-            "unschedulable",
-            f"Pending, not scheduled: {message}" + (f" -> {hint}" if hint else ""),
-            False,
-        )
+        return _unschedulable(name, message)
     if not pod.spec or not pod.spec.node_name:
         failed = _latest(evs, "FailedScheduling")
         if failed:
-            hint = scheduling_hint(failed)
-            return PodProblem(
-                name,
-                "unschedulable",
-                f"Pending, not scheduled: {failed}" + (f" -> {hint}" if hint else ""),
-                False,
-            )
+            return _unschedulable(name, failed)
         return PodProblem(name, "pending", "Pending, waiting for the scheduler", False)
     if any(cs.state and cs.state.running for cs in _containers(pod)):
         probe = _latest(evs, "Unhealthy")
@@ -216,3 +204,11 @@ def _condition(pod: Any, kind: str) -> Any | None:
         if c.type == kind:
             return c
     return None
+
+
+def _unschedulable(name: str, message: str) -> PodProblem:
+    """A pod the scheduler could not place, with the scheduler's message and the hint for it."""
+    hint = scheduling_hint(message)
+    return PodProblem(
+        name, "unschedulable", f"Pending, not scheduled: {message}" + (f" -> {hint}" if hint else ""), False
+    )
