@@ -258,3 +258,15 @@ def _wait_for_running_brokers(kube: Kube, runs: Path, proc: subprocess.Popen[str
                 return run_id
         time.sleep(1)
     raise AssertionError(f"no broker pod running after {timeout_s:.0f} s")
+
+
+def test_cpu_requests_are_fitted_to_the_real_cluster_only_when_the_defaults_do_not_fit(kube: Kube) -> None:
+    """Against the real API server: a few brokers keep the default request; more brokers than the
+    schedulable nodes' free CPU can take at 100m get one smaller request, applied to the brokers."""
+    few = K8sBackend(kube=kube, workload_pods=0)
+    few.fit_cpu_requests(kube, 1)
+    assert few.pod_cpu is None and few.resources.cpu_request == "100m"
+    many = K8sBackend(kube=kube, workload_pods=2)
+    many.fit_cpu_requests(kube, 1000)  # 100 CPUs at the default: more than this cluster's nodes offer
+    assert many.pod_cpu is not None and many.resources.cpu_request == many.pod_cpu
+    assert int(many.pod_cpu.removesuffix("m")) < 100
