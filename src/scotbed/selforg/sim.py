@@ -17,16 +17,16 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from scotbed.contract import LINK_DOWN, LINK_UP
-from scotbed.overlay.agreement import ABORT, COMMIT, Lock, Request, contribution, step
-from scotbed.overlay.costs import Costs, Edge, delivery_tree, edge
-from scotbed.overlay.heuristics import View, heuristic
-from scotbed.overlay.interest import BLOOM_BITS, BLOOM_HASHES, CACHE_SIZE, BloomFilter, NotificationCache
-from scotbed.overlay.records import AGREE, NO_KNOBS, SWAP, Decision, Knobs
-from scotbed.overlay.redraws import Redraw, tables
-from scotbed.overlay.simclock import Clock, Links
-from scotbed.overlay.simload import Workload, draw_brokers, draw_links, weighted_pick
-from scotbed.overlay.swapwave import Parking, Send, Versions
-from scotbed.overlay.tree import Tree
+from scotbed.selforg.agreement import ABORT, COMMIT, Lock, Request, contribution, step
+from scotbed.selforg.costs import Costs, Edge, delivery_tree, edge
+from scotbed.selforg.heuristics import View, heuristic
+from scotbed.selforg.interest import BLOOM_BITS, BLOOM_HASHES, CACHE_SIZE, BloomFilter, NotificationCache
+from scotbed.selforg.records import AGREE, NO_KNOBS, SWAP, Decision, Knobs
+from scotbed.selforg.redraws import Redraw, tables
+from scotbed.selforg.simclock import Clock, Links
+from scotbed.selforg.simload import Workload, draw_brokers, draw_links, weighted_pick
+from scotbed.selforg.swapwave import Parking, Send, Versions
+from scotbed.selforg.tree import Tree
 
 NOTIFY = "notification"
 OVERHEAD = ("broadcast", "request", "newver", "end")

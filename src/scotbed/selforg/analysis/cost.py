@@ -7,7 +7,7 @@ it logged ``notif_out`` at its sending end. So the realised cost of a window is 
 ``notif_in`` plus Σ c over its ``notif_out``; on a tree that is Eq. 2 over the window's
 notifications, whatever the overlay was at the time. Costs are over vertex names (docs/design.md §10):
 ``vertex_of`` maps a broker id to its vertex. With cost redraws each event is priced with the
-table in force at its broker then (:class:`~scotbed.overlay.redraws.InForce`; a ``notif_out`` with
+table in force at its broker then (:class:`~scotbed.selforg.redraws.InForce`; a ``notif_out`` with
 its sender's). Pure logic over event dicts; the run-directory reader and the report plot call it.
 """
 
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from scotbed.contract import COST_REDRAW, LINK_UP, NOTIF_IN, NOTIF_OUT
-from scotbed.overlay.costs import Costs
-from scotbed.overlay.redraws import InForce
+from scotbed.selforg.costs import Costs
+from scotbed.selforg.redraws import InForce
 
 
 @dataclass(frozen=True, slots=True)

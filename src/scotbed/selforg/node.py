@@ -1,16 +1,16 @@
 """One broker's topology manager as pure logic: what it knows, what it decides, what it sends.
 
-The broker runtime (``scotbed.broker.topology_manager``) feeds it the control messages its links
+The broker runtime (``scotbed.selforg.manager``) feeds it the control messages its links
 carry and the ids of notifications its clients publish or consume, and sends what it returns. It
 runs the heuristic, the agreement and the interest estimate of this package, the code the
-simulator (``scotbed.overlay.sim``) drives, with the simulator's rules: the η-hop broadcast carries
+simulator (``scotbed.selforg.sim``) drives, with the simulator's rules: the η-hop broadcast carries
 each hop's interest estimate, knowledge not refreshed for two periods is forgotten, a locked or
 resting broker does not evaluate, and an abort travels back along the request path.
 
 Messages (``kind``, JSON-able ``fields``, raw ``data``):
 
 - ``bcast``: origin, ttl, path so far, hop interests, the origin's link descriptor; data = Bloom.
-- ``req`` / ``abort``: a link request (:class:`~scotbed.overlay.agreement.Request`) going forward,
+- ``req`` / ``abort``: a link request (:class:`~scotbed.selforg.agreement.Request`) going forward,
   or its abort going back, freeing locks.
 - ``commit``: the far end j asks the *sequencer* (the least broker id) for the next tree version;
   the sequencer checks the swap against the newest tree, as the simulator's sequencer does, and
@@ -28,12 +28,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from scotbed.overlay.agreement import ABORT, COMMIT, Lock, Request, contribution, step
-from scotbed.overlay.costs import Costs, Edge, edge
-from scotbed.overlay.heuristics import View, heuristic
-from scotbed.overlay.interest import BLOOM_BITS, BLOOM_HASHES, CACHE_SIZE, BloomFilter, NotificationCache
-from scotbed.overlay.records import AGREE, NO_KNOBS, SWAP, Decision, Knobs
-from scotbed.overlay.tree import Tree, repointed
+from scotbed.selforg.agreement import ABORT, COMMIT, Lock, Request, contribution, step
+from scotbed.selforg.costs import Costs, Edge, edge
+from scotbed.selforg.heuristics import View, heuristic
+from scotbed.selforg.interest import BLOOM_BITS, BLOOM_HASHES, CACHE_SIZE, BloomFilter, NotificationCache
+from scotbed.selforg.records import AGREE, NO_KNOBS, SWAP, Decision, Knobs
+from scotbed.selforg.tree import Tree, repointed
 
 BCAST, REQ, ABORT_MSG, COMMIT_MSG, NEWVER = "bcast", "req", "abort", "commit", "newver"
 KINDS = (BCAST, REQ, ABORT_MSG, COMMIT_MSG, NEWVER)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from scotbed.analysis.context import RunData
 from scotbed.analysis.plots import plt, save
 
 
@@ -24,3 +26,12 @@ def cost_figure(series: pd.DataFrame, label: str) -> Any:
 
 def cost_over_time(series: pd.DataFrame, out: Path, label: str) -> Path:
     return save(cost_figure(series, label), out)
+
+
+def run_plot(d: RunData, sections: Mapping[str, Any], out: Path) -> Path | None:
+    """The run's ``selforg_cost`` plot (:data:`scotbed.analysis.run_plots.RUN_PLOTS`), labelled with
+    the heuristic; None when the run has no ``selforg_cost`` table."""
+    if "selforg_cost" not in d.tables:
+        return None
+    label = sections["selforg"].to_json()["heuristic"] or "static"
+    return cost_over_time(d.tables["selforg_cost"], out, label)

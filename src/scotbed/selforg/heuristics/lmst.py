@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scotbed.overlay.costs import Costs, Edge
-from scotbed.overlay.evaluate import ring_edges
-from scotbed.overlay.heuristics.base import View
-from scotbed.overlay.records import EVALUATE, Decision, Knobs
-from scotbed.overlay.tree import path_edges
+from scotbed.selforg.costs import Costs, Edge
+from scotbed.selforg.evaluate import ring_edges
+from scotbed.selforg.heuristics.base import View
+from scotbed.selforg.records import EVALUATE, Decision, Knobs
+from scotbed.selforg.tree import path_edges
 
 
 class MinimumSpanning:

@@ -21,8 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from scotbed.overlay.costs import Costs, CostsError, checked_cost
-from scotbed.overlay.simload import C_MAX, P_MAX, draw_brokers, draw_links
+from scotbed.selforg.costs import Costs, CostsError, checked_cost
+from scotbed.selforg.simload import C_MAX, P_MAX, draw_brokers, draw_links
 
 WHATS = ("links", "brokers", "set")
 REDRAW = "costs"  # the topology manager's control kind of the flood

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from scotbed.overlay.costs import Costs, Edge, edge
-from scotbed.overlay.evaluate import MissingInterest, least
-from scotbed.overlay.heuristics import Heuristic, View
+from scotbed.selforg.costs import Costs, Edge, edge
+from scotbed.selforg.evaluate import MissingInterest, least
+from scotbed.selforg.heuristics import Heuristic, View
 
 FORWARD = "forward"
 ABORT = "abort"

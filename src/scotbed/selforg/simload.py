@@ -14,7 +14,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scotbed.overlay.costs import Costs, edge
+from scotbed.selforg.costs import Costs, edge
 
 C_MAX = 10.0
 P_MAX = 10.0

@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Set
 from dataclasses import dataclass, field
 
-from scotbed.overlay.agreement import ABORT, COMMIT, Lock, Request, contribution, holders, step
-from scotbed.overlay.costs import Costs, edge
-from scotbed.overlay.heuristics import Heuristic, View
-from scotbed.overlay.records import AGREE, NO_KNOBS, SWAP, Decision, Knobs
-from scotbed.overlay.tree import Tree
+from scotbed.selforg.agreement import ABORT, COMMIT, Lock, Request, contribution, holders, step
+from scotbed.selforg.costs import Costs, edge
+from scotbed.selforg.heuristics import Heuristic, View
+from scotbed.selforg.records import AGREE, NO_KNOBS, SWAP, Decision, Knobs
+from scotbed.selforg.tree import Tree
 
 
 def exact_view(me: str, tree: Tree, caches: Mapping[str, Set[str]], eta: int) -> View:

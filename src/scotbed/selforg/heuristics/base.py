@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from scotbed.overlay.costs import Costs, Edge
-from scotbed.overlay.records import Decision, Knobs
+from scotbed.selforg.costs import Costs, Edge
+from scotbed.selforg.records import Decision, Knobs
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from scotbed.overlay.costs import Edge, edge
+from scotbed.selforg.costs import Edge, edge
 
 
 @dataclass(frozen=True)

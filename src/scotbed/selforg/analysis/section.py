@@ -1,7 +1,7 @@
 """The ``selforg`` section of summary.json (a run with ``topology.costs`` or
 ``topology.self_organising``): the paper's cost (Eq. 2) as paid per window, the reconfiguration
 count and rate, and the topology manager's own message overhead. Spark counts; the arithmetic is
-:mod:`scotbed.analysis.selforg`'s. With cost redraws each count carries the table in force at its
+:mod:`scotbed.selforg.analysis.cost`'s. With cost redraws each count carries the table in force at its
 broker (from the broker's ``cost_redraw`` events), and is priced with that table."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from pyspark.sql import functions as F
 
 from scotbed.analysis.context import RunData
 from scotbed.analysis.metrics import of
-from scotbed.analysis.selforg import overhead, windows_from_counts
 from scotbed.contract import COST_REDRAW, LINK_UP, NOTIF_IN, NOTIF_OUT, TOPO_OUT
-from scotbed.overlay import redraws
+from scotbed.selforg import redraws
+from scotbed.selforg.analysis.cost import overhead, windows_from_counts
 
 WINDOW_NS = 1_000_000_000  # one point of the cost-over-time curve
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scotbed.overlay import evaluate as ev
-from scotbed.overlay.costs import Costs, Edge
-from scotbed.overlay.heuristics.base import View
-from scotbed.overlay.records import EVALUATE, Decision, Knobs
+from scotbed.selforg import evaluate as ev
+from scotbed.selforg.costs import Costs, Edge
+from scotbed.selforg.heuristics.base import View
+from scotbed.selforg.records import EVALUATE, Decision, Knobs
 
 
 class CostAndInterest:

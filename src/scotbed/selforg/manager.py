@@ -1,6 +1,6 @@
 """The topology manager: a task beside routing that reorganises an ``rpf`` tree at run time.
 
-The decisions are :class:`scotbed.overlay.node.Node`'s (the heuristic, agreement and interest code
+The decisions are :class:`scotbed.selforg.node.Node`'s (the heuristic, agreement and interest code
 the simulator runs); this module is its I/O. Its messages are ``Control{kind: "topo.<kind>"}``
 envelopes in the FIFO link streams (JSON in ``args["m"]``, the Bloom filter in ``data``); a
 version the agreement committed is adopted through :class:`scotbed.broker.treeswap.TreeSwap`
@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, Any
 
 from scotbed.config import NeighbourConfig
 from scotbed.contract import COST_REDRAW, TOPO, TOPO_OUT
-from scotbed.overlay.costs import Costs, link_delay_ms
-from scotbed.overlay.node import KINDS, Node, Out, Settings
-from scotbed.overlay.records import Knobs
-from scotbed.overlay.redraws import REDRAW, schedule_of
-from scotbed.overlay.tree import Tree
+from scotbed.selforg.costs import Costs, link_delay_ms
+from scotbed.selforg.node import KINDS, Node, Out, Settings
+from scotbed.selforg.records import Knobs
+from scotbed.selforg.redraws import REDRAW, schedule_of
+from scotbed.selforg.tree import Tree
 from scotbed.topology import ACOL
 from scotbed.v1 import scotbed_pb2 as pb
 

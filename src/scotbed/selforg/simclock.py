@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from scotbed.overlay.costs import Costs
+from scotbed.selforg.costs import Costs
 
 
 class Clock:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from scotbed.overlay.heuristics.base import Heuristic, View
-from scotbed.overlay.heuristics.ci import CostAndInterest
-from scotbed.overlay.heuristics.lmit import MaximumInterest
-from scotbed.overlay.heuristics.lmst import MinimumSpanning
+from scotbed.selforg.heuristics.base import Heuristic, View
+from scotbed.selforg.heuristics.ci import CostAndInterest
+from scotbed.selforg.heuristics.lmit import MaximumInterest
+from scotbed.selforg.heuristics.lmst import MinimumSpanning
 
 HEURISTICS: dict[str, Callable[[str], Heuristic]] = {
     "ci": CostAndInterest,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from scotbed.overlay.costs import Costs, Edge, edge
+from scotbed.selforg.costs import Costs, Edge, edge
 
 
 class MissingInterest(LookupError):

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from scotbed.overlay.costs import Edge
+from scotbed.selforg.costs import Edge
 
 
 @dataclass(frozen=True)
