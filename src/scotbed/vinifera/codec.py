@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import asdict, fields
 from typing import Any
 
-from scotbed.peers.config import PeerConfig
-from scotbed.peers.interest import Event, Subscription
-from scotbed.peers.messages import Desc, EventMsg, Gossip, Load, Lookup, Moved, Msg, Shuffle
+from scotbed.vinifera.config import PeerConfig
+from scotbed.vinifera.interest import Event, Subscription
+from scotbed.vinifera.messages import Desc, EventMsg, Gossip, Load, Lookup, Moved, Msg, Shuffle
 
 KINDS: dict[str, type] = {c.__name__: c for c in (Shuffle, Gossip, Load, Moved, Lookup, EventMsg)}
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scotbed.peers.interest import Event, Subscription
-from scotbed.peers.ring import Interval
+from scotbed.vinifera.interest import Event, Subscription
+from scotbed.vinifera.ring import Interval
 
 
 @dataclass(frozen=True)

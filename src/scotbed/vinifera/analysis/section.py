@@ -6,7 +6,7 @@ values and it had not failed (``faults.jsonl``: a peer failed at round f is not 
 of round f on). Then overhead (share of ``ev_in`` at uninterested peers), path length and its
 delivery-tree part (first delivery per peer and event), hit ratio (overall and per round), missed,
 duplicate and dropped (capacity) messages, and the load per peer (share of events it received
-without interest: CDF, idle share, maximum). The definitions are :mod:`scotbed.peers.metrics`'s,
+without interest: CDF, idle share, maximum). The definitions are :mod:`scotbed.vinifera.metrics`'s,
 which the simulator computes on its own records.
 """
 
@@ -180,7 +180,7 @@ def _row(df: DataFrame) -> list[Any]:
 
 
 #: the report's plots of a peers run: title -> (file under analysis/plots/, table, function of
-#: :mod:`.plots_peers`, imported when drawn: matplotlib is not loaded by an analysis's import)
+#: :mod:`.plots`, imported when drawn: matplotlib is not loaded by an analysis's import)
 PLOTS = {
     "Load distribution (CDF over peers)": ("peer_load_cdf.png", "peer_load", "load_cdf"),
     "Hit ratio per round": ("peer_hit_ratio.png", "peer_hit_ratio", "hit_ratio"),
@@ -206,10 +206,10 @@ def analyse(run_dir: str | Path, spark_master: str | None = None) -> tuple[dict[
             session.stop()
     if block is None:
         raise ValueError(f"{run.path}: not a peers run")
-    from scotbed.analysis import plots_peers
+    from scotbed.vinifera.analysis import plots
 
     made = {
-        title: getattr(plots_peers, plot)(data.tables[t], run.plots_dir / f)
+        title: getattr(plots, plot)(data.tables[t], run.plots_dir / f)
         for title, (f, t, plot) in PLOTS.items()
     }
     return block, made

@@ -23,13 +23,13 @@ import grpc
 
 from scotbed import contract
 from scotbed.broker.eventlog import EventLog
-from scotbed.peers import codec
-from scotbed.peers.messages import EventMsg, Lookup, Msg
-from scotbed.peers.peer import Peer
 from scotbed.v1 import scotbed_pb2 as pb
 from scotbed.v1 import scotbed_pb2_grpc as pbg
+from scotbed.vinifera import codec
+from scotbed.vinifera.messages import EventMsg, Lookup, Msg
+from scotbed.vinifera.peer import Peer
 
-log = logging.getLogger("scotbed.peerproc")
+log = logging.getLogger("scotbed.vinifera.process")
 SEND_TIMEOUT_S = 2.0
 
 

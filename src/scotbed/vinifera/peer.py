@@ -13,11 +13,11 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
-from scotbed.peers.config import PeerConfig
-from scotbed.peers.crt import CRT
-from scotbed.peers.interest import Event, Subscription, most_overlapped, overlapping_attrs
-from scotbed.peers.messages import ROUTE, TREE, Desc, EventMsg, Gossip, Load, Lookup, Moved, Msg, Shuffle
-from scotbed.peers.overlay import (
+from scotbed.vinifera.config import PeerConfig
+from scotbed.vinifera.crt import CRT
+from scotbed.vinifera.interest import Event, Subscription, most_overlapped, overlapping_attrs
+from scotbed.vinifera.messages import ROUTE, TREE, Desc, EventMsg, Gossip, Load, Lookup, Moved, Msg, Shuffle
+from scotbed.vinifera.overlay import (
     Cyclon,
     freshest,
     friends,
@@ -26,7 +26,7 @@ from scotbed.peers.overlay import (
     small_world,
     utility_on,
 )
-from scotbed.peers.ring import Interval, contains, cw, in_any, ophash, owned, split_at, subtract
+from scotbed.vinifera.ring import Interval, contains, cw, in_any, ophash, owned, split_at, subtract
 
 #: how many recent RV points a peer keeps to tell its predecessor where to move
 RV_MEMORY = 256

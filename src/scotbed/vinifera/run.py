@@ -1,11 +1,11 @@
 """A run of ``topology: {kind: peers}``: peer processes where the backend's launcher starts them
 (:meth:`~scotbed.orchestrator.backends.base.Backend.peer_launcher`: this host, containers, pods),
 the gossip warm-up, then the publish phase in rounds (events from live peers, optional churn), the
-event logs analysed by Spark (:mod:`scotbed.analysis.peers_section`) into
-``analysis/summary.json`` and a small report (:mod:`scotbed.analysis.peers`).
+event logs analysed by Spark (:mod:`scotbed.vinifera.analysis.section`) into
+``analysis/summary.json`` and a small report (:mod:`scotbed.vinifera.analysis.report`).
 
-The workload is the simulator's (:mod:`scotbed.peers.workload`): one subscription per peer, uniform
-or Zipf-skewed; the driver paces the rounds (:class:`scotbed.peerproc.cluster.PeerCluster`).
+The workload is the simulator's (:mod:`scotbed.vinifera.workload`): one subscription per peer, uniform
+or Zipf-skewed; the driver paces the rounds (:class:`scotbed.vinifera.process.cluster.PeerCluster`).
 """
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from scotbed import contract
-from scotbed.analysis import peers as peer_analysis
-from scotbed.analysis import peers_section
 from scotbed.experiment.spec import Spec
 from scotbed.experiment.spec_peers import PeersWorkloadSpec, peer_config
 from scotbed.orchestrator.progress import Progress
-from scotbed.peerproc.cluster import PeerCluster
-from scotbed.peerproc.launch import Launcher
-from scotbed.peers.workload import Draw, Shape, distinct_ids
+from scotbed.vinifera.analysis import report as peer_analysis
+from scotbed.vinifera.analysis import section as peers_section
+from scotbed.vinifera.process.cluster import PeerCluster
+from scotbed.vinifera.process.launch import Launcher
+from scotbed.vinifera.workload import Draw, Shape, distinct_ids
 
 #: bootstrap contacts per joining peer (the simulator's ``grow`` default)
 CONTACTS = 5

@@ -1,7 +1,7 @@
 """The peers' run (Vinifera, docs/design.md §10) read back on the driver: one
-:class:`~scotbed.peers.metrics.EventRecord` per published event from the event logs, the record the
+:class:`~scotbed.vinifera.metrics.EventRecord` per published event from the event logs, the record the
 simulator keeps, so a test compares processes and simulator event by event; the verdict and the small
-report on the figures, which Spark computes (:mod:`scotbed.analysis.peers_section`, their one home).
+report on the figures, which Spark computes (:mod:`scotbed.vinifera.analysis.section`, their one home).
 The oracle (``interested``) is every peer whose logged subscription matches the event.
 """
 
@@ -14,9 +14,9 @@ from typing import Any
 
 from scotbed import contract
 from scotbed.analysis.report import image_data_uri
-from scotbed.peers import codec
-from scotbed.peers.interest import Subscription
-from scotbed.peers.metrics import EventRecord
+from scotbed.vinifera import codec
+from scotbed.vinifera.interest import Subscription
+from scotbed.vinifera.metrics import EventRecord
 
 
 def records(

@@ -8,10 +8,10 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
-from scotbed.peers.config import PeerConfig
-from scotbed.peers.interest import Subscription
-from scotbed.peers.peer import Peer
-from scotbed.peers.ring import Interval, name_hash
+from scotbed.vinifera.config import PeerConfig
+from scotbed.vinifera.interest import Subscription
+from scotbed.vinifera.peer import Peer
+from scotbed.vinifera.ring import Interval, name_hash
 
 
 def baseline_config(cfg: PeerConfig) -> PeerConfig:

@@ -11,8 +11,8 @@ import random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from scotbed.peers.interest import jaccard
-from scotbed.peers.messages import Desc
+from scotbed.vinifera.interest import jaccard
+from scotbed.vinifera.messages import Desc
 
 
 def freshest(descs: Iterable[Desc], me: int) -> dict[int, Desc]:

@@ -1,7 +1,7 @@
-"""``python -m scotbed.peerproc --run-file FILE --name N``: run one peer until SIGTERM/SIGINT.
+"""``python -m scotbed.vinifera.process --run-file FILE --name N``: run one peer until SIGTERM/SIGINT.
 
-The run file (written by :class:`scotbed.peerproc.cluster.PeerCluster`) holds the run id, the peer
-algorithm, the :class:`~scotbed.peers.config.PeerConfig`, the per-round event capacity (absent:
+The run file (written by :class:`scotbed.vinifera.process.cluster.PeerCluster`) holds the run id, the peer
+algorithm, the :class:`~scotbed.vinifera.config.PeerConfig`, the per-round event capacity (absent:
 none), and per peer its name, ring id,
 subscription, address (``bind`` when it listens elsewhere, e.g. 0.0.0.0 in a container) and event
 log. Prints ``READY <name> <host:port>`` once serving.
@@ -22,10 +22,10 @@ import grpc
 
 from scotbed import contract
 from scotbed.broker.eventlog import EventLog
-from scotbed.peerproc.node import PeerNode
-from scotbed.peers import codec
 from scotbed.routing import peer_class
 from scotbed.v1 import scotbed_pb2_grpc as pbg
+from scotbed.vinifera import codec
+from scotbed.vinifera.process.node import PeerNode
 
 
 async def serve(run: dict[str, Any], name: int) -> None:
@@ -58,7 +58,7 @@ async def serve(run: dict[str, Any], name: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m scotbed.peerproc", description=__doc__)
+    ap = argparse.ArgumentParser(prog="python -m scotbed.vinifera.process", description=__doc__)
     ap.add_argument("--run-file", required=True, type=Path)
     ap.add_argument("--name", required=True, type=int)
     a = ap.parse_args(argv)

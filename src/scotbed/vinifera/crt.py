@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from scotbed.peers.interest import Event, Subscription
-from scotbed.peers.ring import Interval, contains, union
+from scotbed.vinifera.interest import Event, Subscription
+from scotbed.vinifera.ring import Interval, contains, union
 
 
 @dataclass

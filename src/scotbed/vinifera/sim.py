@@ -12,12 +12,12 @@ import random
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Sequence
 
-from scotbed.peers.config import PeerConfig
-from scotbed.peers.interest import Event, Subscription
-from scotbed.peers.messages import EventMsg, Msg
-from scotbed.peers.metrics import EventRecord
-from scotbed.peers.peer import Peer
-from scotbed.peers.ring import union
+from scotbed.vinifera.config import PeerConfig
+from scotbed.vinifera.interest import Event, Subscription
+from scotbed.vinifera.messages import EventMsg, Msg
+from scotbed.vinifera.metrics import EventRecord
+from scotbed.vinifera.peer import Peer
+from scotbed.vinifera.ring import union
 
 PeerFactory = Callable[[int, int, Subscription | None, PeerConfig, random.Random], Peer]
 

@@ -57,7 +57,7 @@ class Launcher(Protocol):
 
 def command(run_file: str, name: int) -> list[str]:
     """The arguments of one peer process after ``python`` (the module is the image's contract too)."""
-    return ["-m", "scotbed.peerproc", "--run-file", run_file, "--name", str(name)]
+    return ["-m", "scotbed.vinifera.process", "--run-file", run_file, "--name", str(name)]
 
 
 class LocalLauncher:

@@ -1,9 +1,9 @@
-"""Launch peer processes (a :class:`~scotbed.peerproc.launch.Launcher`: this host by default) and
+"""Launch peer processes (a :class:`~scotbed.vinifera.process.launch.Launcher`: this host by default) and
 drive them in rounds.
 
 The driver plays the simulator's part over gRPC: ``round`` ticks every peer (and waits until the
 run is quiescent, every sent message handled), ``publish`` and ``subscribe`` go through Control.
-So a process run and a :class:`~scotbed.peers.sim.Simulation` of the same case take the same steps.
+So a process run and a :class:`~scotbed.vinifera.sim.Simulation` of the same case take the same steps.
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ import grpc
 
 from scotbed import contract
 from scotbed.broker.launcher import LaunchError
-from scotbed.peerproc.launch import Launcher, LocalLauncher
-from scotbed.peers import codec
-from scotbed.peers.config import PeerConfig
-from scotbed.peers.interest import Event, Subscription
-from scotbed.peers.messages import Desc
 from scotbed.v1 import scotbed_pb2 as pb
 from scotbed.v1 import scotbed_pb2_grpc as pbg
+from scotbed.vinifera import codec
+from scotbed.vinifera.config import PeerConfig
+from scotbed.vinifera.interest import Event, Subscription
+from scotbed.vinifera.messages import Desc
+from scotbed.vinifera.process.launch import Launcher, LocalLauncher
 
 #: the run file every peer process reads (name, id, subscription, address of every peer)
 RUN_FILE = "peers.json"

@@ -7,8 +7,8 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scotbed.peers.config import PeerConfig
-from scotbed.peers.interest import Event, Subscription
+from scotbed.vinifera.config import PeerConfig
+from scotbed.vinifera.interest import Event, Subscription
 
 UNIFORM = "uniform"
 SKEWED = "skewed"
