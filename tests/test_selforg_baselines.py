@@ -245,7 +245,7 @@ def test_alpha_reaches_the_spec_the_managers_and_the_analysis_alike() -> None:
     at_broker = Costs.from_mapping(block["costs"], "topology_manager.costs")
     assert (at_broker.link("b-v0-0", "b-v2-0"), at_broker.broker("b-v1-0")) == pytest.approx((10.0, 6.4))
     dumped = yaml_load(dump_spec(spec))["topology"]["costs"]  # what the analysis reads from the run
-    assert redraws.parse(dumped)[0] == in_spec  # as analysis.selforg_section reads it
+    assert redraws.parse(dumped)[0] == in_spec  # as selforg.analysis.section reads it
     # α moves CI's decision: C_02 = (6 − 2)/6 · (c_01 + p_1) + c_12 = 19.3 < c_02 = 25 as listed
     # (α 0.5), but 2/3 · (4 + 6.4) + 4 = 10.9 > c_02 = 10 at α 0.8
     ci, view, path = heuristic("ci"), View(10, {"v1": 2, "v2": 6}, {}), ["v0", "v1", "v2"]

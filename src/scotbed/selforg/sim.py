@@ -385,7 +385,7 @@ class Simulation:
 
     # -- cost redraws and the run ---------------------------------------------------------------
     def _timeline(self) -> list[Costs]:
-        """The redrawn tables, by the code that computes a real run's (``overlay.redraws``); each
+        """The redrawn tables, by the code that computes a real run's (``selforg.redraws``); each
         redraw's seed from the run's, so every heuristic sees the same redraws."""
         c_max, p_max = self.setup.load.maxima()
         redraws = []
