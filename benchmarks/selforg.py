@@ -23,9 +23,9 @@ import argparse
 import statistics
 import time
 
-from scotbed.overlay.heuristics import HEURISTICS
-from scotbed.overlay.sim import NOTIFY, OVERHEAD, Outcome, Setup, Simulation
-from scotbed.overlay.simload import Workload
+from scotbed.selforg.heuristics import HEURISTICS
+from scotbed.selforg.sim import NOTIFY, OVERHEAD, Outcome, Setup, Simulation
+from scotbed.selforg.simload import Workload
 
 
 def per_notification(out: Outcome, buckets: int) -> list[float]:

@@ -19,12 +19,12 @@ import argparse
 import random
 import time
 
-from scotbed.peers import metrics as m
-from scotbed.peers.baseline import BaselinePeer
-from scotbed.peers.config import PeerConfig
-from scotbed.peers.peer import Peer
-from scotbed.peers.sim import Simulation
-from scotbed.peers.workload import SKEWED, UNIFORM, Draw, Shape, distinct_ids
+from scotbed.vinifera import metrics as m
+from scotbed.vinifera.baseline import BaselinePeer
+from scotbed.vinifera.config import PeerConfig
+from scotbed.vinifera.peer import Peer
+from scotbed.vinifera.sim import Simulation
+from scotbed.vinifera.workload import SKEWED, UNIFORM, Draw, Shape, distinct_ids
 
 CDF_POINTS = (0.0, 0.1, 0.2, 0.3, 0.6)
 

@@ -16,7 +16,6 @@ import pytest
 from broker_workload import Workload, make_workload
 
 from scotbed import topology
-from scotbed.analysis.selforg import Window, cost_over_time, realised_cost, reconfigurations
 from scotbed.broker.client import BrokerClient, SubscriptionStream
 from scotbed.broker.eventlog import read_events
 from scotbed.broker.fleet import wait_quiescent
@@ -24,9 +23,10 @@ from scotbed.broker.launcher import LocalCluster
 from scotbed.config import BrokerConfig
 from scotbed.contract import LINK_DOWN, LINK_UP, REFUSED
 from scotbed.filters import Filter
-from scotbed.overlay.costs import Costs, Edge, total_cost
-from scotbed.overlay.tree import Tree, path_edges, repointed
 from scotbed.routing import algorithm_class, implemented
+from scotbed.selforg.analysis.cost import Window, cost_over_time, realised_cost, reconfigurations
+from scotbed.selforg.costs import Costs, Edge, total_cost
+from scotbed.selforg.tree import Tree, path_edges, repointed
 from scotbed.v1 import scotbed_pb2 as pb
 
 FAST_LOG = {"sample_interval_ms": 100.0, "flush_interval_ms": 100.0}

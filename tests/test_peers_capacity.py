@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 
 from scotbed import contract
-from scotbed.analysis import peers as peer_analysis
 from scotbed.broker.eventlog import read_events
-from scotbed.peerproc.cluster import PeerCluster
-from scotbed.peers.config import PeerConfig
-from scotbed.peers.workload import SKEWED, Draw, Shape, distinct_ids
 from scotbed.routing import DEFAULT_PEER_ROUTING
+from scotbed.vinifera.analysis import report as peer_analysis
+from scotbed.vinifera.config import PeerConfig
+from scotbed.vinifera.process.cluster import PeerCluster
+from scotbed.vinifera.workload import SKEWED, Draw, Shape, distinct_ids
 
 X = 4
 N = 8

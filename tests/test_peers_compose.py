@@ -36,7 +36,7 @@ def test_each_peer_is_a_service_of_the_broker_image_running_the_peer_module(tmp_
     svc = doc["services"]["peer-3"]
     assert svc["image"] == "img:1" and svc["hostname"] == "peer-3"
     assert svc["entrypoint"] == [
-        "python", "-m", "scotbed.peerproc", "--run-file", compose_peers.RUN_FILE_PATH, "--name", "3"
+        "python", "-m", "scotbed.vinifera.process", "--run-file", compose_peers.RUN_FILE_PATH, "--name", "3"
     ]  # fmt: skip
     assert svc["volumes"] == [
         f"../peers.json:{compose_peers.RUN_FILE_PATH}:ro",

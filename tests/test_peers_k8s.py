@@ -60,7 +60,7 @@ def test_each_peer_pod_runs_the_peer_module_and_avoids_every_other_peer() -> Non
     (c,) = spec["containers"]
     assert c["image"] == "img:1"
     assert c["command"] == [
-        "python", "-m", "scotbed.peerproc", "--run-file", "/etc/scotbed/peers.json", "--name", "3"
+        "python", "-m", "scotbed.vinifera.process", "--run-file", "/etc/scotbed/peers.json", "--name", "3"
     ]  # fmt: skip
     (term,) = spec["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
     run, peers = term["labelSelector"]["matchExpressions"]

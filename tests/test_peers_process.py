@@ -1,4 +1,4 @@
-"""Peers as real processes (scotbed.peerproc): the same state machine as the simulator behind gRPC.
+"""Peers as real processes (scotbed.vinifera.process): the same state machine as the simulator behind gRPC.
 
 On Fig. 2's fixed ring the processes and the simulator agree exactly (rendezvous, receivers, hop
 counts, the path); a run of 10 peers that build their overlay by gossip delivers every event exactly
@@ -14,12 +14,12 @@ import pytest
 from test_vinifera import CFG, FIG2, FIG2_SUBS, P, Q, R, S, T, U, V, wired
 
 from scotbed import contract
-from scotbed.analysis import peers as peer_analysis
 from scotbed.broker.eventlog import read_events
-from scotbed.peerproc.cluster import PeerCluster, accounted, link_counts
-from scotbed.peers.config import PeerConfig
-from scotbed.peers.workload import SKEWED, Draw, Shape, distinct_ids
 from scotbed.routing import DEFAULT_PEER_ROUTING, PEER_ALGORITHMS
+from scotbed.vinifera.analysis import report as peer_analysis
+from scotbed.vinifera.config import PeerConfig
+from scotbed.vinifera.process.cluster import PeerCluster, accounted, link_counts
+from scotbed.vinifera.workload import SKEWED, Draw, Shape, distinct_ids
 
 
 def _events(cluster: PeerCluster) -> list[dict]:

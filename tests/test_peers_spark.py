@@ -1,4 +1,4 @@
-"""The peers' figures as a Spark section (:mod:`scotbed.analysis.peers_section`).
+"""The peers' figures as a Spark section (:mod:`scotbed.vinifera.analysis.section`).
 
 A fixed peers run directory (``tests/fixtures/peers_run``: 8 Vinifera peer processes, two killed, a
 per-round capacity of 2 event messages, 24 events) gives exactly the figures the plain-Python
@@ -18,11 +18,11 @@ import pytest
 
 from scotbed import contract
 from scotbed.analysis.context import RunData
-from scotbed.analysis.peers import report_html
-from scotbed.analysis.peers_section import analyse, peers_section
 from scotbed.analysis.rundir import RunDir
 from scotbed.analysis.sections import SECTIONS
 from scotbed.experiment import dump_spec, parse_spec
+from scotbed.vinifera.analysis.report import report_html
+from scotbed.vinifera.analysis.section import analyse, peers_section
 
 pytestmark = pytest.mark.spark
 

@@ -10,13 +10,13 @@ import pytest
 import yaml
 
 from scotbed import contract
-from scotbed.analysis import peers as peer_analysis
 from scotbed.experiment.spec import SpecError, parse_spec
 from scotbed.experiment.spec_peers import peer_config
 from scotbed.orchestrator.progress import QuietProgress
 from scotbed.orchestrator.run import RunOptions, run_spec
-from scotbed.peers.config import PeerConfig
 from scotbed.routing import PEER_ALGORITHMS
+from scotbed.vinifera.analysis import report as peer_analysis
+from scotbed.vinifera.config import PeerConfig
 
 VINIFERA = "vinifera"
 assert VINIFERA in PEER_ALGORITHMS

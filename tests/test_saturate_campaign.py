@@ -15,8 +15,7 @@ import pytest
 from test_saturate_local import SPEC as SAT_SPEC  # the tiny capacity-limited path of saturate's own test
 
 from scotbed.analysis.saturation import ratios, sweep_table
-from scotbed.orchestrator.campaign import CampaignError, load_campaign
-from scotbed.orchestrator.saturation import Search, Sweep
+from scotbed.orchestrator.campaign import CampaignError, Search, Sweep, load_campaign
 
 
 def _campaign(tmp_path: Path, saturate: str, matrix: str = "routing: [flooding, rpf]") -> Path:

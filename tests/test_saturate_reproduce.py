@@ -8,7 +8,7 @@ from scotbed.orchestrator.campaign import CampaignIndex
 from scotbed.orchestrator.reproduce.effects import judge, relative_changes
 from scotbed.orchestrator.reproduce.rows import load_rows
 from scotbed.orchestrator.reproduce.runner import _summaries, campaign_of
-from scotbed.orchestrator.saturate_campaign import sweep_fingerprint
+from scotbed.orchestrator.saturation import sweep_fingerprint
 
 
 def test_the_link_matching_row_is_a_saturate_campaign_judged_on_the_sustainable_rates(tmp_path: Path) -> None:

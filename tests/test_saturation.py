@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from scotbed.orchestrator.saturation import Criterion, Search, bisect_rate, judge, slope
+from scotbed.orchestrator.campaign import Search
+from scotbed.orchestrator.saturation import Criterion, bisect_rate, judge, slope
 
 S = 1_000_000_000  # ns
 
@@ -62,7 +63,7 @@ def test_bisection_brackets_the_threshold_and_a_resumed_search_asks_the_same_rat
 def test_read_run_takes_intended_times_deliveries_and_output_queues(tmp_path) -> None:
     import json
 
-    from scotbed.orchestrator.saturate import read_run
+    from scotbed.orchestrator.saturation import read_run
 
     (tmp_path / "workload").mkdir()
     (tmp_path / "events").mkdir()

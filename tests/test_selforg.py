@@ -1,4 +1,4 @@
-"""The self-organising tree core (scotbed.overlay): exact small cases computed by hand.
+"""The self-organising tree core (scotbed.selforg): exact small cases computed by hand.
 
 Path of three brokers i–k–j (p = 1 except p_k = 4; c_ik = 2, c_kj = 3): i's cache n0…n9, j's n0…n5,
 k's n0, n1. So I_ij = 6, I_ik = 2, φ = (6 + 2 + 10 − 10)/2 = 4, I_ikj = min(4, 6, 2) = 2 and Eq. 5's
@@ -25,14 +25,14 @@ import sys
 
 import pytest
 
-from scotbed.overlay import evaluate as ev
-from scotbed.overlay.agreement import ABORT, COMMIT, FORWARD, Lock, Request, step
-from scotbed.overlay.costs import Costs, CostsError, delivery_tree, edge, total_cost
-from scotbed.overlay.heuristics import HEURISTICS, View, heuristic
-from scotbed.overlay.interest import BloomFilter, NotificationCache
-from scotbed.overlay.records import Knobs
-from scotbed.overlay.settle import exact_view, settle
-from scotbed.overlay.tree import Tree
+from scotbed.selforg import evaluate as ev
+from scotbed.selforg.agreement import ABORT, COMMIT, FORWARD, Lock, Request, step
+from scotbed.selforg.costs import Costs, CostsError, delivery_tree, edge, total_cost
+from scotbed.selforg.heuristics import HEURISTICS, View, heuristic
+from scotbed.selforg.interest import BloomFilter, NotificationCache
+from scotbed.selforg.records import Knobs
+from scotbed.selforg.settle import exact_view, settle
+from scotbed.selforg.tree import Tree
 
 N = [f"n{n}" for n in range(10)]
 
@@ -173,7 +173,7 @@ def test_bloom_filter_is_stable_and_counts_common_ids() -> None:
 
 def test_bloom_filter_does_not_depend_on_the_hash_seed() -> None:
     code = (
-        "from scotbed.overlay.interest import BloomFilter as B; print(B.of(['x', 'y'], 512, 5).value.hex())"
+        "from scotbed.selforg.interest import BloomFilter as B; print(B.of(['x', 'y'], 512, 5).value.hex())"
     )
     runs = {
         subprocess.run(

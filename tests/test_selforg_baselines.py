@@ -42,18 +42,18 @@ import pytest
 from yaml import safe_load as yaml_load
 
 from scotbed import topology
-from scotbed.analysis.selforg import realised_cost
 from scotbed.broker.client import BrokerClient
 from scotbed.broker.eventlog import read_events
 from scotbed.broker.fleet import wait_quiescent
 from scotbed.broker.launcher import LocalCluster
 from scotbed.contract import LINK_DOWN, LINK_UP, TOPO
-from scotbed.overlay.agreement import COMMIT, Request
-from scotbed.overlay.costs import Costs, CostsError, edge, notification_cost, weighted
-from scotbed.overlay.heuristics import heuristic
-from scotbed.overlay.records import SWAP, Knobs
-from scotbed.overlay.settle import agree, exact_view, settle
-from scotbed.overlay.tree import Tree, path_edges
+from scotbed.selforg.agreement import COMMIT, Request
+from scotbed.selforg.analysis.cost import realised_cost
+from scotbed.selforg.costs import Costs, CostsError, edge, notification_cost, weighted
+from scotbed.selforg.heuristics import heuristic
+from scotbed.selforg.records import SWAP, Knobs
+from scotbed.selforg.settle import agree, exact_view, settle
+from scotbed.selforg.tree import Tree, path_edges
 
 B = [f"b-v{i}-0" for i in range(6)]
 a, b, c, d, e, f = B
@@ -223,8 +223,8 @@ def test_baseline_makes_an_admitted_swap_on_six_real_brokers(name: str, tmp_path
 def test_alpha_reaches_the_spec_the_managers_and_the_analysis_alike() -> None:
     from scotbed.experiment.spec import SpecError, build_scot, dump_spec, parse_spec
     from scotbed.orchestrator.plan import broker_configs
-    from scotbed.overlay import redraws
-    from scotbed.overlay.heuristics import View
+    from scotbed.selforg import redraws
+    from scotbed.selforg.heuristics import View
 
     topo: dict[str, Any] = {
         "kind": "tree",
@@ -245,7 +245,7 @@ def test_alpha_reaches_the_spec_the_managers_and_the_analysis_alike() -> None:
     at_broker = Costs.from_mapping(block["costs"], "topology_manager.costs")
     assert (at_broker.link("b-v0-0", "b-v2-0"), at_broker.broker("b-v1-0")) == pytest.approx((10.0, 6.4))
     dumped = yaml_load(dump_spec(spec))["topology"]["costs"]  # what the analysis reads from the run
-    assert redraws.parse(dumped)[0] == in_spec  # as analysis.selforg_section reads it
+    assert redraws.parse(dumped)[0] == in_spec  # as selforg.analysis.section reads it
     # α moves CI's decision: C_02 = (6 − 2)/6 · (c_01 + p_1) + c_12 = 19.3 < c_02 = 25 as listed
     # (α 0.5), but 2/3 · (4 + 6.4) + 4 = 10.9 > c_02 = 10 at α 0.8
     ci, view, path = heuristic("ci"), View(10, {"v1": 2, "v2": 6}, {}), ["v0", "v1", "v2"]

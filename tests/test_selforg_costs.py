@@ -1,4 +1,4 @@
-"""Cost redraws (``topology.costs.redraws``, scotbed.overlay.redraws): the spec's timeline, the
+"""Cost redraws (``topology.costs.redraws``, scotbed.selforg.redraws): the spec's timeline, the
 tables every broker holds, the flood on real brokers, and Eq. 2 priced per table in force.
 
 The real case is test_selforg_manager's 4-broker path v0–v1–v2–v3 (c_01 = 5, c_12 = 20, c_23 = 5),
@@ -24,20 +24,20 @@ import yaml
 from test_selforg_manager import ADD, FAST_LOG, PATH, REMOVE, B, _managed_run
 
 from scotbed import topology
-from scotbed.analysis.selforg import cost_over_time, realised_cost, switches, windows_from_counts
 from scotbed.broker.client import BrokerClient, SubscriptionStream
 from scotbed.broker.eventlog import read_events
 from scotbed.broker.launcher import LocalCluster
 from scotbed.contract import COST_REDRAW, NOTIF_OUT, TOPO
 from scotbed.experiment.spec import SpecError, build_scot, dump_spec, parse_spec
 from scotbed.orchestrator.plan import broker_configs
-from scotbed.overlay.costs import Costs, CostsError, edge, link_delay_ms
-from scotbed.overlay.heuristics import heuristic
-from scotbed.overlay.records import EVALUATE, SWAP
-from scotbed.overlay.redraws import InForce, Redraw, Schedule, parse, tables
-from scotbed.overlay.settle import settle
-from scotbed.overlay.sim import Setup, Simulation
-from scotbed.overlay.simload import C_MAX, Workload, draw_brokers, draw_links
+from scotbed.selforg.analysis.cost import cost_over_time, realised_cost, switches, windows_from_counts
+from scotbed.selforg.costs import Costs, CostsError, edge, link_delay_ms
+from scotbed.selforg.heuristics import heuristic
+from scotbed.selforg.records import EVALUATE, SWAP
+from scotbed.selforg.redraws import InForce, Redraw, Schedule, parse, tables
+from scotbed.selforg.settle import settle
+from scotbed.selforg.sim import Setup, Simulation
+from scotbed.selforg.simload import C_MAX, Workload, draw_brokers, draw_links
 
 BASE = {"default_link": 40.0, "links": [["v0", "v1", 5.0], ["v1", "v2", 20.0], ["v2", "v3", 5.0]]}
 REDRAW_AT_S = 2.5

@@ -1,4 +1,4 @@
-"""The topology manager (scotbed.overlay.node on real brokers, scotbed.broker.topology_manager).
+"""The topology manager (scotbed.selforg.node on real brokers, scotbed.selforg.manager).
 
 The fixed case: the path v0–v1–v2–v3 with c_01 = 5, c_12 = 20, c_23 = 5, c_03 = 1 (other pairs 30),
 p = 1. v0 publishes, v1, v2 and v3 consume everything, so I = N for every pair. Only v0 and v3 ever
@@ -20,19 +20,19 @@ from pathlib import Path
 from typing import Any
 
 from scotbed import topology
-from scotbed.analysis.selforg import Overhead, cost_over_time, overhead, windows_from_counts
 from scotbed.broker.client import BrokerClient, SubscriptionStream
 from scotbed.broker.eventlog import read_events
 from scotbed.broker.fleet import wait_quiescent
 from scotbed.broker.launcher import LocalCluster
 from scotbed.contract import LINK_DOWN, LINK_UP, REFUSED, TOPO, TOPO_OUT
-from scotbed.overlay.costs import Costs, edge
-from scotbed.overlay.heuristics import heuristic
-from scotbed.overlay.node import Node, Out, Settings
-from scotbed.overlay.records import SWAP
-from scotbed.overlay.settle import settle
-from scotbed.overlay.sim import Setup, Simulation
-from scotbed.overlay.tree import Tree, path_edges
+from scotbed.selforg.analysis.cost import Overhead, cost_over_time, overhead, windows_from_counts
+from scotbed.selforg.costs import Costs, edge
+from scotbed.selforg.heuristics import heuristic
+from scotbed.selforg.node import Node, Out, Settings
+from scotbed.selforg.records import SWAP
+from scotbed.selforg.settle import settle
+from scotbed.selforg.sim import Setup, Simulation
+from scotbed.selforg.tree import Tree, path_edges
 from scotbed.v1 import scotbed_pb2 as pb
 
 B = [f"b-v{i}-0" for i in range(4)]

@@ -14,13 +14,13 @@ from collections import Counter
 import pytest
 
 from scotbed.contract import LINK_DOWN, LINK_UP
-from scotbed.overlay.costs import Costs, total_cost
-from scotbed.overlay.heuristics import heuristic
-from scotbed.overlay.settle import settle
-from scotbed.overlay.sim import Outcome, Setup, Simulation
-from scotbed.overlay.simload import Workload
-from scotbed.overlay.swapwave import Parking, Send, Versions
-from scotbed.overlay.tree import Tree
+from scotbed.selforg.costs import Costs, total_cost
+from scotbed.selforg.heuristics import heuristic
+from scotbed.selforg.settle import settle
+from scotbed.selforg.sim import Outcome, Setup, Simulation
+from scotbed.selforg.simload import Workload
+from scotbed.selforg.swapwave import Parking, Send, Versions
+from scotbed.selforg.tree import Tree
 
 SMALL = {"cache_size": 512, "bloom_bits": 8192}
 

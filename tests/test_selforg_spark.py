@@ -25,12 +25,12 @@ import yaml
 
 from scotbed import contract
 from scotbed.analysis.context import RunData
-from scotbed.analysis.plots_selforg import cost_figure, cost_over_time
 from scotbed.analysis.rundir import RunDir
-from scotbed.analysis.selforg import cost_over_time as python_cost_over_time
-from scotbed.analysis.selforg import switches
-from scotbed.analysis.selforg_section import selforg_section
-from scotbed.overlay.redraws import InForce, parse, tables
+from scotbed.selforg.analysis.cost import cost_over_time as python_cost_over_time
+from scotbed.selforg.analysis.cost import switches
+from scotbed.selforg.analysis.plots import cost_figure, cost_over_time
+from scotbed.selforg.analysis.section import selforg_section
+from scotbed.selforg.redraws import InForce, parse, tables
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

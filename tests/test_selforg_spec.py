@@ -1,4 +1,4 @@
-"""``topology.costs`` and ``topology.self_organising`` in the spec: defaults from scotbed.overlay,
+"""``topology.costs`` and ``topology.self_organising`` in the spec: defaults from scotbed.selforg,
 clear errors naming the key."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from scotbed.experiment.spec import SpecError, dump_spec, parse_spec
-from scotbed.overlay.costs import DEFAULT_BROKER, DEFAULT_LINK
+from scotbed.selforg.costs import DEFAULT_BROKER, DEFAULT_LINK
 
 
 def errors(topology: dict[str, Any]) -> list[str]:

@@ -1,4 +1,4 @@
-"""Exact small cases of the Vinifera peer logic (scotbed.peers): fixed ids, links and subscriptions,
+"""Exact small cases of the Vinifera peer logic (scotbed.vinifera): fixed ids, links and subscriptions,
 the friend links chosen, the primary attribute, the rendezvous of an event, the exact path of a
 subscription lookup and of an event with its receivers, and one load-balancing id move."""
 
@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import random
 
-from scotbed.peers.baseline import BaselinePeer
-from scotbed.peers.config import PeerConfig
-from scotbed.peers.interest import Subscription, jaccard, primary_attribute
-from scotbed.peers.messages import Desc, EventMsg, Load, Lookup, Moved
-from scotbed.peers.metrics import overhead, path_length
-from scotbed.peers.overlay import Cyclon, small_world
-from scotbed.peers.peer import Peer
-from scotbed.peers.ring import name_hash, ophash, owned, rendezvous, split_at, subtract, union
-from scotbed.peers.sim import Simulation
+from scotbed.vinifera.baseline import BaselinePeer
+from scotbed.vinifera.config import PeerConfig
+from scotbed.vinifera.interest import Subscription, jaccard, primary_attribute
+from scotbed.vinifera.messages import Desc, EventMsg, Load, Lookup, Moved
+from scotbed.vinifera.metrics import overhead, path_length
+from scotbed.vinifera.overlay import Cyclon, small_world
+from scotbed.vinifera.peer import Peer
+from scotbed.vinifera.ring import name_hash, ophash, owned, rendezvous, split_at, subtract, union
+from scotbed.vinifera.sim import Simulation
 
 CFG = PeerConfig(id_space=100, domains=(("x", 0.0, 100.0), ("y", 0.0, 100.0)), k_sw=0, k_f=2, beta=5)
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import random
 
-from scotbed.peers.config import PeerConfig
-from scotbed.peers.interest import Subscription
-from scotbed.peers.messages import EventMsg
-from scotbed.peers.peer import Peer
-from scotbed.peers.sim import Simulation
+from scotbed.vinifera.config import PeerConfig
+from scotbed.vinifera.interest import Subscription
+from scotbed.vinifera.messages import EventMsg
+from scotbed.vinifera.peer import Peer
+from scotbed.vinifera.sim import Simulation
 
 #: 16 peers, ids 0, 10, ..., 150 on a ring of 160; peer name k has id 10 k
 M, N = 160, 16

@@ -9,12 +9,12 @@ from dataclasses import replace
 
 import pytest
 
-from scotbed.peers.baseline import BaselinePeer
-from scotbed.peers.config import PeerConfig
-from scotbed.peers.metrics import EventRecord, hit_ratio, idle_share, loads
-from scotbed.peers.peer import Peer
-from scotbed.peers.sim import Simulation
-from scotbed.peers.workload import SKEWED, UNIFORM, Draw, Shape, distinct_ids
+from scotbed.vinifera.baseline import BaselinePeer
+from scotbed.vinifera.config import PeerConfig
+from scotbed.vinifera.metrics import EventRecord, hit_ratio, idle_share, loads
+from scotbed.vinifera.peer import Peer
+from scotbed.vinifera.sim import Simulation
+from scotbed.vinifera.workload import SKEWED, UNIFORM, Draw, Shape, distinct_ids
 
 CFG = PeerConfig(domains=(("x", 0.0, 1000.0), ("y", 0.0, 1000.0)))
 MAKERS = {"vinifera": Peer, "baseline": BaselinePeer}

@@ -121,7 +121,7 @@ class BrokerConfig:
     prometheus_port: int | None = None  # None = no metrics endpoint
     schema_version: int = SCHEMA_VERSION
     service_us: float = 0.0  # processing time per message (scotbed.broker.service); 0 = none
-    # self-organising trees (scotbed.broker.topology_manager): settings, costs and tree; {} = off
+    # self-organising trees (scotbed.selforg.manager): settings, costs and tree; {} = off
     topology_manager: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scotbed.analysis import plots, plots_selforg, plots_topology
+from scotbed.analysis import plots, plots_topology
 from scotbed.analysis.context import RunData
+from scotbed.selforg.analysis import plots as selforg_plots
 
 Sections = Mapping[str, Any]
 
@@ -45,13 +46,6 @@ def _topology(d: RunData, _: Sections, out: Path) -> Path | None:
     return plots_topology.draw(scot, out) if scot is not None else None
 
 
-def _selforg_cost(d: RunData, s: Sections, out: Path) -> Path | None:
-    if "selforg_cost" not in d.tables:
-        return None
-    label = s["selforg"].to_json()["heuristic"] or "static"
-    return plots_selforg.cost_over_time(d.tables["selforg_cost"], out, label)
-
-
 def _core_input_queue(d: RunData, _: Sections, out: Path) -> Path | None:
     return plots.core_input_queue(d.tables["core_queues"], out) if "core_queues" in d.tables else None
 
@@ -65,7 +59,7 @@ RUN_PLOTS: tuple[RunPlot, ...] = (
     RunPlot("load", ("load",), lambda d, _, out: plots.broker_load(d.tables["load"], out)),
     RunPlot("loop_lag", ("stability", "validity"), _loop_lag),
     RunPlot("topology", (), _topology),
-    RunPlot("selforg_cost", ("selforg",), _selforg_cost),
+    RunPlot("selforg_cost", ("selforg",), selforg_plots.run_plot),
     RunPlot("core_input_queue", ("pruning",), _core_input_queue),
 )
 

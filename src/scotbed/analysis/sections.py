@@ -20,10 +20,10 @@ from scotbed.analysis import metrics as M
 from scotbed.analysis import summary as S
 from scotbed.analysis.context import COLLECTED_EVENTS, RunData
 from scotbed.analysis.matching_steps import MatchingSteps, steps_by_hops
-from scotbed.analysis.peers_section import peers_section
-from scotbed.analysis.selforg_section import selforg_section
 from scotbed.analysis.stats import time_to_stabilise
 from scotbed.analysis.traffic import traffic_per_broker
+from scotbed.selforg.analysis.section import selforg_section
+from scotbed.vinifera.analysis.section import peers_section
 
 
 def events_section(d: RunData) -> S.Events:

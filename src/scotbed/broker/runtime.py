@@ -56,7 +56,6 @@ from scotbed.broker.looplag import LoopProbe
 from scotbed.broker.rejoin import REPLAYED
 from scotbed.broker.service import Server, units
 from scotbed.broker.sessions import Owners, Session, SessionRefused
-from scotbed.broker.topology_manager import TopologyManager
 from scotbed.broker.treeswap import End, TreeSwap
 from scotbed.config import BrokerConfig, NeighbourConfig
 from scotbed.contract import (
@@ -77,6 +76,7 @@ from scotbed.matching import Matcher, make_matcher
 from scotbed.messages import Message, Publication, Subscription, Unsubscription
 from scotbed.routing import make_algorithm
 from scotbed.routing.base import Decision, LinkState, RoutingAlgorithm
+from scotbed.selforg.manager import TopologyManager
 from scotbed.v1 import scotbed_pb2 as pb
 
 log = logging.getLogger("scotbed.broker")

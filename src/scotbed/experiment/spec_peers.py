@@ -1,7 +1,7 @@
 """The spec blocks of peer runs (Vinifera, docs/design.md §10): ``topology: {kind: peers, n: ..., ...}``,
-``workload.peers`` and ``routing_params`` mapped onto :class:`~scotbed.peers.config.PeerConfig`.
+``workload.peers`` and ``routing_params`` mapped onto :class:`~scotbed.vinifera.config.PeerConfig`.
 
-Defaults come from :mod:`scotbed.peers` (their one home); :func:`problems` checks a spec's routing
+Defaults come from :mod:`scotbed.vinifera` (their one home); :func:`problems` checks a spec's routing
 against its topology kind: peer algorithms run on peers only, and peers run peer algorithms only.
 """
 
@@ -15,8 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from scotbed import bounds, contract
 from scotbed import routing as routing_registry
-from scotbed.peers.config import PeerConfig
-from scotbed.peers.workload import SKEWED, UNIFORM, Shape
+from scotbed.vinifera.config import PeerConfig
+from scotbed.vinifera.workload import SKEWED, UNIFORM, Shape
 
 if TYPE_CHECKING:
     from scotbed.experiment.spec import Spec
@@ -29,7 +29,7 @@ _DEFAULT = PeerConfig()
 TUNABLE = ("k_sw", "k_f", "view_size", "shuffle_len", "refresh", "crt_ttl", "beta", "ring_cache", "max_hops")
 
 
-#: the workload's shapes (scotbed.peers.workload), spelt out for the spec's schema
+#: the workload's shapes (scotbed.vinifera.workload), spelt out for the spec's schema
 ShapeKind = Literal["uniform", "skewed"]
 assert set(typing.get_args(ShapeKind)) == {UNIFORM, SKEWED}
 

@@ -1,5 +1,5 @@
 """The spec blocks of self-organising trees (docs/design.md §10): ``topology.costs`` and
-``topology.self_organising``. Defaults come from :mod:`scotbed.overlay`, their one home.
+``topology.self_organising``. Defaults come from :mod:`scotbed.selforg`, their one home.
 
 The models keep the spec's strictness (unknown keys, coerced types and non-finite numbers are
 errors); :func:`problems` checks them against the rest of the spec.
@@ -15,10 +15,10 @@ from scotbed import bounds
 from scotbed import routing as routing_registry
 from scotbed.experiment import spec_factors
 from scotbed.experiment.spec_errors import SpecError
-from scotbed.overlay import interest
-from scotbed.overlay import redraws as timelines
-from scotbed.overlay.costs import DEFAULT_BROKER, DEFAULT_LINK, Costs, CostsError
-from scotbed.overlay.heuristics import HEURISTICS
+from scotbed.selforg import interest
+from scotbed.selforg import redraws as timelines
+from scotbed.selforg.costs import DEFAULT_BROKER, DEFAULT_LINK, Costs, CostsError
+from scotbed.selforg.heuristics import HEURISTICS
 
 if TYPE_CHECKING:
     from scotbed.experiment.spec import Spec
@@ -29,7 +29,7 @@ class _Strict(BaseModel):
 
 
 class RedrawSpec(_Strict):
-    """One cost redraw on the timeline (:mod:`scotbed.overlay.redraws`)."""
+    """One cost redraw on the timeline (:mod:`scotbed.selforg.redraws`)."""
 
     at_s: float = Field(
         ge=0, le=bounds.MAX_SECONDS, description="seconds after the sequencer's topology manager started"

@@ -21,7 +21,7 @@ aggregate analysis runs over everything. A cell counts as finished only for the
 resolved spec it ran (its fingerprint is in ``index.json``): a cell whose spec
 changed since (a new ``set:``, an edited base) runs again. With ``saturate:`` a
 cell records the sustainable interval its bisection found instead of one run
-(:mod:`scotbed.orchestrator.saturate_campaign`).
+(:mod:`scotbed.orchestrator.saturation`).
 """
 
 from __future__ import annotations
@@ -45,13 +45,56 @@ from scotbed.errors import UserError
 from scotbed.experiment.spec import SpecError, dump_spec, load_spec
 from scotbed.experiment.spec_errors import describe
 from scotbed.loader import read_document
-from scotbed.orchestrator.saturation import Sweep
 
 NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 CHECKS_FAILED = "run finished but its checks failed"
 INDEX = contract.CAMPAIGN_INDEX
 #: a bound that keeps a typo from planning a campaign no machine finishes (repetitions: scotbed.bounds)
 MAX_CELLS = 10_000
+
+
+@dataclass(frozen=True)
+class Search:
+    """The bounds of one bisection (:func:`scotbed.orchestrator.saturation.bisect_rate`): it stops
+    when ``hi - lo <= tolerance * lo`` or after ``max_probes`` runs."""
+
+    lo: float
+    hi: float
+    tolerance: float = 0.1
+    max_probes: int = 8
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A campaign's ``saturate:`` block: every cell is one bisection of ``param`` within ``search``."""
+
+    param: str
+    search: Search
+
+    @classmethod
+    def from_doc(cls, doc: Any) -> Sweep:
+        """``{param, lo, hi[, tolerance, max_probes]}``; a ValueError names the bad key."""
+        if not isinstance(doc, dict):
+            raise ValueError("a mapping with param, lo, hi (and optionally tolerance, max_probes)")
+        allowed = {"param", "lo", "hi", "tolerance", "max_probes"}
+        unknown = sorted(set(doc) - allowed)
+        if unknown or not {"param", "lo", "hi"} <= set(doc):
+            raise ValueError(f"keys param, lo, hi required, tolerance, max_probes allowed; got {sorted(doc)}")
+        if not isinstance(doc["param"], str) or not doc["param"]:
+            raise ValueError(f"param: a key.path, got {doc['param']!r}")
+        numbers = {k: doc[k] for k in allowed - {"param"} if k in doc}
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in numbers.values()):
+            raise ValueError(f"lo, hi, tolerance, max_probes: numbers, got {numbers}")
+        defaults = Search(0.0, 0.0)
+        search = Search(
+            float(numbers["lo"]),
+            float(numbers["hi"]),
+            float(numbers.get("tolerance", defaults.tolerance)),
+            int(numbers.get("max_probes", defaults.max_probes)),
+        )
+        if not 0 < search.lo < search.hi or search.tolerance <= 0 or search.max_probes < 2:
+            raise ValueError(f"needs 0 < lo < hi, tolerance > 0, max_probes >= 2; got {numbers}")
+        return cls(doc["param"], search)
 
 
 class CampaignError(UserError):

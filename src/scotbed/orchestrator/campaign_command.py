@@ -1,5 +1,5 @@
 """``scotbed campaign CAMPAIGN.yaml``: runs every cell of a campaign (:mod:`scotbed.orchestrator.campaign`)
-with `scotbed run`'s lifecycle, or its saturation searches (:mod:`scotbed.orchestrator.saturate_campaign`),
+with `scotbed run`'s lifecycle, or its saturation searches (:mod:`scotbed.orchestrator.saturation`),
 then aggregates them (:mod:`scotbed.analysis.campaign`) and prints the report's path on stdout."""
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def main(args: Any) -> int:
     progress = make_progress(getattr(args, "quiet", False), getattr(args, "log_json", False))
     backend = args.backend or campaign.backend
     if campaign.saturate is not None:
-        from scotbed.orchestrator.saturate_campaign import run_sweep
+        from scotbed.orchestrator.saturation import run_sweep
 
         return run_sweep(campaign, campaign.saturate, args, progress)
     n_cells = len(campaign.cells())

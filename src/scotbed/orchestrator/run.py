@@ -159,7 +159,7 @@ class Lifecycle:
         self.progress.info(f"run directory: {run_dir}")
         backend = make_backend(backend_name, self.options, self.progress)
         if spec.topology.kind == spec_peers.PEERS:
-            from scotbed.orchestrator.peers_run import run_peers
+            from scotbed.vinifera.run import run_peers
 
             image = self.options.image or BROKER_IMAGE
             launcher = backend.peer_launcher(run_id, image, self.state, spec.timeouts.ready_s)

@@ -36,10 +36,10 @@ ALGORITHMS: dict[str, str] = {
     "link-matching": "scotbed.routing.link_matching:LinkMatching",
 }
 #: peer algorithms (docs/design.md §10): spec name -> "module:Class" of the peer state machine; they run on
-#: ``topology: {kind: peers}`` only, in peer processes (scotbed.peerproc), never in brokers
+#: ``topology: {kind: peers}`` only, in peer processes (scotbed.vinifera.process), never in brokers
 PEER_ALGORITHMS: dict[str, str] = {
-    "vinifera": "scotbed.peers.peer:Peer",
-    "rendezvous-baseline": "scotbed.peers.baseline:BaselinePeer",
+    "vinifera": "scotbed.vinifera.peer:Peer",
+    "rendezvous-baseline": "scotbed.vinifera.baseline:BaselinePeer",
 }
 #: the peer algorithm of a ``kind: peers`` topology without ``routing``
 DEFAULT_PEER_ROUTING = "vinifera"

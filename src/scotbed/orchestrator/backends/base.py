@@ -26,7 +26,7 @@ from scotbed.orchestrator.plan import Addressing
 from scotbed.orchestrator.state import RunState
 
 if TYPE_CHECKING:
-    from scotbed.peerproc.launch import Launcher
+    from scotbed.vinifera.process.launch import Launcher
 
 
 class BackendError(ScotbedError, RuntimeError):

@@ -28,7 +28,7 @@ from scotbed.orchestrator.backends.docker_engine import (
 from scotbed.orchestrator.render import compose as render
 from scotbed.orchestrator.render import to_yaml
 from scotbed.orchestrator.state import RunState
-from scotbed.peerproc.launch import PeerPlace, command
+from scotbed.vinifera.process.launch import PeerPlace, command
 
 RUN_FILE_PATH = "/etc/scotbed/peers.json"
 
@@ -71,7 +71,7 @@ def render_peers(
 
 
 class ComposePeerLauncher:
-    """A :class:`~scotbed.peerproc.launch.Launcher` that runs each peer in a container."""
+    """A :class:`~scotbed.vinifera.process.launch.Launcher` that runs each peer in a container."""
 
     def __init__(
         self, run_id: str, image: str, engine: DockerEngine | None = None, state: RunState | None = None

@@ -18,7 +18,7 @@ from scotbed.orchestrator.backends.base import BackendDefaults, BackendError, De
 from scotbed.orchestrator.backends.host_workload import HostWorkload
 from scotbed.orchestrator.plan import Addressing
 from scotbed.orchestrator.state import RunState
-from scotbed.peerproc.launch import Launcher, LocalLauncher
+from scotbed.vinifera.process.launch import Launcher, LocalLauncher
 
 #: the launcher picks each broker's port and writes its log into the run's events/
 LOCAL_ADDRESSING = Addressing(dial="127.0.0.1:0", listen="127.0.0.1:0")

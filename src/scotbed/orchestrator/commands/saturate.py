@@ -1,5 +1,5 @@
 """``scotbed saturate SPEC --param KEY.PATH [--lo --hi]``: the maximum sustainable rate by bisection,
-implemented in :mod:`scotbed.orchestrator.saturate` (which provides ``main(args) -> int``)."""
+implemented in :mod:`scotbed.orchestrator.saturation` (which provides ``main(args) -> int``)."""
 
 from __future__ import annotations
 
@@ -32,4 +32,4 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--backend", choices=tuple(REGISTRY), help="override the spec's backend")
     p.add_argument("--out", default="runs", metavar="DIR", help="parent of the saturation directory")
     add_run_options(p, analysis=False)
-    p.set_defaults(handler=lambda args: call_lazy("saturate", "scotbed.orchestrator.saturate", args))
+    p.set_defaults(handler=lambda args: call_lazy("saturate", "scotbed.orchestrator.saturation", args))

@@ -10,11 +10,18 @@ from pathlib import Path
 from typing import Any
 
 from scotbed import contract
-from scotbed.orchestrator.campaign import INDEX, Campaign, CampaignIndex, Cell, fingerprint, run_campaign
+from scotbed.orchestrator.campaign import (
+    INDEX,
+    Campaign,
+    CampaignIndex,
+    Cell,
+    Sweep,
+    fingerprint,
+    run_campaign,
+)
 from scotbed.orchestrator.reproduce.doc import Measured, write_doc
 from scotbed.orchestrator.reproduce.effects import judge, relative_changes
 from scotbed.orchestrator.reproduce.rows import Row, RowsError, load_rows, select
-from scotbed.orchestrator.saturation import Sweep
 
 REPO = Path(__file__).resolve().parents[4]
 
@@ -34,9 +41,9 @@ def campaign_of(row: Row, quick: bool, repetitions: int | None = None) -> Campai
 
 
 def saturated(campaign: Campaign, out: Path, args: Any, on_cell: Any, progress: Any) -> Path:
-    """Run (or resume) a row whose cells are saturate searches (:mod:`..saturate_campaign`)."""
+    """Run (or resume) a row whose cells are saturate searches (:mod:`..saturation`)."""
     from scotbed.orchestrator.run import options_from_args
-    from scotbed.orchestrator.saturate_campaign import run_cells
+    from scotbed.orchestrator.saturation import run_cells
 
     assert campaign.saturate is not None
     cdir = out / campaign.name
@@ -55,7 +62,7 @@ Found = dict[tuple[str, int], tuple[dict[str, Any], float, str]]
 def _summaries(campaign: Campaign, index: CampaignIndex) -> Found:
     """(compared value as text, repetition) -> (summary, seconds, cell key) of the cells finished at
     this scale; a saturate cell's summary is ``{"saturate": its interval}``."""
-    from scotbed.orchestrator.saturate_campaign import finished, sweep_fingerprint
+    from scotbed.orchestrator.saturation import finished, sweep_fingerprint
 
     out = {}
     for cell in campaign.cells():  # only runs of this scale count

@@ -2,7 +2,7 @@
 driven from the host exactly as on the local backend.
 
 The peers dial each other by DNS name on the headless Service ``peers`` (:mod:`.render_peers`);
-the driver (:class:`~scotbed.peerproc.cluster.PeerCluster`) reaches each one through an in-process
+the driver (:class:`~scotbed.vinifera.process.cluster.PeerCluster`) reaches each one through an in-process
 port-forward, as the orchestrator reaches brokers. Waiting for Ready, the forwards, copying the event
 logs and container logs out and deleting the namespace are the broker deployment's
 (:class:`.deployment.K8sDeployment`, for pods labelled ``component=peer``). The namespace and context go
@@ -25,7 +25,7 @@ from scotbed.orchestrator.backends.k8s.deployment import MANAGED_BY, MANAGER, K8
 from scotbed.orchestrator.backends.k8s.render import anti_affinity_warning
 from scotbed.orchestrator.render import write_yaml_documents
 from scotbed.orchestrator.state import RunState
-from scotbed.peerproc.launch import PeerPlace
+from scotbed.vinifera.process.launch import PeerPlace
 
 if TYPE_CHECKING:
     from scotbed.orchestrator.backends.k8s.backend import K8sBackend
@@ -43,8 +43,8 @@ class PeerPods(K8sDeployment):
 
 
 class K8sPeerLauncher:
-    """A :class:`~scotbed.peerproc.launch.Launcher` that runs each peer in a pod; ``backend`` holds the
-    run's k8s options (context, namespace prefix, anti-affinity, resources, placement, port)."""
+    """A :class:`~scotbed.vinifera.process.launch.Launcher` that runs each peer in a pod; ``backend``
+    holds the run's k8s options (context, namespace prefix, anti-affinity, resources, placement, port)."""
 
     def __init__(
         self, backend: K8sBackend, run_id: str, image: str, state: RunState, ready_timeout_s: float

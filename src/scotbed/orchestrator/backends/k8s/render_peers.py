@@ -29,8 +29,8 @@ from scotbed.orchestrator.backends.k8s.render import (
     process_container,
     run_labels,
 )
-from scotbed.peerproc.cluster import RUN_FILE
-from scotbed.peerproc.launch import command
+from scotbed.vinifera.process.cluster import RUN_FILE
+from scotbed.vinifera.process.launch import command
 
 SERVICE = "peers"
 COMPONENT = "peer"
@@ -120,7 +120,7 @@ def render_peers(
     placement: Placement = ANYWHERE,
 ) -> list[dict[str, Any]]:
     """Every object of a peers run in apply order; ``run_file``: the run file's text (written by
-    :class:`~scotbed.peerproc.cluster.PeerCluster` with :func:`peer_address` and :func:`peer_log`)."""
+    :class:`~scotbed.vinifera.process.cluster.PeerCluster` with :func:`peer_address` and :func:`peer_log`)."""
     base, res = run_labels(run_id), resources or Resources()
     nodes = [contract.peer_node(n) for n in names]
     objects: list[dict[str, Any]] = [

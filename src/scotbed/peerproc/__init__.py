@@ -1,2 +1,0 @@
-"""A Vinifera peer as a real process: one :class:`scotbed.peers.peer.Peer` state machine behind a gRPC
-Peer service (the same logic the simulator drives), with its event log (docs/design.md §10)."""
