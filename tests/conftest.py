@@ -65,6 +65,17 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, A
         _fail_skip(report)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _own_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Generator[None, None, None]:
+    """The test session keeps its run state in its own directory: no test writes into the user's state
+    directory, and a `scotbed down` in a test sees only the session's own runs. A test that sets
+    SCOTBED_STATE_DIR itself wins."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("SCOTBED_STATE_DIR", str(tmp_path_factory.mktemp("scotbed-state")))
+    yield
+    mp.undo()
+
+
 @pytest.fixture(params=["memory", "parquet", "uncollected"])
 def run_size(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """The analysis takes a test's tiny run as small (events cached in memory, rows collected to pandas),

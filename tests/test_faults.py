@@ -198,14 +198,14 @@ def _run_with_a_kill_and_restart(
 
 @pytest.mark.slow
 @pytest.mark.spark
-@pytest.mark.parametrize(
-    ("routing", "kind", "m"), [("rpf", "tree", 1), ("covering-active", "tree", 1), ("snr", "scot", 2)]
-)
+@pytest.mark.parametrize(("routing", "kind", "m"), [("snr", "scot", 2)])
 def test_a_restarted_broker_routes_every_publication_after_the_window_exactly_once(
     routing: str, kind: str, m: int, tmp_path: Path
 ) -> None:
     """Publications go on for seconds after the restart, to subscribers behind the restarted broker:
-    they reach them only through its rebuilt table (scotbed.broker.rejoin), each exactly once."""
+    they reach them only through its rebuilt table (scotbed.broker.rejoin), each exactly once. On a SCOT
+    (two copies of the path); on trees, rpf and covering-active do the same in the test below, whose
+    owed deliveries cross the restarted broker both ways."""
     _, n, owed = _run_with_a_kill_and_restart(tmp_path, routing, kind, m, PLACED, publishers=1)
     assert len(owed) >= 40
     print(

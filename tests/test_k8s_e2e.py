@@ -183,7 +183,7 @@ def test_too_few_nodes_fail_the_ready_barrier_with_the_schedulers_reason(kube: K
     two_nodes = Placement({**FAKE_POOL.node_selector, "scotbed.io/fake-pair": "p0"}, FAKE_POOL.tolerations)
     assert scot.chromatic_need() > 2
     backend = K8sBackend(context=KUBE_CONTEXT, placement=two_nodes, keep_on_failure=True)
-    request = deploy_request(tmp_path, backend, "k8sfew", 45)
+    request = deploy_request(tmp_path, backend, "k8sfew", 20)  # the scheduler decides in seconds
     with pytest.raises(BackendError) as err:
         backend.deploy(request)
     text = str(err.value)

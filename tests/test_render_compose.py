@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from scotbed import contract
 from scotbed.config import load
 from scotbed.experiment.spec import build_scot, parse_spec
 from scotbed.orchestrator.backends.docker_engine import DockerEngine, DockerError
@@ -47,7 +48,7 @@ def test_compose_config_accepts_the_file(tmp_path: Path) -> None:
     normalised = yaml.safe_load(out.stdout)
     assert set(normalised["services"]) == set(SCOT.by_id)
     svc = normalised["services"]["b-a-0"]
-    assert svc["healthcheck"]["test"][-1] == f"127.0.0.1:{compose.DEFAULT_PORT}"
+    assert svc["healthcheck"]["test"] == ["CMD", "cat", contract.BROKER_READY_FILE]
     # a broken file is rejected, so the check above means something
     broken = yaml.safe_load(path.read_text())
     broken["services"]["b-a-0"]["healthcheck"]["retries"] = "often"
@@ -73,13 +74,10 @@ def test_services_network_volumes_limits(tmp_path: Path) -> None:
         assert svc["networks"] == [compose.NETWORK]
         assert "./brokers.json:/etc/scotbed/brokers.json:ro" in svc["volumes"]
         assert f"./events:{compose.EVENTS_DIR}" in svc["volumes"]
-        assert svc["healthcheck"]["test"] == [
-            "CMD",
-            "python",
-            "-m",
-            "scotbed.broker.health",
-            "127.0.0.1:6000",
-        ]
+        # the probe reads the file the broker keeps while it serves: no process of its own per probe
+        assert svc["healthcheck"]["test"] == ["CMD", "cat", contract.BROKER_READY_FILE]
+        ready = contract.BROKER_READY_FILE
+        assert svc["command"][:4] == ["--config", compose.CONFIG_PATH, "--ready-file", ready]
         assert svc["deploy"]["resources"]["limits"]["memory"] == svc["mem_limit"]
         assert float(svc["deploy"]["resources"]["limits"]["cpus"]) == svc["cpus"]
         assert svc["read_only"] is True and svc["cap_drop"] == ["ALL"]

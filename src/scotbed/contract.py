@@ -164,9 +164,9 @@ def workload_part(kind: str, process: str) -> str:
     return f"{WORKLOAD_DIR}/{kind}.{process}.jsonl"
 
 
-# --- inside a broker pod ---------------------------------------------------------------------------
+# --- inside a broker pod or container --------------------------------------------------------------
 
 #: the file a broker keeps while its health service says SERVING (``--ready-file``), read by the exec
-#: readiness probe on servers without gRPC probes; under /tmp, the pod's writable emptyDir (the root
-#: file system is read-only)
+#: readiness probe on Kubernetes servers without gRPC probes and by the compose healthcheck; under /tmp,
+#: the pod's writable emptyDir or the container's tmpfs (the root file system is read-only)
 BROKER_READY_FILE = "/tmp/scotbed-broker.ready"
