@@ -9,7 +9,7 @@ import yaml
 
 from scotbed.experiment.spec import load_spec
 from scotbed.orchestrator.campaign import load_campaign
-from scotbed.orchestrator.experiment import check
+from scotbed.orchestrator.preflight import check
 
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
 

@@ -1,5 +1,5 @@
 """`scotbed validate` refuses every spec that `scotbed run` refuses before it deploys, with the same
-message: both go through :func:`scotbed.orchestrator.experiment.check` (TLS, the fault timeline,
+message: both go through :func:`scotbed.orchestrator.preflight.check` (TLS, the fault timeline,
 the broker configs and the workload as well as the spec model of :mod:`scotbed.experiment`)."""
 
 from __future__ import annotations

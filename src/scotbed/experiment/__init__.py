@@ -5,7 +5,7 @@ One home for what an experiment is, shared by the orchestrator (which runs it) a
 the spec lives in its models (:mod:`scotbed.experiment.spec`), and every spec error is a
 :class:`~scotbed.experiment.spec_errors.SpecError`. Checks that need what only a run has (the
 overlay's brokers, the backend, TLS material, the generated workload) are the orchestrator's
-(:func:`scotbed.orchestrator.experiment.check`).
+(:func:`scotbed.orchestrator.preflight.check`).
 
 The names below load on first use: the workload side imports
 :mod:`scotbed.experiment.workload_params` (plain dataclasses) without pydantic, which the Locust

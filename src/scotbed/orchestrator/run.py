@@ -38,7 +38,7 @@ from scotbed import contract
 from scotbed.analysis import faultwindows, unreadable
 from scotbed.experiment import spec_peers
 from scotbed.experiment.spec import Spec, build_scot, load_spec
-from scotbed.orchestrator import experiment, faults, interrupts, schedule, security
+from scotbed.orchestrator import faults, interrupts, preflight, schedule, security
 from scotbed.orchestrator import plan as deploy_plan
 from scotbed.orchestrator.backends import make_backend
 from scotbed.orchestrator.backends.base import BackendError, Deployment, DeployRequest, ReleaseMode
@@ -145,7 +145,7 @@ class Lifecycle:
     def run(self) -> RunResult:
         with self.progress.phase("validate") as ph:
             spec = load_spec(self.spec_path, self.sets)
-            backend_name = experiment.check(spec, self.options.backend, with_workload=False).backend
+            backend_name = preflight.check(spec, self.options.backend, with_workload=False).backend
             ph.update(f"{spec.name}: routing {spec.routing}, backend {backend_name}")
         run_id = deploy_plan.make_run_id(spec.name)
         self.run_dir = run_dir = (self.options.out / (self.options.run_dir_name or run_id)).resolve()

@@ -1,5 +1,5 @@
 """``scotbed validate FILE``: every check `scotbed run` makes before it deploys
-(:func:`scotbed.orchestrator.experiment.check`).
+(:func:`scotbed.orchestrator.preflight.check`).
 
 FILE is an experiment spec, or a campaign file (a mapping with a ``matrix``), whose every cell's
 spec is checked the same way.
@@ -15,7 +15,7 @@ from scotbed.experiment.spec import SpecError, dump_spec, load_spec
 from scotbed.loader import read_document
 from scotbed.orchestrator.backends import REGISTRY
 from scotbed.orchestrator.commands import CommandError, add_spec_arguments, load
-from scotbed.orchestrator.experiment import check
+from scotbed.orchestrator.preflight import check
 
 
 def add_parser(sub: Any) -> None:
