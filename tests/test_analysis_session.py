@@ -176,3 +176,30 @@ def test_the_jvm_stopped_at_exit_leaves_no_py4j_traceback() -> None:
     the JVM died printed py4j's traceback ("Exception while sending command") after a correct run."""
     out = subprocess.run([sys.executable, "-c", FREEING_AT_EXIT], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-3000:]
+
+
+def test_a_session_started_in_the_background_is_the_analysis_s_and_its_failure_is_raised_there(
+    tmp_path: Path,
+) -> None:
+    """``scotbed run`` starts the analysis's session in a thread once publishing has ended: ``result()``
+    gives the session, with its JVM's output in the run's log, or raises what the start raised."""
+    bad, good = str(tmp_path / "bad"), str(tmp_path / "good")
+    script = (
+        "import os\n"
+        "from pathlib import Path\n"
+        "from scotbed.orchestrator.spark_start import SessionStart\n"
+        "os.environ['SCOTBED_SPARK_DRIVER_MEMORY'] = '1x'\n"
+        f"bad = SessionStart(Path({bad!r}))\n"
+        "try:\n"
+        "    bad.result()\n"
+        "except Exception as e:\n"
+        "    print('raised', type(e).__name__)\n"
+        "del os.environ['SCOTBED_SPARK_DRIVER_MEMORY']\n"
+        f"good = SessionStart(Path({good!r}))\n"
+        "print('own', good.own, good.result().range(3).count())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.splitlines() == ["raised PySparkRuntimeError", "own True 3"], out.stdout
+    assert (tmp_path / "bad" / "analysis" / "spark.log").read_text()  # the JVM's complaint, not stderr
+    assert "Traceback" not in out.stderr

@@ -67,8 +67,7 @@ def analyze(
 
     t0 = time.monotonic()
     run = RunDir.open(run_dir, out)
-    for module in (PIPELINE_MODULE, PLOTTER_MODULE):  # while the JVM starts; an import of either waits
-        threading.Thread(target=importlib.import_module, args=(module,), daemon=True).start()
+    threading.Thread(target=import_code, daemon=True).start()  # while the JVM starts
     own = spark is None and SparkSession.getActiveSession() is None and not is_shared()
     log = None if verbose else run.out_dir / contract.SPARK_LOG
     session = spark or get_session(spark_master, jvm=jvm or jvm_for(run), log=log)
@@ -80,6 +79,13 @@ def analyze(
     finally:
         if own:
             session.stop()
+
+
+def import_code() -> None:
+    """Import the analysis's own code and matplotlib (seconds of work) ahead of an analysis; an import
+    under way in another thread is waited for, not repeated."""
+    for module in (PIPELINE_MODULE, PLOTTER_MODULE):
+        importlib.import_module(module)
 
 
 def jvm_for(run: RunDir) -> Jvm:

@@ -49,6 +49,7 @@ from scotbed.orchestrator.progress import Phase, Progress, make_progress
 from scotbed.orchestrator.provenance import record_java, resolved_spec_text
 from scotbed.orchestrator.script_driver import HostScript
 from scotbed.orchestrator.scripted import load_script
+from scotbed.orchestrator.spark_start import SessionStart, analysed
 from scotbed.orchestrator.state import RunState
 from scotbed.workloads.script import Script
 
@@ -139,6 +140,7 @@ class Lifecycle:
         self.state: RunState | None = None
         self.collected = False
         self.injector: faults.Injector | None = None
+        self.spark: SessionStart | None = None  # the analysis's session, started after publishing
 
     # --- phases ---------------------------------------------------------------------------
 
@@ -221,8 +223,10 @@ class Lifecycle:
             except WorkloadFailed as e:
                 raise RunFailed(str(e), self.run_dir) from None
 
+        self.start_analysis_session()
         with self.progress.phase("collect") as ph:
             self._collect(ph)
+        self.start_analysis_session(collected=True)
         if not self.options.keep:  # the analysis reads logs no broker still appends to, on a quiet host
             with self.progress.phase("teardown") as ph:
                 self._stop_workload()
@@ -242,6 +246,16 @@ class Lifecycle:
                 self.progress.warn(note)
         ok, verdict = verdict_of(summary) if self.options.analyse else (True, "not analysed")
         return RunResult(run_id, run_dir, summary, ok, verdict)
+
+    def start_analysis_session(self, collected: bool = False) -> None:
+        """Start the analysis's Spark session in the background once the measurement window has closed
+        (the drain has ended) and the logs, whose size picks its JVM, are in the run directory: at once
+        where the brokers write there (local, compose), else once they are collected. The remaining
+        phases (the clients' end, collect, teardown) then hide the JVM's start."""
+        if not self.options.analyse or self.spark is not None or self.run_dir is None:
+            return
+        if collected or any((self.run_dir / contract.EVENTS_DIR).glob("*.jsonl*")):
+            self.spark = SessionStart(self.run_dir, self.options.spark_master, self.options.verbose)
 
     def _wait_healthy(self, timeout_s: float, ph: Phase) -> None:
         import asyncio
@@ -363,12 +377,9 @@ class Lifecycle:
             ph.update(f"{len(files)} broker event logs")
 
     def _analyse(self, run_dir: Path, ph: Phase) -> dict[str, Any]:
-        from scotbed.analysis.api import analyze
-
         ph.update("Spark")
-        summary: dict[str, Any] = analyze(
-            run_dir, spark_master=self.options.spark_master, verbose=self.options.verbose
-        )
+        started, self.spark = self.spark, None
+        summary = analysed(started, run_dir, self.options.spark_master, self.options.verbose)
         record_java(run_dir, summary)
         n = summary.get("notifications", {})
         ph.update(
@@ -386,6 +397,8 @@ class Lifecycle:
         steps = [("stopping the workload", self._stop_workload)]
         if failed:
             steps.append(("collecting after failure", self._collect_after_failure))
+        if self.spark is not None:  # started for an analysis the run did not reach
+            steps.append(("stopping Spark", self.spark.stop))
         if not self.options.keep:
             steps.append(("teardown", self._teardown_shown))
         for what, step in steps:
@@ -458,6 +471,9 @@ class _WorkloadRun:
 
     def live_admin_addresses(self) -> dict[str, str]:
         return self.life.live_admin_addresses(self.spec)
+
+    def measured(self) -> None:
+        self.life.start_analysis_session()
 
     def started(self, *, driver: Any = None, injector: Any = None) -> None:
         if driver is not None:

@@ -80,6 +80,11 @@ class WorkloadRun(Protocol):
         """The brokers a drain asks: after the fault in progress, without those left down on purpose."""
         ...
 
+    def measured(self) -> None:
+        """The measurement window has closed (the drain has ended): the run may start what it does after
+        the workload (its analysis's JVM) beside the phases still to come."""
+        ...
+
     def started(self, *, driver: Any = None, injector: Any = None) -> None:
         """Hand the run a workload driver or fault injector its cleanup must stop, however it ends."""
         ...

@@ -51,6 +51,7 @@ class HostWorkload:
 
         with run.progress.phase("drain") as ph:
             record = locust.drain(run.live_admin_addresses(), spec.timeouts.drain_s, ph)
+            run.measured()
             if not record["quiescent"]:
                 run.progress.warn(
                     f"drain: backlog {record['backlog_at_stop']} still queued after "

@@ -248,3 +248,4 @@ def run_in_cluster(dep: K8sDeployment, run: WorkloadRun) -> None:
         ph.update(", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
     with run.progress.phase("drain") as ph:
         run.wait_quiescent(spec.timeouts.drain_s, ph)
+        run.measured()
