@@ -143,7 +143,7 @@ def broker_run(args: argparse.Namespace) -> dict[str, Any]:
         addrs = cluster.addresses()
         pids = [b.proc.pid for b in cluster.brokers.values() if b.proc]
         asyncio.run(wait_quiescent(addrs, timeout_s=30))
-        with py_spy(pids[1], args.profile), Watch(pids) as watch:
+        with py_spy(pids[args.profile_at], args.profile), Watch(pids) as watch:
             total = asyncio.run(
                 flood(addrs[ids[0]], addrs[ids[2]], args.notifications, args.batch, args.subs)
             )
@@ -249,6 +249,9 @@ def main() -> None:
     ap.add_argument("--subs", type=int, default=100)
     ap.add_argument("--memory-subs", type=int, help="subscriptions held for the RSS figure; default 10000")
     ap.add_argument("--profile", help="record B1 with py-spy during the flood into this file")
+    ap.add_argument(
+        "--profile-at", type=int, choices=(0, 1, 2), default=1, help="the broker --profile records (B1)"
+    )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     args.notifications = args.notifications or (5_000 if args.quick else 20_000)

@@ -266,3 +266,30 @@ def test_columnar_refuses_values_numpy_cannot_compare() -> None:
         assert Columns.of([{"a": 1}, {"a": bad}]) is None
     assert not exact_filter(Filter.parse("a = 9007199254740992"))
     assert exact_filter(Filter.parse('a between [1, 2] and b prefix "A"'))
+
+
+def test_counting_indexes_a_table_that_stopped_changing_instead_of_scanning_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A few added filters wait in the pending set, scanned at each match; once the matches have scanned
+    as many as a rebuild indexes, the table is indexed and later matches scan none of them (a broker
+    with 101 subscriptions scanned all of them for every notification)."""
+    scans = [0]
+    plain = Filter.matches
+
+    def counted(self: Filter, attrs: Any) -> bool:
+        scans[0] += 1
+        return plain(self, attrs)
+
+    matcher = make_matcher("counting")
+    for k in range(101):
+        matcher.add(f"s{k}", Filter((Predicate("sym", "=", f"S{k}"), Predicate("p", ">", 10))))
+    monkeypatch.setattr(Filter, "matches", counted)
+    assert matcher.match({"sym": "S7", "p": 11}) == ["s7"]
+    assert scans[0] == 101  # the first match scans the pending filters
+    for _ in range(100):
+        assert matcher.match({"sym": "S7", "p": 11}) == ["s7"]
+    assert scans[0] == 101  # then the index answers
+    matcher.add("late", Filter((Predicate("p", ">", 10),)))
+    assert sorted(matcher.match({"sym": "S7", "p": 11})) == ["late", "s7"]
+    assert scans[0] == 102  # a filter added later is scanned until it is indexed too

@@ -25,7 +25,10 @@ The slices are concatenated and counted with one ``numpy.bincount``.
 
 Incremental updates: added filters wait in a small *pending* set that is
 matched by scanning; removed ones become tombstones (required count -1). The
-index is rebuilt lazily, at the next match, when either grows past its bound.
+index is rebuilt lazily, at the next match, when either grows past its bound,
+or once the matches since the last rebuild have scanned as many pending
+filters as a rebuild indexes (rent or buy: a burst of subscriptions is
+indexed once, and a table that stopped changing is never scanned for long).
 """
 
 from __future__ import annotations
@@ -174,6 +177,7 @@ class CountingMatcher:
         self._required = np.zeros(0, dtype=np.int64)
         self._index: dict[str, _AttrIndex] = {}
         self._dead = 0
+        self._scanned = 0  # pending filters scanned by the matches since the last rebuild
 
     # --- Matcher interface ------------------------------------------------------------------
 
@@ -215,6 +219,7 @@ class CountingMatcher:
             keys = self._keys
             out = [keys[i] for i in hits.tolist()]
         if self._pending:
+            self._scanned += len(self._pending)
             out.extend(k for k, f in self._pending.items() if f.matches(attrs))
         return out
 
@@ -229,7 +234,11 @@ class CountingMatcher:
     def _needs_rebuild(self) -> bool:
         live = len(self._filters)
         pending_bound = min(PENDING_MAX, max(PENDING_MIN, live // 64))
-        return len(self._pending) > pending_bound or self._dead > max(TOMBSTONES_MIN, live // 2)
+        return (
+            len(self._pending) > pending_bound
+            or self._dead > max(TOMBSTONES_MIN, live // 2)
+            or (bool(self._pending) and self._scanned >= live)
+        )
 
     def rebuild(self) -> None:
         """Index every live filter from scratch (drops tombstones, empties the pending set)."""
@@ -247,3 +256,4 @@ class CountingMatcher:
         self._index = {attr: _AttrIndex(preds) for attr, preds in per_attr.items()}
         self._pending = {}
         self._dead = 0
+        self._scanned = 0
