@@ -6,7 +6,7 @@ It speaks the broker's wire (``Broker.Publish``/``Subscribe``, ``Link.Connect``,
 nothing a broker does in between: no routing, no matching, no event log, no sequence bookkeeping or
 resends. A ``Publish`` request becomes one batch; a batch that comes in on a link is acknowledged and
 forwarded as it is on one outbound ``Link.Connect`` stream to ``--next``; without ``--next`` every
-notification goes to every open ``Subscribe`` stream as one delivery. ``Admin.Status`` counters:
+batch goes to every open ``Subscribe`` stream as one message of deliveries. ``Admin.Status`` counters:
 ``notif_in``, ``notif_out``, ``first_in_ns`` (the first notification received) and ``last_out_ns``
 (the last one written), which give the relay's forwarding rate as the broker's event log gives the
 broker's. Prints ``PORT <n>`` once it listens on 127.0.0.1 (port chosen by the system).
@@ -44,10 +44,12 @@ class Relay(pbg.BrokerServicer, pbg.LinkServicer, pbg.AdminServicer):
         if self.forwarding:
             self.outbound.put_nowait(batch)
             return
-        for env in batch.envelopes:
-            ev = pb.SubscribeEvent(delivery=pb.Delivery(notification=env.notification.notification))
-            for q in self.subscribers:
-                q.put_nowait(ev)
+        ev = pb.SubscribeEvent()  # one stream message per batch, as a broker sends what it has queued
+        ev.deliveries.items.extend(
+            pb.Delivery(notification=e.notification.notification) for e in batch.envelopes
+        )
+        for q in self.subscribers:
+            q.put_nowait(ev)
         self._sent(len(batch.envelopes))
 
     def _sent(self, n: int) -> None:

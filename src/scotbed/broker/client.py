@@ -56,10 +56,11 @@ class SubscriptionStream:
     async def _read(self) -> None:
         try:
             while (ev := await self._call.read()) is not grpc.aio.EOF:
-                d = ev.delivery
-                self.received.append(d)
-                self.received_ns.append(time.time_ns())
-                self._queue.put_nowait(d)
+                now = time.time_ns()
+                for d in ev.deliveries.items:
+                    self.received.append(d)
+                    self.received_ns.append(now)
+                    self._queue.put_nowait(d)
         except asyncio.CancelledError:
             pass
         except grpc.aio.AioRpcError as e:

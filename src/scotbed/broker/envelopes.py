@@ -29,15 +29,14 @@ def notification_pb(pub: Publication) -> pb.Notification:
     return notification_to_pb(pub.pub_id, pub.publisher, pub.attrs, pub.intended_ns, pub.sent_ns)
 
 
-def delivery(n: pb.Notification, sub_id: str, broker_ns: int, hops: int) -> pb.SubscribeEvent:
+def delivery(n: pb.Notification, sub_id: str, broker_ns: int, hops: int) -> pb.Delivery:
     """A subscriber stream's delivery of ``n``, built in place (the notification is copied once)."""
-    ev = pb.SubscribeEvent()
-    d = ev.delivery
+    d = pb.Delivery()
     d.notification.CopyFrom(n)
     d.sub_id = sub_id
     d.broker_ns = broker_ns
     d.hops = hops
-    return ev
+    return d
 
 
 def encode(msg: Message, raw: pb.Notification | None) -> pb.Envelope:

@@ -409,8 +409,7 @@ class Broker:
             if session is None or session.closed:
                 self.drop("", "no_session", pub_id=pub.pub_id, sub_id=sub_id)
                 continue
-            ev = delivery(raw, sub_id, now, pub.hops)
-            if not session.offer(ev):
+            if not session.offer(delivery(raw, sub_id, now, pub.hops)):
                 self.drop(
                     "",
                     "subscriber_overflow",

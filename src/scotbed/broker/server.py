@@ -89,10 +89,7 @@ class BrokerService(pbg.BrokerServicer):
             yield pb.SubscribeEvent(
                 ack=pb.SubscribeAck(sub_id=sub.sub_id, broker=broker.id, ts_ns=time.time_ns())
             )
-            while True:
-                ev = await session.next()
-                if ev is None:
-                    return
+            while (ev := await session.next_batch()) is not None:
                 yield ev
         finally:
             broker.close_session(sub.sub_id)

@@ -97,13 +97,19 @@ class Delivery(_message.Message):
     hops: int
     def __init__(self, notification: _Optional[_Union[Notification, _Mapping]] = ..., sub_id: _Optional[str] = ..., broker_ns: _Optional[int] = ..., hops: _Optional[int] = ...) -> None: ...
 
+class Deliveries(_message.Message):
+    __slots__ = ("items",)
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    items: _containers.RepeatedCompositeFieldContainer[Delivery]
+    def __init__(self, items: _Optional[_Iterable[_Union[Delivery, _Mapping]]] = ...) -> None: ...
+
 class SubscribeEvent(_message.Message):
-    __slots__ = ("ack", "delivery")
+    __slots__ = ("ack", "deliveries")
     ACK_FIELD_NUMBER: _ClassVar[int]
-    DELIVERY_FIELD_NUMBER: _ClassVar[int]
+    DELIVERIES_FIELD_NUMBER: _ClassVar[int]
     ack: SubscribeAck
-    delivery: Delivery
-    def __init__(self, ack: _Optional[_Union[SubscribeAck, _Mapping]] = ..., delivery: _Optional[_Union[Delivery, _Mapping]] = ...) -> None: ...
+    deliveries: Deliveries
+    def __init__(self, ack: _Optional[_Union[SubscribeAck, _Mapping]] = ..., deliveries: _Optional[_Union[Deliveries, _Mapping]] = ...) -> None: ...
 
 class UnsubscribeRequest(_message.Message):
     __slots__ = ("sub_id", "subscriber")

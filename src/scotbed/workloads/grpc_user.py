@@ -95,18 +95,16 @@ class GrpcClient:
         try:
             for ev in call:
                 now = time.time_ns()
-                if ev.WhichOneof("event") != "delivery":
-                    continue
-                d = ev.delivery
-                self.environment.events.request.fire(
-                    request_type="deliver",
-                    name="Delivery",
-                    response_time=max(0.0, (now - d.notification.intended_ns) / 1e6),
-                    response_length=d.ByteSize(),
-                    exception=None,
-                    context={"broker": self.address},
-                )
-                yield d, now
+                for d in ev.deliveries.items:
+                    self.environment.events.request.fire(
+                        request_type="deliver",
+                        name="Delivery",
+                        response_time=max(0.0, (now - d.notification.intended_ns) / 1e6),
+                        response_length=d.ByteSize(),
+                        exception=None,
+                        context={"broker": self.address},
+                    )
+                    yield d, now
         except grpc.RpcError as e:
             if e.code() != grpc.StatusCode.CANCELLED:
                 raise
