@@ -223,10 +223,7 @@ class Lifecycle:
             except WorkloadFailed as e:
                 raise RunFailed(str(e), self.run_dir) from None
 
-        self.start_analysis_session()
-        with self.progress.phase("collect") as ph:
-            self._collect(ph)
-        self.start_analysis_session(collected=True)
+        self._collect_phase()
         if not self.options.keep:  # the analysis reads logs no broker still appends to, on a quiet host
             with self.progress.phase("teardown") as ph:
                 self._stop_workload()
@@ -246,6 +243,13 @@ class Lifecycle:
                 self.progress.warn(note)
         ok, verdict = verdict_of(summary) if self.options.analyse else (True, "not analysed")
         return RunResult(run_id, run_dir, summary, ok, verdict)
+
+    def _collect_phase(self) -> None:
+        """Collect the logs; the analysis's session starts before, where they are already here, else after."""
+        self.start_analysis_session()
+        with self.progress.phase("collect") as ph:
+            self._collect(ph)
+        self.start_analysis_session(collected=True)
 
     def start_analysis_session(self, collected: bool = False) -> None:
         """Start the analysis's Spark session in the background once the measurement window has closed
