@@ -36,6 +36,7 @@ from typing import Any
 
 from scotbed import contract
 from scotbed.analysis import faultwindows, unreadable
+from scotbed.analysis.rundir import RunDir
 from scotbed.experiment import spec_peers
 from scotbed.experiment.spec import Spec, build_scot, load_spec
 from scotbed.orchestrator import faults, interrupts, preflight, schedule, security
@@ -258,7 +259,7 @@ class Lifecycle:
         phases (the clients' end, collect, teardown) then hide the JVM's start."""
         if not self.options.analyse or self.spark is not None or self.run_dir is None:
             return
-        if collected or any((self.run_dir / contract.EVENTS_DIR).glob("*.jsonl*")):
+        if collected or RunDir(self.run_dir.resolve()).event_files():
             self.spark = SessionStart(self.run_dir, self.options.spark_master, self.options.verbose)
 
     def _wait_healthy(self, timeout_s: float, ph: Phase) -> None:

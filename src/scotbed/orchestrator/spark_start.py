@@ -11,6 +11,7 @@ raised, in the analyse phase.
 from __future__ import annotations
 
 import threading
+from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +35,7 @@ class SessionStart:
         self.own = SparkSession.getActiveSession() is None and not is_shared()
         log = None if verbose else run_dir / contract.SPARK_LOG
         jvm = jvm_for(RunDir(run_dir.resolve()))
-        self._got: list[SparkSession | BaseException] = []
+        self._session: Future[SparkSession] = Future()
         self._thread = threading.Thread(
             target=self._start, args=(spark_master, jvm, log), name="scotbed-spark-start", daemon=True
         )
@@ -44,24 +45,20 @@ class SessionStart:
         imports = threading.Thread(target=import_code, name="scotbed-analysis-imports", daemon=True)
         imports.start()
         try:
-            self._got.append(get_session(master, jvm=jvm, log=log))
+            session = get_session(master, jvm=jvm, log=log)
             imports.join()
         except BaseException as e:  # raised again by result(), in the caller's thread
-            self._got.append(e)
+            self._session.set_exception(e)
+        else:
+            self._session.set_result(session)
 
     def result(self) -> SparkSession:
-        self._thread.join()
-        got = self._got[0]
-        if isinstance(got, BaseException):
-            raise got
-        return got
+        return self._session.result()
 
     def stop(self) -> None:
         """Stop the session if this start created it (once it has started); nothing if the start failed."""
-        self._thread.join()
-        got = self._got[0]
-        if self.own and not isinstance(got, BaseException):
-            got.stop()
+        if self._session.exception() is None and self.own:
+            self._session.result().stop()
 
 
 def analysed(
