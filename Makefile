@@ -4,11 +4,14 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup demo test test-fast fuzz lint proto schemas image base-image wheelhouse kind-up local-cluster local-cluster-down clean
+.PHONY: setup venv demo test test-fast fuzz lint proto schemas image base-image wheelhouse kind-up local-cluster local-cluster-down clean
 
 # The Spark class archive (scotbed.analysis.jvm_archive_build) is built once per JDK and Spark install.
-setup: $(VENV)/.installed
+setup: venv
 	$(BIN)/python -m scotbed.analysis.jvm_archive_build --ensure
+
+# The Python environment alone (.ci/run builds the class archive beside the images and the cluster).
+venv: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)

@@ -92,11 +92,13 @@ def run_size(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     return str(request.param)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def spark() -> Generator[Any, None, None]:
-    """One local Spark session per test module; the analysis joins the active session."""
-    from scotbed.analysis.session import get_session
+    """One local Spark session for the test session, started by the first test that asks for it; the
+    analysis joins the active session. It runs the JVM a small run's analysis runs on
+    (:data:`~scotbed.analysis.session.SHORT_JVM`): the tests' runs are all small."""
+    from scotbed.analysis.session import SHORT_JVM, get_session
 
-    session = get_session("local[2]", app_name="scotbed-tests", shuffle_partitions=4)
+    session = get_session("local[2]", app_name="scotbed-tests", shuffle_partitions=4, jvm=SHORT_JVM)
     yield session
     session.stop()

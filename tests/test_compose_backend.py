@@ -32,7 +32,6 @@ from scotbed.workloads import plan_json
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICKSTART = ROOT / "experiments" / "quickstart.yaml"
-PATH5 = ROOT / "experiments" / "known-answer" / "path5.yaml"
 RUN_LABEL = "scotbed.io/run-id"
 
 
@@ -368,11 +367,16 @@ def leftovers(run_id: str) -> list[str]:
     return out
 
 
-SMALL = [
+# The 7-broker tree over mutual TLS: the one compose run of the suite (faults_compose runs one in plaintext)
+SMALL_TLS = [
     "--set", "workload.subscribers=10", "--set", "workload.publishers=2",
     "--set", "workload.notifications_per_publisher=50",
-    "--set", "timeouts.ready_s=300",  # 18 containers start on a machine others share (60 s: flaky)
+    "--set", "routing=rpf", "--set", "topology.kind=tree", "--set", "topology.connectivity=1",
+    "--set", "topology.acyclic={kind: kary, fanout: 2, depth: 2}",
+    "--set", "security.tls=true",
+    "--set", "timeouts.ready_s=300",  # containers start on a machine others share (60 s: flaky)
 ]  # fmt: skip
+TREE_BROKERS = 7
 
 
 @pytest.fixture
@@ -392,40 +396,33 @@ def only_run(out: Path) -> Path:
 @pytest.mark.docker
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
-def test_scotbed_run_on_compose_end_to_end(tmp_path: Path, broker_image: None) -> None:
+def test_scotbed_run_on_compose_over_tls_end_to_end_and_down_removes_the_kept_project(
+    tmp_path: Path, broker_image: None
+) -> None:
+    """`scotbed run --backend compose --keep` over mutual TLS delivers exactly once and leaves its
+    containers and state file; `scotbed down RUN_ID` removes both."""
     start = time.monotonic()
-    done = scotbed(tmp_path, "run", str(QUICKSTART), "--backend", "compose", *SMALL,
+    done = scotbed(tmp_path, "run", str(QUICKSTART), "--backend", "compose", *SMALL_TLS, "--keep",
                    "--out", str(tmp_path / "runs"), "--log-json", timeout=900)  # fmt: skip
     print(f"compose e2e took {time.monotonic() - start:.0f} s")
-    assert done.returncode == 0, done.stderr[-4000:]
     run_dir = only_run(tmp_path / "runs")
-    n = json.loads((run_dir / "analysis" / "summary.json").read_text())["notifications"]
-    assert (n["missing"], n["duplicates"], n["false_positives"]) == (0, 0, 0)
-    assert n["delivered"] == n["expected_deliveries"] > 0
-    assert len(list((run_dir / "events").glob("b-*.jsonl"))) == 18
-    assert (run_dir / "manifests" / "docker-compose.yml").is_file()
-    assert leftovers(run_dir.name) == []
-    assert not list((tmp_path / "state").glob("*.json"))
-
-
-@pytest.mark.docker
-@pytest.mark.slow
-@pytest.mark.timeout(1200)
-def test_scotbed_down_removes_a_kept_compose_project(tmp_path: Path, broker_image: None) -> None:
-    """A kept run (the 5-broker path of the known-answer scenarios: what is kept, not the workload,
-    is under test) leaves its containers and state file; `scotbed down RUN_ID` removes both."""
-    done = scotbed(tmp_path, "run", str(PATH5), "--backend", "compose",
-                   "--out", str(tmp_path / "runs"), "--keep", "--quiet", timeout=900)  # fmt: skip
-    run_id = only_run(tmp_path / "runs").name
+    run_id = run_dir.name
     try:
         assert done.returncode == 0, done.stderr[-4000:]
-        assert len([x for x in leftovers(run_id) if x.startswith("container")]) == 5
+        n = json.loads((run_dir / "analysis" / "summary.json").read_text())["notifications"]
+        assert (n["missing"], n["duplicates"], n["false_positives"]) == (0, 0, 0)
+        assert n["delivered"] == n["expected_deliveries"] > 0
+        brokers = sorted(p.name.removesuffix(".jsonl") for p in (run_dir / "events").glob("b-*.jsonl"))
+        assert len(brokers) == TREE_BROKERS
+        assert sorted(p.stem for p in (run_dir / "tls").glob("*.pem")) == sorted([*brokers, "ca", "client"])
+        assert (run_dir / "manifests" / "docker-compose.yml").is_file()
+        assert len([x for x in leftovers(run_id) if x.startswith("container")]) == TREE_BROKERS
         assert (tmp_path / "state" / f"{run_id}.json").is_file()
         # with the run id: a bare `down` would also sweep other people's projects on a shared engine
         down = scotbed(tmp_path, "down", "--backend", "compose", run_id)
         assert down.returncode == 0, down.stdout + down.stderr
         assert f"compose project {compose.project_name(run_id)}: down -v" in down.stdout
         assert leftovers(run_id) == []
-        assert not (tmp_path / "state" / f"{run_id}.json").exists()
+        assert not list((tmp_path / "state").glob("*.json"))
     finally:
         scotbed(tmp_path, "down", run_id)

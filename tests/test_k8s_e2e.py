@@ -5,10 +5,10 @@ context named by SCOTBED_KUBE_CONTEXT.
   is read back from the API (the scheduler's decision, not scotbed's rendering);
 - too few nodes: the ready barrier names the Pending pods and the scheduler's reason; `scotbed down`
   removes the namespace it kept;
-- a whole `scotbed run --backend k8s` on the real kubelet, logs collected through the API;
+- a whole `scotbed run --backend k8s` over mutual TLS on the real kubelet, logs collected through the API;
 - Ctrl-C during that run: exit 130, namespace removed, run directory kept.
 
-:func:`k8s_run` is the one set-up of a whole run on the cluster (here, test_faults_k8s, test_tls_k8s,
+:func:`k8s_run` is the one set-up of a whole run on the cluster (here, test_faults_k8s,
 test_peers_k8s).
 
 The fake nodes (scripts/local-cluster/fake_nodes.py) carry the taint ``scotbed.io/fake-node`` and
@@ -34,6 +34,7 @@ from scotbed_cli import scotbed
 from scotbed.experiment.spec import build_scot, parse_spec
 from scotbed.orchestrator.backends.base import BackendError, DeployRequest
 from scotbed.orchestrator.backends.docker_engine import DockerEngine
+from scotbed.orchestrator.backends.k8s import render_tls as k8s_tls
 from scotbed.orchestrator.backends.k8s.api import Kube, connect
 from scotbed.orchestrator.backends.k8s.backend import K8sBackend
 from scotbed.orchestrator.backends.k8s.placement import Placement
@@ -202,10 +203,17 @@ def test_too_few_nodes_fail_the_ready_barrier_with_the_schedulers_reason(kube: K
 
 
 @pytest.mark.timeout(1500)
-def test_scotbed_run_on_the_real_kubelet_end_to_end(kube: Kube, images: None, tmp_path: Path) -> None:
+def test_scotbed_run_on_the_real_kubelet_over_tls_end_to_end(
+    kube: Kube, images: None, tmp_path: Path
+) -> None:
+    """The suite's one whole k8s run in its default shape, over mutual TLS: the certificates are one
+    Secret every broker and workload pod mounts (test_faults_k8s runs one in plaintext)."""
     start = time.monotonic()
-    done, run_dir = k8s_run(tmp_path, [*SMALL, *ONE_NODE], "--log-json", timeout=1200)
+    done, run_dir = k8s_run(tmp_path, [*SMALL, *ONE_NODE, "security.tls=true"], "--log-json", timeout=1200)
     print(f"k8s e2e took {time.monotonic() - start:.0f} s; phases: {phase_seconds(done.stderr)}")
+    assert f"secretName: {k8s_tls.SECRET}" in (run_dir / "manifests" / "k8s.yaml").read_text()
+    workload = (run_dir / "manifests" / "workload.yaml").read_text()
+    assert workload.count(f"secretName: {k8s_tls.SECRET}") >= 2
     n = json.loads((run_dir / "analysis" / "summary.json").read_text())["notifications"]
     assert (n["missing"], n["duplicates"], n["false_positives"]) == (0, 0, 0)
     assert n["delivered"] == n["expected_deliveries"] > 0

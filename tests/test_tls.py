@@ -1,6 +1,7 @@
 """TLS: the run's certificates (one CA, one per broker, one for clients), real broker processes linked over
 mutual TLS that refuse a plaintext client and a client of another CA, and (slow, Spark) a whole local
-`scotbed run` with ``security.tls`` delivering exactly once."""
+`scotbed run` with ``security.tls`` delivering exactly once (on compose: ``test_compose_backend``,
+on Kubernetes: ``test_k8s_e2e``)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from scotbed.filters import Filter
 from scotbed.orchestrator import pki, security
 from scotbed.orchestrator.backends import compose
 from scotbed.orchestrator.backends.base import DeployRequest
-from scotbed.orchestrator.backends.docker_engine import IMAGE_UID, DockerEngine
+from scotbed.orchestrator.backends.docker_engine import IMAGE_UID
 from scotbed.orchestrator.plan import deployed_configs
 from scotbed.orchestrator.run import RunOptions, run_spec
 from scotbed.orchestrator.state import RunState
@@ -208,15 +209,3 @@ def test_a_local_run_with_tls_delivers_exactly_once(
     tmp_path: Path, spark: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _run_with_tls(tmp_path, "local", monkeypatch)
-
-
-@pytest.mark.slow
-@pytest.mark.spark
-@pytest.mark.docker
-@pytest.mark.timeout(1500)
-def test_a_compose_run_with_tls_delivers_exactly_once(
-    tmp_path: Path, spark: Any, engine: DockerEngine, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    if not (engine.image_exists("scotbed-broker:0.1.0") or engine.image_exists(compose.BASE_IMAGE_OFFLINE)):
-        pytest.skip("no broker image and no offline base image: run `make image OFFLINE=1`")
-    _run_with_tls(tmp_path, "compose", monkeypatch)

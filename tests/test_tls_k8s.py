@@ -1,6 +1,6 @@
 """TLS on k8s: the run's certificates as one Secret that every broker and workload pod mounts (manifests
-checked against the official schemas), and (marked k8s) a whole `scotbed run --backend k8s` with
-``security.tls`` against the real API server delivering exactly once."""
+checked against the official schemas). The whole `scotbed run --backend k8s` over TLS is
+``test_k8s_e2e``'s end-to-end run."""
 
 from __future__ import annotations
 
@@ -10,8 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
-import pytest
-from test_k8s_e2e import assert_nothing_left, images, k8s_run
 from test_render_k8s import RUN_ID, pods
 
 from scotbed.broker import tls
@@ -20,8 +18,6 @@ from scotbed.orchestrator import pki, security
 from scotbed.orchestrator.backends.k8s import render as k8s
 from scotbed.orchestrator.backends.k8s import render_tls as k8s_tls
 from scotbed.orchestrator.plan import deployed_configs
-
-__all__ = ["images"]  # the broker and Locust images fixture of test_k8s_e2e
 
 
 def _configs() -> list[Any]:
@@ -91,30 +87,3 @@ def test_a_workload_job_mounts_the_certificates_and_other_objects_stay_as_they_a
     kubernetes_validate.validate(mounted, k8s.KUBERNETES_VERSION, strict=True)
     config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}
     assert k8s_tls.mount_in_job(config_map) is config_map
-
-
-@pytest.mark.k8s
-@pytest.mark.slow
-@pytest.mark.spark
-@pytest.mark.timeout(1500)
-def test_a_k8s_run_with_tls_delivers_exactly_once(tmp_path: Path, images: None) -> None:
-    sets = [
-        "topology.kind=tree",
-        "topology.connectivity=1",
-        "topology.acyclic={kind: path, n: 3}",
-        "routing=rpf",
-        "workload.subscribers=4",
-        "workload.publishers=2",
-        "workload.notifications_per_publisher=40",
-        "workload.rate_per_minute=1200",
-        "timeouts.ready_s=300",
-        "security.tls=true",
-    ]
-    _proc, run = k8s_run(tmp_path, sets, "--quiet")
-    manifests = (run / "manifests" / "k8s.yaml").read_text()
-    assert f"secretName: {k8s_tls.SECRET}" in manifests
-    assert (run / "manifests" / "workload.yaml").read_text().count(f"secretName: {k8s_tls.SECRET}") >= 2
-    n = json.loads((run / "analysis" / "summary.json").read_text())["notifications"]
-    assert n["missing"] == 0 and n["duplicates"] == 0 and n["false_positives"] == 0
-    assert n["delivered"] == n["expected_deliveries"] > 0
-    assert_nothing_left(run.name)

@@ -46,7 +46,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scotbed.broker.envelopes import delivery, encode, notification_pb, table_entry
 from scotbed.broker.eventlog import EventLog
@@ -76,10 +76,20 @@ from scotbed.matching import Matcher, make_matcher
 from scotbed.messages import Message, Publication, Subscription, Unsubscription
 from scotbed.routing import make_algorithm
 from scotbed.routing.base import Decision, LinkState, RoutingAlgorithm
-from scotbed.selforg.manager import TopologyManager
 from scotbed.v1 import scotbed_pb2 as pb
 
+if TYPE_CHECKING:
+    from scotbed.selforg.manager import TopologyManager
+
 log = logging.getLogger("scotbed.broker")
+
+
+def _topology_manager(broker: Broker) -> TopologyManager:
+    """The broker's self-organising topology manager; imported only by the brokers that run one (its
+    heuristics load numpy, a third of a broker's start)."""
+    from scotbed.selforg.manager import TopologyManager
+
+    return TopologyManager(broker)
 
 
 class _View:
@@ -121,7 +131,7 @@ class Broker:
         self.senders: dict[str, asyncio.Task[None]] = {}  # one sender task per link, once started
         self.incarnation = ""
         self.swap = TreeSwap(self)
-        self.topology = TopologyManager(self) if cfg.topology_manager else None
+        self.topology = _topology_manager(self) if cfg.topology_manager else None
         self.input: asyncio.Queue[Item] = asyncio.Queue()
         self.input_peak = 0  # the input queue's longest since the last ``queue`` sample
         self.server = Server(cfg.service_us)  # the per-message service time, when on
