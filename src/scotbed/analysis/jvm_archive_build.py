@@ -1,9 +1,8 @@
-"""Build the class archives of the analysis's JVMs (:mod:`scotbed.analysis.jvm_archive`): one per JDK the
-analysis runs on, each dumped by a JVM that has run training analyses of synthesised runs
-(:mod:`scotbed.analysis.synth`).
+"""Build the class archive of the analysis's JDK (:mod:`scotbed.analysis.jvm_archive`), dumped by a JVM
+that has run training analyses of synthesised runs (:mod:`scotbed.analysis.synth`).
 
-``make setup`` builds them (``python -m scotbed.analysis.jvm_archive_build --ensure``); each build
-runs in a process of its own, as PySpark starts one gateway per process.
+``make setup`` builds it (``python -m scotbed.analysis.jvm_archive_build --ensure``) in a process of
+its own, as PySpark starts one gateway per process.
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ from scotbed.analysis import jvm_archive
 from scotbed.analysis import session as spark_session
 from scotbed.analysis.api import analyze
 from scotbed.analysis.jvm_archive import ARCHIVE_DIR
-from scotbed.analysis.session import LONG_JVM, SHORT_JVM
 from scotbed.analysis.synth import SCALE, SynthSpec, synthesise
 
 BUILD_LOG = ARCHIVE_DIR / "build.log"  # the output of the training JVMs of the last --ensure
@@ -43,7 +41,7 @@ def build(dest: Path, home: Path) -> Path:
         options: tuple[str, ...] = (f"-XX:AOTCacheOutput={partial}", "-Xlog:aot=off,cds=off")
     else:
         options = (*spark_session.SHORT_JVM.options, f"-XX:ArchiveClassesAtExit={partial}", "-Xlog:cds=error")
-    jvm = spark_session.Jvm(java.major(str(home / "bin" / "java")) or java.MIN_MAJOR, options)
+    jvm = spark_session.Jvm(options)
     with tempfile.TemporaryDirectory(prefix="scotbed-jvm-archive-") as tmp:
         runs = training_runs(Path(tmp), large=aot)
         spark = spark_session.get_session(jvm=jvm, archive=False, log=BUILD_LOG)
@@ -81,31 +79,23 @@ def training_runs(tmp: Path, large: bool) -> list[Path]:
     return runs
 
 
-def homes() -> list[Path]:
-    """The JDKs the analysis's JVMs run on (:data:`~scotbed.analysis.session.SHORT_JVM`'s and
-    :data:`~scotbed.analysis.session.LONG_JVM`'s: one, or two where both releases are installed)."""
-    return list(dict.fromkeys(java.require(jvm.release) for jvm in (SHORT_JVM, LONG_JVM)))
-
-
-def ensure() -> list[Path]:
-    """The archive of every JDK in :func:`homes`, each built when missing; others' archives removed."""
-    wanted = {home: jvm_archive.archive_path(home) for home in homes()}
-    for stale in [
-        *ARCHIVE_DIR.glob("spark-*.jsa*"),
-        *ARCHIVE_DIR.glob("spark-*.aot*"),
-    ]:
-        if stale not in wanted.values():
+def ensure() -> Path:
+    """The archive of the analysis's JDK (:func:`scotbed.java.require`), built when missing; any other
+    archive (of another JDK or Spark) removed."""
+    home = java.require()
+    path = jvm_archive.archive_path(home)
+    for stale in [*ARCHIVE_DIR.glob("spark-*.jsa*"), *ARCHIVE_DIR.glob("spark-*.aot*")]:
+        if stale != path:
             stale.unlink()
     BUILD_LOG.unlink(missing_ok=True)
-    for home, path in wanted.items():
-        if not path.exists():  # each in a process of its own: PySpark starts one gateway per process
-            started = time.monotonic()
-            build = [sys.executable, "-m", __spec__.name, "--build", str(home), str(path)]
-            if subprocess.run(build).returncode != 0:
-                raise RuntimeError(f"building {path} failed; the JVM's output is in {BUILD_LOG}")
-            took = time.monotonic() - started
-            print(f"Spark class archive: {path} ({took:.0f} s to build)", file=sys.stderr)
-    return list(wanted.values())
+    if not path.exists():  # in a process of its own: PySpark starts one gateway per process
+        started = time.monotonic()
+        build = [sys.executable, "-m", __spec__.name, "--build", str(home), str(path)]
+        if subprocess.run(build).returncode != 0:
+            raise RuntimeError(f"building {path} failed; the JVM's output is in {BUILD_LOG}")
+        took = time.monotonic() - started
+        print(f"Spark class archive: {path} ({took:.0f} s to build)", file=sys.stderr)
+    return path
 
 
 def main(argv: list[str]) -> int:
@@ -118,8 +108,7 @@ def main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 2
-    for path in ensure():
-        print(f"Spark class archive: {path}")
+    print(f"Spark class archive: {ensure()}")
     return 0
 
 

@@ -61,21 +61,19 @@ LOCAL_CONF = {"spark.sql.adaptive.enabled": "false"}
 
 @dataclass(frozen=True)
 class Jvm:
-    """A local analysis JVM: the JDK feature release it asks for (:func:`scotbed.java.java_home`; a
-    JAVA_HOME the user set decides) and its options. Every local JVM also maps its JDK's class archive
+    """A local analysis JVM's options. Every one runs the one JDK :func:`scotbed.java.java_home` picks
+    (a JAVA_HOME the user set decides) and maps that JDK's class archive
     (:mod:`scotbed.analysis.jvm_archive`)."""
 
-    release: int
     options: tuple[str, ...] = ()
 
 
 # A JVM that lives for one small or medium analysis (up to size.SHORT_JVM_BYTES of event text: seconds of
 # work, about a thousand distinct generated classes) never repays the optimising JIT's compile time: C1 only.
-# It asks for a JDK 17, on which a small run parses faster than on JDK 25 (figures: benchmarks/README.md).
-SHORT_JVM = Jvm(17, ("-XX:TieredStopAtLevel=1",))
-# A larger analysis keeps the JIT's defaults: its hot loops need C2. It asks for a JDK 25, whose AOT cache
-# holds a training run's method profiles. A campaign's shared session starts with its first run's JVM.
-LONG_JVM = Jvm(java.PREFERRED_MAJOR)
+SHORT_JVM = Jvm(("-XX:TieredStopAtLevel=1",))
+# A larger analysis keeps the JIT's defaults: its hot loops need C2 (on a JDK 25, the AOT cache holds a
+# training run's method profiles). A campaign's shared session starts with its first run's JVM.
+LONG_JVM = Jvm()
 # A small run's queries are interpreted, not compiled: on a few thousand rows per query, generating and
 # compiling Java for every plan (whole-stage code generation, then each expression's own class) costs
 # more than it saves.
@@ -121,7 +119,7 @@ def get_session(
     active = SparkSession.getActiveSession()
     if active is not None and master is None:
         return active
-    home = None if _under_spark_submit() else java.require(jvm.release)
+    home = None if _under_spark_submit() else java.require()
     if home is not None:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
