@@ -247,7 +247,8 @@ def test_campaign_resumes_after_an_interruption_and_pools_its_repetitions(tmp_pa
         "routing=bid,r0",
         "routing=bid,r1",
     }
-    for run in runs.iterdir():  # every repetition delivered exactly once
+    for name in cells:  # every repetition delivered exactly once
+        run = runs / name.replace(",rep=", ",r")
         n = json.loads((run / "analysis" / "summary.json").read_text())["notifications"]
         assert n["missing"] == n["duplicates"] == n["false_positives"] == 0, run.name
         assert n["delivered"] == n["expected_deliveries"] > 0, run.name
