@@ -70,11 +70,11 @@ kind-up: setup
 
 # A real Kubernetes v1.20 on this machine, built once from Debian's source package (cached in
 # /var/cache/scotbed), its node holding the broker and workload images; context scotbed-local. The
-# Debian packages it needs (scripts/local-cluster/packages.sh) come first: setup needs some of them.
-# See docs/kubernetes.md.
+# Debian packages it needs (scripts/local-cluster/packages.sh) come first: the Python environment (its DNS
+# and fake nodes are Python) needs some of them. See docs/kubernetes.md.
 local-cluster:
 	scripts/local-cluster/packages.sh install
-	$(MAKE) --no-print-directory setup
+	$(MAKE) --no-print-directory venv
 	scripts/local-cluster/up.sh
 
 local-cluster-down:

@@ -7,6 +7,7 @@ its own, as PySpark starts one gateway per process.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import sys
@@ -81,20 +82,24 @@ def training_runs(tmp: Path, large: bool) -> list[Path]:
 
 def ensure() -> Path:
     """The archive of the analysis's JDK (:func:`scotbed.java.require`), built when missing; any other
-    archive (of another JDK or Spark) removed."""
+    archive (of another JDK or Spark) removed. One ``ensure`` at a time per environment (a lock file):
+    a second waits for the first's archive instead of building its own beside it."""
     home = java.require()
     path = jvm_archive.archive_path(home)
-    for stale in [*ARCHIVE_DIR.glob("spark-*.jsa*"), *ARCHIVE_DIR.glob("spark-*.aot*")]:
-        if stale != path:
-            stale.unlink()
-    BUILD_LOG.unlink(missing_ok=True)
-    if not path.exists():  # in a process of its own: PySpark starts one gateway per process
-        started = time.monotonic()
-        build = [sys.executable, "-m", __spec__.name, "--build", str(home), str(path)]
-        if subprocess.run(build).returncode != 0:
-            raise RuntimeError(f"building {path} failed; the JVM's output is in {BUILD_LOG}")
-        took = time.monotonic() - started
-        print(f"Spark class archive: {path} ({took:.0f} s to build)", file=sys.stderr)
+    ARCHIVE_DIR.mkdir(parents=True, exist_ok=True)
+    with (ARCHIVE_DIR / ".ensure.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        for stale in [*ARCHIVE_DIR.glob("spark-*.jsa*"), *ARCHIVE_DIR.glob("spark-*.aot*")]:
+            if stale != path:
+                stale.unlink()
+        BUILD_LOG.unlink(missing_ok=True)
+        if not path.exists():  # in a process of its own: PySpark starts one gateway per process
+            started = time.monotonic()
+            build = [sys.executable, "-m", __spec__.name, "--build", str(home), str(path)]
+            if subprocess.run(build).returncode != 0:
+                raise RuntimeError(f"building {path} failed; the JVM's output is in {BUILD_LOG}")
+            took = time.monotonic() - started
+            print(f"Spark class archive: {path} ({took:.0f} s to build)", file=sys.stderr)
     return path
 
 
