@@ -4,6 +4,7 @@ on the real engine."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import time
@@ -14,7 +15,9 @@ import pytest
 import yaml
 from scotbed_cli import scotbed
 from scripted_runner import ScriptedRunner, const
+from test_tls import health_status
 
+from scotbed.broker import tls
 from scotbed.config import BrokerConfig
 from scotbed.experiment.spec import Spec, build_scot, load_spec
 from scotbed.orchestrator import plan as deploy_plan
@@ -357,6 +360,11 @@ def test_compose_accepts_the_standalone_file(engine: DockerEngine) -> None:
     assert "locust-master" in done.stdout.split() and "b-a-0" in done.stdout.split()
 
 
+def kept_containers(run_id: str) -> list[str]:
+    argv = ["docker", "container", "ls", "-q", "--filter", f"label={RUN_LABEL}={run_id}"]
+    return subprocess.run(argv, capture_output=True, text=True, check=True).stdout.split()
+
+
 def leftovers(run_id: str) -> list[str]:
     out = []
     for kind in ("container", "network", "volume"):
@@ -418,6 +426,13 @@ def test_scotbed_run_on_compose_over_tls_end_to_end_and_down_removes_the_kept_pr
         assert (run_dir / "manifests" / "docker-compose.yml").is_file()
         assert len([x for x in leftovers(run_id) if x.startswith("container")]) == TREE_BROKERS
         assert (tmp_path / "state" / f"{run_id}.json").is_file()
+        # the kept brokers serve over mutual TLS only: the run's client certificate, never plaintext
+        ports = compose.published_ports(DockerEngine().inspect(kept_containers(run_id)))
+        assert sorted(ports) == brokers
+        address = f"127.0.0.1:{ports[brokers[0]]}"
+        client = tls.client_credentials(run_dir / "tls")
+        assert asyncio.run(health_status(address, client)) == "SERVING"
+        assert asyncio.run(health_status(address, None)) == "UNAVAILABLE"
         # with the run id: a bare `down` would also sweep other people's projects on a shared engine
         down = scotbed(tmp_path, "down", "--backend", "compose", run_id)
         assert down.returncode == 0, down.stdout + down.stderr

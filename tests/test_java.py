@@ -80,15 +80,6 @@ def test_a_jdk_older_than_17_is_never_chosen(jdks: Path, monkeypatch: pytest.Mon
         java.require()
 
 
-def test_a_small_run_s_jvm_and_a_large_run_s_differ_only_in_their_options(jdks: Path) -> None:
-    from scotbed.analysis.session import LONG_JVM, SHORT_JVM
-
-    _jdk(jdks, "java-17", "17.0.15")
-    jdk25 = _jdk(jdks, "temurin-25", "25.0.3")
-    assert java.require() == jdk25
-    assert SHORT_JVM.options == ("-XX:TieredStopAtLevel=1",) and LONG_JVM.options == ()
-
-
 def test_java_home_is_set_for_a_launch_only(jdks: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A JVM launched for a small run must not decide the next launch's JDK; the user's JAVA_HOME stays."""
     chosen = _jdk(jdks, "java-17", "17.0.15")

@@ -247,11 +247,10 @@ def test_campaign_resumes_after_an_interruption_and_pools_its_repetitions(tmp_pa
         "routing=bid,r0",
         "routing=bid,r1",
     }
-    for name in cells:  # every repetition delivered exactly once
-        run = runs / name.replace(",rep=", ",r")
-        n = json.loads((run / "analysis" / "summary.json").read_text())["notifications"]
-        assert n["missing"] == n["duplicates"] == n["false_positives"] == 0, run.name
-        assert n["delivered"] == n["expected_deliveries"] > 0, run.name
+    for cell in cells.values():  # every repetition delivered exactly once
+        n = json.loads((Path(cell["run_dir"]) / "analysis" / "summary.json").read_text())["notifications"]
+        assert n["missing"] == n["duplicates"] == n["false_positives"] == 0, cell["run_dir"]
+        assert n["delivered"] == n["expected_deliveries"] > 0, cell["run_dir"]
     report = out / "resume" / "report.html"
     assert stdout.strip().splitlines()[-1] == str(report)
 

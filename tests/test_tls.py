@@ -116,7 +116,8 @@ def test_compose_mounts_the_run_certificates_into_every_broker_and_names_them_th
     assert {p.stat().st_uid for p in (directory, *directory.iterdir())} == {owner}
 
 
-async def _health(address: str, creds: grpc.ChannelCredentials | None) -> str:
+async def health_status(address: str, creds: grpc.ChannelCredentials | None) -> str:
+    """The broker's gRPC health status over plaintext (``creds`` None) or TLS, or the refusal's code."""
     channel = grpc.aio.insecure_channel(address) if creds is None else grpc.aio.secure_channel(address, creds)
     async with channel:
         try:
@@ -160,9 +161,9 @@ def test_brokers_link_over_mutual_tls_deliver_once_and_refuse_plaintext_and_fore
                 got = list(stream.pub_ids())
                 await stream.close()
             refusals = {
-                "tls": await _health(last, tls.client_credentials(tmp_path / "tls")),
-                "plaintext": await _health(last, None),
-                "foreign": await _health(last, tls.client_credentials(tmp_path / "other")),
+                "tls": await health_status(last, tls.client_credentials(tmp_path / "tls")),
+                "plaintext": await health_status(last, None),
+                "foreign": await health_status(last, tls.client_credentials(tmp_path / "other")),
             }
             return got, refusals
 
@@ -187,9 +188,9 @@ RUN_SETS = [
 ]
 
 
-def _run_with_tls(tmp_path: Path, backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def _run_with_tls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SCOTBED_STATE_DIR", str(tmp_path / "state"))
-    options = RunOptions(backend=backend, out=tmp_path / "runs", quiet=True)
+    options = RunOptions(backend="local", out=tmp_path / "runs", quiet=True)
     result = run_spec(QUICKSTART, RUN_SETS, options)
     n = result.summary["notifications"]
     assert result.ok, result.verdict
@@ -208,4 +209,4 @@ def _run_with_tls(tmp_path: Path, backend: str, monkeypatch: pytest.MonkeyPatch)
 def test_a_local_run_with_tls_delivers_exactly_once(
     tmp_path: Path, spark: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _run_with_tls(tmp_path, "local", monkeypatch)
+    _run_with_tls(tmp_path, monkeypatch)
