@@ -29,8 +29,11 @@ lint: setup
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
+# Workers: the Docker and Kubernetes tests run one at a time on one of them, each module's tests stay
+# on one worker (tests/conftest.py); most tests wait on processes, engines and the API server.
+TEST_WORKERS ?= 2
 test: setup lint
-	$(BIN)/pytest -q -ra --durations=30
+	$(BIN)/pytest -q -ra --durations=30 -n $(TEST_WORKERS) --dist loadgroup
 
 # The fuzz tests (also in `make test`: 60 examples each, the oracle's property 300) with a longer budget.
 FUZZ_EXAMPLES ?= 3000

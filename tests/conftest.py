@@ -55,6 +55,29 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         _fail_skip(report)
 
 
+#: the xdist group of the tests that share one engine's or one cluster's capacity: they run one at a
+#: time, on one worker, while the other workers run the local tests
+ENGINE_GROUP = "engine"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under ``pytest -n N --dist loadgroup`` (``make test``) a module's tests stay on one worker (its
+    module fixtures, often a whole run, run once), and the Docker and Kubernetes tests form one group:
+    the local cluster has a few nodes for anti-affinity placement and the image builds share one
+    engine's cache, so two of them at once would compete for what each asserts on. The engine group,
+    the longest, is collected first, so a worker starts it first."""
+    for item in items:
+        group = ENGINE_GROUP if _needs_engine(item) else item.nodeid.split("::", 1)[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+    items.sort(key=lambda item: not _needs_engine(item))  # stable: the order within each part stays
+
+
+def _needs_engine(item: pytest.Item) -> bool:
+    return any(item.get_closest_marker(m) for m in ("docker", "k8s")) or "engine" in getattr(
+        item, "fixturenames", ()
+    )
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, Any, None]:
     """With CI=true a test module that skips as a whole (``pytest.importorskip("pyspark")``) fails:
