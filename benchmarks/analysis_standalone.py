@@ -56,7 +56,7 @@ def main() -> None:
     print(
         json.dumps(
             {
-                "events": args.events,
+                "events_asked": args.events,
                 "workers": args.workers,
                 "ratio_mean": round(statistics.mean(ratios), 3),
                 "ratios": [round(r, 3) for r in ratios],

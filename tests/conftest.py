@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections import Counter
 from collections.abc import Generator
 from typing import Any
 
@@ -35,9 +34,14 @@ def _in_ci() -> bool:
 
 
 def _needs_real_part(item: pytest.Item) -> bool:
-    return any(item.get_closest_marker(m) for m in REAL_PART_MARKERS) or "engine" in getattr(
-        item, "fixturenames", ()
-    )
+    return any(item.get_closest_marker(m) for m in REAL_PART_MARKERS) or _uses_engine_fixture(item)
+
+
+def _uses_engine_fixture(item: pytest.Item) -> bool:
+    """The test asks for the Docker :func:`engine` fixture (not a parameter of that name, such as a
+    matching engine)."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    return "engine" in getattr(item, "fixturenames", ()) and "engine" not in params
 
 
 def _fail_skip(report: pytest.TestReport | pytest.CollectReport) -> None:
@@ -65,26 +69,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under ``pytest -n N --dist loadgroup`` (``make test``) a module's tests stay on one worker (its
     module fixtures, often a whole run, run once), and the Docker and Kubernetes tests form one group:
     the local cluster has a few nodes for anti-affinity placement and the image builds share one
-    engine's cache, so two of them at once would compete for what each asserts on.
-
-    A worker takes the next group in collection order as it runs out, so the longest go first: the
-    engine group, then the modules by their number of slow tests, then the rest, which fill the end."""
-    slow = Counter(_module(item) for item in items if item.get_closest_marker("slow"))
+    engine's cache, so two of them at once would compete for what each asserts on. A worker takes the
+    next group in collection order, so the engine group, the longest, is collected first."""
     for item in items:
-        item.add_marker(pytest.mark.xdist_group(ENGINE_GROUP if _needs_engine(item) else _module(item)))
-    items.sort(key=lambda item: (not _needs_engine(item), -slow[_module(item)]))  # stable within a module
-
-
-def _module(item: pytest.Item) -> str:
-    return item.nodeid.split("::", 1)[0]
+        group = ENGINE_GROUP if _needs_engine(item) else item.nodeid.split("::", 1)[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+    items.sort(key=lambda item: not _needs_engine(item))  # stable: the order within each part stays
 
 
 def _needs_engine(item: pytest.Item) -> bool:
-    """A Docker or Kubernetes test: marked so, or asking for the Docker ``engine`` fixture (not a
-    parameter of that name, such as a matching engine)."""
-    params = getattr(getattr(item, "callspec", None), "params", {})
-    uses_fixture = "engine" in getattr(item, "fixturenames", ()) and "engine" not in params
-    return any(item.get_closest_marker(m) for m in ("docker", "k8s")) or uses_fixture
+    return any(item.get_closest_marker(m) for m in ("docker", "k8s")) or _uses_engine_fixture(item)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -90,3 +90,61 @@ def test_outside_ci_the_skips_stay_skips(suite: pytest.Pytester, monkeypatch: py
     monkeypatch.delenv("CI", raising=False)
     result = suite.runpytest()
     result.assert_outcomes(skipped=6, xfailed=1, passed=1)
+
+
+GROUPS = """
+import pytest
+
+@pytest.fixture
+def engine():
+    return "the Docker engine"
+
+def test_local():
+    pass
+
+@pytest.mark.k8s
+def test_k8s():
+    pass
+
+@pytest.mark.parametrize("engine", ["counting", "pst"])
+def test_matching_engine(engine):
+    pytest.skip("a matching engine is not a real part")
+
+def test_uses_docker(engine):
+    pass
+
+@pytest.mark.docker
+def test_docker():
+    pass
+"""
+
+
+def test_the_engine_tests_are_one_xdist_group_collected_first_and_the_rest_grouped_by_module(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A parameter named ``engine`` (a matching engine) is neither the Docker group nor a real part."""
+    pytester.makeconftest(CONFTEST.read_text())
+    pytester.makeini("[pytest]\nmarkers =\n    docker\n    k8s\n    spark\n")
+    pytester.makepyfile(test_groups=GROUPS)
+    items, _ = pytester.inline_genitems()
+    groups = {item.name: item.get_closest_marker("xdist_group").args[0] for item in items}
+    module = "test_groups.py"
+    assert groups == {
+        "test_local": module,
+        "test_k8s": "engine",
+        "test_matching_engine[counting]": module,
+        "test_matching_engine[pst]": module,
+        "test_uses_docker": "engine",
+        "test_docker": "engine",
+    }
+    order = pytester.runpytest("--collect-only", "-q").stdout.lines
+    assert [line.split("::")[1] for line in order if "::" in line] == [
+        "test_k8s",
+        "test_uses_docker",
+        "test_docker",
+        "test_local",
+        "test_matching_engine[counting]",
+        "test_matching_engine[pst]",
+    ]
+    monkeypatch.setenv("CI", "true")
+    pytester.runpytest("test_groups.py").assert_outcomes(passed=4, skipped=2)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +13,7 @@ from workload_plans import plan_for
 from scotbed import contract
 from scotbed import topology as T
 from scotbed.filters import Filter
+from scotbed.ports import free_port
 from scotbed.workloads import plan as P
 from scotbed.workloads.runner import WorkloadError, WorkloadSession, run_workload
 
@@ -140,9 +140,7 @@ def test_hrp_burst_and_churn(brokers: dict[str, str], tmp_path: Path) -> None:
 
 
 def test_unreachable_broker_is_named_before_locust_starts(tmp_path: Path) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        dead = f"127.0.0.1:{s.getsockname()[1]}"
+    dead = f"127.0.0.1:{free_port()}"  # nothing listens there
     addr = {b.id: dead for b in SCOT.brokers}
     plan = plan_for({"subscribers": 2, "publishers": 1}, SCOT, addr, seed=1)
     P.write(plan, tmp_path / "plan.json")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scotbed import java
+from scotbed.ports import free_port
 
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 20.0
@@ -28,12 +28,6 @@ STOP_TIMEOUT_S = 20.0
 class StandaloneCluster:
     url: str  # spark://127.0.0.1:PORT
     directory: Path  # the daemons' logs and the workers' work directories (work-N/app-*/*/stderr)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextmanager

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -41,6 +40,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from scotbed import contract
 from scotbed.broker import tls
 from scotbed.errors import ScotbedError
+from scotbed.ports import free_port
 from scotbed.workloads.entry import PLAN_ENV, RUN_DIR_ENV, locustfile_path
 from scotbed.workloads.plan import Plan
 from scotbed.workloads.plan_json import load
@@ -71,12 +71,6 @@ def check_brokers(plan: Plan, timeout_s: float = 5.0) -> None:
         problems = [p for p in pool.map(lambda b: one(b.id, b.address), plan.brokers) if p]
     if problems:
         raise WorkloadError("cannot start the workload: " + "; ".join(problems))
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -148,7 +142,7 @@ class WorkloadSession:
             RUN_DIR_ENV: str(self.run_dir),
             "PYTHONUNBUFFERED": "1",
         }
-        port = _free_port()
+        port = free_port()
         users = len(self.plan.subscribers) + len(self.plan.publishers)
         master_cmd = [
             self.python, "-m", "locust", "-f", locustfile, "--headless", "--master",
