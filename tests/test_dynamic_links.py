@@ -266,14 +266,24 @@ def _attrs(k: int) -> dict[str, object]:
     return {"symbol": SYMBOLS[k % 3], "price": k % 200}
 
 
-async def _publish_for(client: BrokerClient, publisher: str, until: float) -> int:
-    """Batches of 5 every 5 ms until ``until``; pub ids ``<publisher>:<seq>``; returns how many."""
+async def _publish_until(client: BrokerClient, publisher: str, stop: asyncio.Event) -> int:
+    """Batches of 5 every 5 ms until ``stop`` is set; pub ids ``<publisher>:<seq>``; returns how many."""
     k = 0
-    while time.monotonic() < until:
+    while not stop.is_set():
         await client.publish([(f"{publisher}:{k + i}", _attrs(k + i)) for i in range(5)], publisher)
         k += 5
         await asyncio.sleep(0.005)
     return k
+
+
+async def _until_link_carried(client: BrokerClient, neighbour: str, timeout_s: float) -> None:
+    """Returns once the broker's link from ``neighbour`` has received a notification, or at the timeout."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        status = await client.status()
+        if any(lk.neighbour == neighbour and lk.received > 0 for lk in status.links):
+            return
+        await asyncio.sleep(0.05)
 
 
 async def _adopt(
@@ -315,12 +325,14 @@ async def _swap_under_load(cluster: LocalCluster) -> dict[str, pb.StatusReply]:
             for n, f in enumerate(FILTERS)
         }
         await wait_quiescent(addrs, timeout_s=30)
-        until = time.monotonic() + 2.5
-        publishing = [asyncio.create_task(_publish_for(clients[h], h, until)) for h in ids]
+        stop = asyncio.Event()
+        publishing = [asyncio.create_task(_publish_until(clients[h], h, stop)) for h in ids]
         await asyncio.sleep(0.5)
         tree = await _adopt(clients, cluster, Tree.of(path_edges(ids)), (ids[0], ids[3]), (ids[1], ids[2]), 1)
         await asyncio.sleep(0.5)
         await _adopt(clients, cluster, tree, (ids[1], ids[2]), (ids[0], ids[3]), 2)  # reopens v1-v2
+        await _until_link_carried(clients[ids[1]], ids[2], timeout_s=10)
+        stop.set()
         published = dict(zip(ids, await asyncio.gather(*publishing), strict=True))
         status = await wait_quiescent(addrs, timeout_s=30)
         for (h, f), s in streams.items():

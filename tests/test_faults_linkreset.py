@@ -1,10 +1,10 @@
 """Exactly once across link resets: a link to a surviving broker torn down again and again mid-flow.
 
-The link from the publishers' broker to the next one runs through a TCP relay in the test that
-aborts every connection it carries every few tens of milliseconds (an RST, as a failing network
-gives); it holds the receiver's acks back a little, so a reset always loses acks of batches the
-receiver took, and the sender resends them. Both
-brokers survive; every notification must still arrive exactly once, the resent batches dropped.
+The link from the publishers' broker to the next one runs through a TCP relay in the test. A reset
+asked of the relay aborts every connection it carries (an RST, as a failing network gives) at the
+moment the receiver next answers, and that answer (the ack of a batch the receiver took) dies with
+the connection: the sender must resend the batch and the receiver drop it. Both brokers survive;
+every notification must still arrive exactly once.
 """
 
 from __future__ import annotations
@@ -27,17 +27,21 @@ from scotbed.config import dump_all
 
 SENDER, RECEIVER, FAR = "b-v0-0", "b-v1-0", "b-v2-0"
 PUBLICATIONS = 600
-ACK_DELAY_S = 0.02  # the receiver's acks (and hello replies) are held this long: a reset loses some
 
 
 class Relay:
-    """A TCP relay to ``target`` on its own event loop; :meth:`reset` aborts every connection."""
+    """A TCP relay to ``target`` on its own event loop.
+
+    :meth:`reset` arms a reset: the next bytes the target sends back (an ack) are not forwarded;
+    instead every connection is aborted, so a batch the target took is never acked.
+    """
 
     def __init__(self, target: str) -> None:
         self.host, port = target.rsplit(":", 1)
         self.port = int(port)
         self.loop = asyncio.new_event_loop()
         self.transports: set[asyncio.WriteTransport] = set()
+        self.armed = False
         self.resets = 0
         started = threading.Event()
         self.thread = threading.Thread(target=self._serve, args=(started,), daemon=True)
@@ -59,10 +63,13 @@ class Relay:
             return
         self.transports |= {w.transport, uw.transport}
 
-        async def copy(src: asyncio.StreamReader, dst: asyncio.StreamWriter, delay_s: float) -> None:
+        async def copy(src: asyncio.StreamReader, dst: asyncio.StreamWriter, answers: bool) -> None:
             try:
                 while data := await src.read(65536):
-                    await asyncio.sleep(delay_s)
+                    if answers and self.armed:
+                        self.armed = False
+                        self._abort_all()
+                        return
                     dst.write(data)
                     await dst.drain()
             except (ConnectionError, OSError):
@@ -70,21 +77,24 @@ class Relay:
             finally:
                 dst.transport.abort()
 
-        await asyncio.gather(copy(r, uw, 0.0), copy(ur, w, ACK_DELAY_S))
+        await asyncio.gather(copy(r, uw, answers=False), copy(ur, w, answers=True))
         self.transports -= {w.transport, uw.transport}
 
-    def reset(self) -> None:
-        def abort() -> None:
-            for t in list(self.transports):
-                t.abort()
-            self.resets += bool(self.transports)
-            self.transports.clear()
+    def _abort_all(self) -> None:
+        for t in list(self.transports):
+            t.abort()
+        self.resets += bool(self.transports)
+        self.transports.clear()
 
-        self.loop.call_soon_threadsafe(abort)
+    def reset(self) -> None:
+        def arm() -> None:
+            self.armed = True
+
+        self.loop.call_soon_threadsafe(arm)
 
     def close(self) -> None:
         self.loop.call_soon_threadsafe(self.server.close)
-        self.reset()
+        self.loop.call_soon_threadsafe(self._abort_all)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(10)
 
