@@ -11,7 +11,15 @@ from pathlib import Path
 import pytest
 from scotbed_cli import scotbed
 
+from scotbed.orchestrator.reproduce.doc import chosen_records, write_doc
 from scotbed.orchestrator.reproduce.effects import judge, metric, relative_changes
+from scotbed.orchestrator.reproduce.record import (
+    RowRecord,
+    RunFigures,
+    effect_key,
+    load_records,
+    write_record,
+)
 from scotbed.orchestrator.reproduce.rows import Effect, RowsError, load_rows, select
 from scotbed.routing import ALGORITHMS
 
@@ -82,16 +90,23 @@ def test_quick_end_to_end_writes_the_table_and_resumes(tmp_path: Path) -> None:
     text = doc.read_text()
     assert text.count("| SBP IMs, snr vs bid | -89 % |") == 1
     vinifera = "| vinifera vs rendezvous-baseline | Vinifera (Rahimian et al.), §V |"
-    assert f"{vinifera} built; not run by this command |" in text
-    selforg = (
-        "| topology.self_organising (CI, lMST, lMIT) | self-organising broker topologies, §5.1 and §5.3 |"
+    assert f"{vinifera} built; not measured yet (`scotbed reproduce vinifera`) |" in text
+    assert (
+        "| snr, dnr vs bid | OctopiS (SCOT dynamic routing), §7 | measured below (quick scale only) |" in text
     )
-    assert f"{selforg} built; not run by this command |" in text
     assert (doc.parent / "reproduction" / "octopis-scalability-quick.png").stat().st_size > 0
+    record = load_records(doc.parent / "reproduction")["octopis-scalability-quick"]
+    assert [(r.compare, r.repetition) for r in record.runs] == [("bid", 0), ("dnr", 0), ("snr", 0)]
+    assert all(r.correct and len(r.spec_sha256) == 64 and r.figures for r in record.runs)
+    assert len({r.spec_sha256 for r in record.runs}) == 3  # the routing differs, nothing else
+    assert record.cores >= 1 and len(record.load_1min) == 2 * len(record.runs)
     for c in index.values():  # every run delivered exactly once
         summary = json.loads((Path(c["run_dir"]) / "analysis" / "summary.json").read_text())
         n = summary["notifications"]
         assert n["delivered"] == n["expected_deliveries"] > 0 and n["missing"] == n["duplicates"] == 0
+    table_only = scotbed(tmp_path, "reproduce", "--table-only", "--doc", str(doc), timeout=120)
+    assert table_only.returncode == 0, table_only.stderr[-3000:]
+    assert doc.read_text() == text  # the table from the records alone, no runs directory read
     again = scotbed(tmp_path, *args, timeout=120)
     assert again.returncode == 0, again.stderr[-3000:]
     assert json.loads((out / "octopis-scalability-quick" / "index.json").read_text())["cells"] == index
@@ -132,3 +147,73 @@ def test_an_effect_gives_the_paper_figure_or_a_bound() -> None:
         bad = {"label": "x", "metric": "m", "variant": "a", "baseline": "b", **effect}
         with pytest.raises(RowsError, match="figure or at_most"):
             _row({**base, "effects": [bad]})
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_the_committed_table_is_what_table_only_writes_from_the_committed_records(tmp_path: Path) -> None:
+    committed = REPO / "docs" / "reproduction.md"
+    rows = load_rows()
+    written = tmp_path / "reproduction.md"
+    write_doc(written, rows, chosen_records(rows, load_records(committed.parent / "reproduction")))
+    assert written.read_text() == committed.read_text(), "run: scotbed reproduce --table-only"
+
+
+def _record(changes: list[float], quick: bool = False) -> RowRecord:
+    run = RunFigures(
+        cell="routing=snr,rep=0",
+        compare="snr",
+        repetition=0,
+        seconds=10.0,
+        correct=True,
+        validity="host-bound",
+        spec_sha256="ab" * 32,
+        figures={"subscriptions.ims_total": 20.0},
+    )
+    return RowRecord(
+        row="octopis-scalability",
+        quick=quick,
+        command="scotbed reproduce octopis-scalability",
+        repetitions=3,
+        scale=["workload.subscribers=50"],
+        commit="0123abc",
+        date_utc="2026-11-29",
+        cores=2,
+        load_1min=[0.5, 1.5],
+        runs=[
+            run,
+            run.model_copy(update={"validity": "valid", "cell": "routing=bid,rep=0", "compare": "bid"}),
+        ],
+        changes={effect_key(IMS): changes},
+    )
+
+
+def test_a_record_round_trips_and_its_effects_are_judged_from_its_changes(tmp_path: Path) -> None:
+    write_record(tmp_path / "reproduction", _record([-0.8, -0.85, -0.82]))
+    write_record(tmp_path / "reproduction", _record([0.5], quick=True))
+    records = load_records(tmp_path / "reproduction")
+    assert records == {
+        "octopis-scalability": _record([-0.8, -0.85, -0.82]),
+        "octopis-scalability-quick": _record([0.5], quick=True),
+    }
+    rows = load_rows()
+    measured = chosen_records(rows, records)  # the full scale wins over the quick one
+    assert list(measured) == ["octopis-scalability"]
+    ims = next(j for j in measured["octopis-scalability"].judged if j.effect.metric == IMS.metric)
+    assert ims.verdict == "agrees" and ims.measured.n == 3
+    doc = tmp_path / "reproduction.md"
+    write_doc(doc, rows, measured)
+    text = doc.read_text()
+    assert "| SBP IMs, snr vs bid | -89 % | -82 % [" in text
+    assert "- Runs: 2 finished, 20 s of runs; every run correct; validity: 1 host-bound, 1 valid" in text
+    assert "commit `0123abc`, a host with 2 cores, load average (1 min) 0.5–1.5 over 2 samples" in text
+    assert "| dnr vs snr vs bid | OctopiS (SCOT dynamic routing), §7 | built; not measured yet" in text
+    assert "not tuned" not in text
+
+
+def test_a_malformed_record_names_its_file_and_field(tmp_path: Path) -> None:
+    path = write_record(tmp_path, _record([-0.8]))
+    path.write_text(path.read_text().replace('"cores": 2', '"cores": "two"'))
+    with pytest.raises(RowsError, match=r"octopis-scalability\.json: not a reproduction record: cores"):
+        load_records(tmp_path)

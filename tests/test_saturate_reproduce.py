@@ -30,12 +30,12 @@ def test_the_link_matching_row_is_a_saturate_campaign_judged_on_the_sustainable_
         "routing=rpf,rep=0", {"status": "done", "values": {"routing": "rpf"}, "saturate": {}}
     )  # not a cell
     got = _summaries(campaign, index)
-    assert {k: (s, t) for k, (s, t, _) in got.items()} == {
+    assert {k: (s, t) for k, (s, t, _, _) in got.items()} == {
         ("link-matching", 0): ({"saturate": index.cells[cells[0].key]["saturate"]}, 60.0),
         ("flooding", 0): ({"saturate": index.cells[cells[1].key]["saturate"]}, 60.0),
     }
     (effect,) = row.effects
-    changes = relative_changes(effect, {k: s for k, (s, _, _) in got.items()})
+    changes = relative_changes(effect, {k: s for k, (s, _, _, _) in got.items()})
     assert changes == [2400 / 800 - 1]
     assert judge(effect, changes).verdict == "agrees"  # +200 % against the paper's +100 %: within 2x
     stale = campaign_of(row, quick=False)  # another scale: other fingerprints, nothing counts

@@ -17,12 +17,18 @@ def add_parser(sub: Any) -> None:
     p.add_argument("names", nargs="*", metavar="NAME", help="rows to run (default: every built row)")
     p.add_argument("--quick", action="store_true", help="a small scale with one repetition (for tests)")
     p.add_argument("--out", default="runs/reproduce", metavar="DIR", help="where the runs go (resumable)")
-    p.add_argument("--doc", metavar="FILE", help="the table to write (default: OUT/reproduction.md)")
+    p.add_argument(
+        "--doc",
+        default="docs/reproduction.md",
+        metavar="FILE",
+        help="the table to write; the rows' records go into reproduction/ beside it "
+        "(default: docs/reproduction.md)",
+    )
     p.add_argument(
         "--repetitions", type=int, metavar="N", help="repetitions of every row (default: the row's own)"
     )
     p.add_argument(
-        "--table-only", action="store_true", help="run nothing: the table from the runs finished so far"
+        "--table-only", action="store_true", help="run nothing: write the table from the rows' records alone"
     )
     add_workers_option(p)
     add_output_options(p)

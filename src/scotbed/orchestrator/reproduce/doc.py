@@ -1,15 +1,16 @@
-"""docs/reproduction.md: the paper's effect next to scotbed's, with the scale, the command and a plot
-per row."""
+"""docs/reproduction.md: the paper's effect next to scotbed's, with the scale, the command, the
+provenance and a plot per row, written from the rows' records (:mod:`.record`) alone."""
 
 from __future__ import annotations
 
 import math
-import os
 import textwrap
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from scotbed.orchestrator.reproduce.effects import SIZE_FACTOR, Judged
+from scotbed.orchestrator.reproduce.effects import SIZE_FACTOR, Judged, judge
+from scotbed.orchestrator.reproduce.record import QUICK_SUFFIX, RowRecord, effect_key
 from scotbed.orchestrator.reproduce.rows import Effect, Row
 
 PLOTS = "reproduction"  # folder of the per-row plots, next to the document
@@ -19,15 +20,25 @@ LABEL_CHARS = 20  # a tick label's line width at font size 8 that fits under one
 
 @dataclass(frozen=True)
 class Measured:
+    """A row with its record, each effect judged from the record's changes."""
+
     row: Row
-    quick: bool
+    record: RowRecord
     judged: list[Judged]
-    runs: int
-    run_seconds: float
-    wall_seconds: float
-    incorrect: list[str]
-    command: str
-    repetitions: int
+
+    @classmethod
+    def of(cls, row: Row, record: RowRecord) -> Measured:
+        return cls(row, record, [judge(e, record.changes.get(effect_key(e), [])) for e in row.effects])
+
+
+def chosen_records(rows: list[Row], records: dict[str, RowRecord]) -> dict[str, Measured]:
+    """Each row's record at full scale, else at the quick scale; rows without one are left out."""
+    out = {}
+    for row in rows:
+        record = records.get(row.name) or records.get(row.name + QUICK_SUFFIX)
+        if record is not None:
+            out[row.name] = Measured.of(row, record)
+    return out
 
 
 def _pct(x: float) -> str:
@@ -85,13 +96,31 @@ def _tick_label(j: Judged) -> str:
     return "\n".join(lines)
 
 
-def _scale(row: Row, quick: bool) -> str:
-    return " ".join(f"--set {s}" for s in row.sets(quick)) or "the spec as is"
+def _runs_line(record: RowRecord) -> str:
+    runs = record.runs
+    incorrect = [r.cell for r in runs if r.correct is False]
+    correct = f"not correct (oracle): {', '.join(incorrect)}" if incorrect else "every run correct"
+    validity = Counter(r.validity for r in runs if r.validity)
+    valid = ", ".join(f"{n} {v}" for v, n in sorted(validity.items())) or "no validity verdicts"
+    seconds = sum(r.seconds for r in runs)
+    return f"- Runs: {len(runs)} finished, {seconds:.0f} s of runs; {correct}; validity: {valid}"
+
+
+def _provenance_line(record: RowRecord) -> str:
+    load = record.load_1min
+    during = (
+        f"load average (1 min) {min(load):.1f}–{max(load):.1f} over {len(load)} samples during the runs"
+        if load
+        else "load average not recorded (runs resumed from an earlier invocation)"
+    )
+    return (
+        f"- Measured: {record.date_utc}, commit `{record.commit}`, a host with {record.cores} cores, {during}"
+    )
 
 
 def _row_section(m: Measured, doc_dir: Path) -> list[str]:
-    row = m.row
-    plot = doc_dir / PLOTS / f"{row.name}{'-quick' if m.quick else ''}.png"
+    row, record = m.row, m.record
+    plot = doc_dir / PLOTS / f"{record.stem}.png"
     plot_row(m, plot)
     lines = [
         f"### {row.name}: {row.paper}, {row.figure}",
@@ -104,49 +133,56 @@ def _row_section(m: Measured, doc_dir: Path) -> list[str]:
         lines.append(
             f"| {e.label}, {e.variant} vs {e.baseline} | {_paper(e)} | {_measured(j)} | {j.verdict} |"
         )
-    incorrect = f"; not correct (oracle): {', '.join(m.incorrect)}" if m.incorrect else "; every run correct"
+    scale = " ".join(f"--set {s}" for s in record.scale) or "the spec as is"
     lines += [
         "",
         f"![{row.name}]({PLOTS}/{plot.name})",
         "",
-        f"- Command: `{m.command}` (runs `{row.spec}` with {row.vary} in {', '.join(row.compare)}, "
-        f"{m.repetitions} repetition(s), seeds from the spec's seed)",
-        f"- Scale{' (quick)' if m.quick else ''}: `{_scale(row, m.quick)}`",
-        f"- Runs: {m.runs} finished, {m.run_seconds:.0f} s of runs, {m.wall_seconds:.0f} s wall-clock "
-        f"this invocation (resumed runs take none){incorrect}",
+        f"- Command: `{record.command}` (runs `{row.spec}` with {row.vary} in {', '.join(row.compare)}, "
+        f"{record.repetitions} repetition(s), seeds from the spec's seed)",
+        f"- Scale{' (quick)' if record.quick else ''}: `{scale}`",
+        _runs_line(record),
+        _provenance_line(record),
+        f"- Data: `{PLOTS}/{record.stem}.json`",
         f"- Why scotbed may differ: {row.notes}",
         "",
     ]
     return lines
 
 
-def write_doc(path: Path, rows: list[Row], measured: dict[str, Measured], command: str) -> None:
+def _status(row: Row, measured: dict[str, Measured]) -> str:
+    if not row.runnable:
+        return row.status
+    if row.name not in measured:
+        return f"{row.status}; not measured yet (`scotbed reproduce {row.name}`)"
+    return "measured below" + (" (quick scale only)" if measured[row.name].record.quick else "")
+
+
+def write_doc(path: Path, rows: list[Row], measured: dict[str, Measured]) -> None:
     """The whole document: the status of every row, then a section per measured row."""
     doc_dir = path.parent
     lines = [
         "# Reproduction: the papers' headline effects, measured by scotbed",
         "",
-        f"Generated by `{command}`. An effect is the relative change (variant − baseline) / baseline of",
-        "one summary metric, paired by repetition (same seed); scotbed's value is the mean over the",
-        "repetitions with a 95 % t interval. Verdict: *agrees* when the direction matches and the size",
-        f"is within a factor {SIZE_FACTOR:g} of the paper's, *direction only* when only the direction",
-        "matches, *disagrees* when the direction is opposite, *inconclusive* when the interval spans 0.",
-        "Where the paper states only a bound in words (no figure in its text), *agrees* within the bound,",
-        "*disagrees* beyond it, *inconclusive* when the interval spans it.",
-        "The experiments are scaled down to one 2-core host and are not tuned to agree.",
-        f"Written on a host with {os.cpu_count()} cores and a load average of "
-        f"{', '.join(f'{x:.0f}' for x in os.getloadavg())} (1, 5, 15 min) when the table was written.",
+        f"Written by `scotbed reproduce` from the rows' records in `{PLOTS}/<row>.json`",
+        "(`scotbed reproduce --table-only` writes it again from those alone; it is not edited by hand).",
+        "An effect is the relative change",
+        "(variant − baseline) / baseline of one summary metric, paired by repetition (same seed);",
+        "scotbed's value is the mean over the repetitions with a 95 % t interval. Verdict: *agrees* when",
+        f"the direction matches and the size is within a factor {SIZE_FACTOR:g} of the paper's, *direction",
+        "only* when only the direction matches, *disagrees* when the direction is opposite, *inconclusive*",
+        "when the interval spans 0. Where the paper states only a bound in words (no figure in its text),",
+        "*agrees* within the bound, *disagrees* beyond it, *inconclusive* when the interval spans it.",
+        "Each row names the commit it was measured at, the host's cores and its load average during the",
+        "runs, and every run's validity verdict (a host-bound run's delays measure the host).",
         "",
         "| system | paper | status |",
         "|---|---|---|",
     ]
-    for r in rows:
-        status = r.status
-        if r.runnable:
-            status = "measured below" if r.name in measured else f"{r.status}; not run by this command"
-        lines.append(f"| {r.system} | {r.paper} | {status} |")
+    lines += [f"| {r.system} | {r.paper} | {_status(r, measured)} |" for r in rows]
     lines.append("")
-    for m in measured.values():
-        lines += _row_section(m, doc_dir)
+    for row in rows:
+        if row.name in measured:
+            lines += _row_section(measured[row.name], doc_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines))
+    path.write_text("\n".join(lines).rstrip("\n") + "\n")

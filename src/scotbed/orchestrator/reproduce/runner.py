@@ -1,11 +1,12 @@
-"""Run the rows of ``scotbed reproduce`` as campaigns (resumable: a finished run is not re-run) and
-write the table; ``main(args)`` is the command."""
+"""Run the rows of ``scotbed reproduce`` as campaigns (resumable: a finished run is not re-run), record
+each row (:mod:`.record`) and write the table from the records; ``main(args)`` is the command."""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
-import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +20,17 @@ from scotbed.orchestrator.campaign import (
     fingerprint,
     run_campaign,
 )
-from scotbed.orchestrator.reproduce.doc import Measured, write_doc
-from scotbed.orchestrator.reproduce.effects import judge, relative_changes
+from scotbed.orchestrator.reproduce.doc import PLOTS, chosen_records, write_doc
+from scotbed.orchestrator.reproduce.effects import metric, relative_changes
+from scotbed.orchestrator.reproduce.record import (
+    RowRecord,
+    RunFigures,
+    effect_key,
+    git_commit,
+    load_records,
+    spec_sha256,
+    write_record,
+)
 from scotbed.orchestrator.reproduce.rows import Row, RowsError, load_rows, select
 
 REPO = Path(__file__).resolve().parents[4]
@@ -56,69 +66,92 @@ def saturated(campaign: Campaign, out: Path, args: Any, on_cell: Any, progress: 
     return cdir
 
 
-Found = dict[tuple[str, int], tuple[dict[str, Any], float, str]]
+Found1 = tuple[dict[str, Any], float, str, Path | None]  # summary, seconds, cell key, run directory
+Found = dict[tuple[str, int], Found1]
 
 
 def _summaries(campaign: Campaign, index: CampaignIndex) -> Found:
-    """(compared value as text, repetition) -> (summary, seconds, cell key) of the cells finished at
-    this scale; a saturate cell's summary is ``{"saturate": its interval}``."""
+    """(compared value as text, repetition) -> (summary, seconds, cell key, run directory) of the cells
+    finished at this scale; a saturate cell's summary is ``{"saturate": its interval}``, with no run
+    directory."""
     from scotbed.orchestrator.saturation import finished, sweep_fingerprint
 
     out = {}
     for cell in campaign.cells():  # only runs of this scale count
         rec = index.cells.get(cell.key, {})
+        run_dir: Path | None = None
         if campaign.saturate is not None:
             if not finished(index, cell.key, sweep_fingerprint(campaign.base, cell.sets, campaign.saturate)):
                 continue
             summary = {"saturate": rec["saturate"]}
         elif index.finished(cell.key, fingerprint(campaign.base, cell.sets)):
-            summary = json.loads((Path(rec["run_dir"]) / contract.SUMMARY).read_text())
+            run_dir = Path(rec["run_dir"])
+            summary = json.loads((run_dir / contract.SUMMARY).read_text())
         else:
             continue
         vary = next(iter(campaign.matrix))
-        out[(str(rec["values"][vary]), cell.repetition)] = (summary, float(rec["seconds"]), cell.key)
+        out[(str(rec["values"][vary]), cell.repetition)] = (summary, float(rec["seconds"]), cell.key, run_dir)
     return out
 
 
-def measure(row: Row, quick: bool, out: Path, args: Any, progress: Any) -> Measured:
-    """Run (or resume) the row's campaign and judge each effect over the finished runs."""
+def _run_figures(row: Row, name: str, rep: int, found: Found1) -> RunFigures:
+    summary, seconds, key, run_dir = found
+    saturate = "saturate" in summary
+    return RunFigures(
+        cell=key,
+        compare=name,
+        repetition=rep,
+        seconds=seconds,
+        correct=None if saturate else bool(summary.get("correctness", {}).get("ok")),
+        validity="" if saturate else str(summary.get("validity", {}).get("verdict", "unknown")),
+        spec_sha256=spec_sha256(run_dir / contract.SPEC_RESOLVED) if run_dir else "",
+        figures={e.metric: metric(summary, e.metric) for e in row.effects},
+    )
+
+
+def measure(row: Row, quick: bool, out: Path, args: Any, progress: Any) -> RowRecord:
+    """Run (or resume) the row's campaign; its record over the finished runs."""
     from scotbed.orchestrator.run import options_from_args, run_spec
 
     campaign = campaign_of(row, quick, getattr(args, "repetitions", None))
-    verdicts: dict[str, str] = {}
+    load: list[float] = []
 
     def run_one(cell: Cell, run_dir: Path) -> Path:
         options = options_from_args(
             args, backend=None, out=run_dir.parent, quiet=True, run_dir_name=run_dir.name
         )
+        load.append(os.getloadavg()[0])
         result = run_spec(campaign.base, list(cell.sets), options)
-        verdicts[result.run_dir.name] = result.verdict
+        load.append(os.getloadavg()[0])
         return result.run_dir
 
     def on_cell(i: int, n: int, cell: Any, status: str) -> None:
         progress.info(f"{row.name} [{i}/{n}] {cell.key}: {status}")
 
-    t0 = time.monotonic()
-    if getattr(args, "table_only", False):
-        cdir = out / campaign.name
-    elif campaign.saturate is not None:
+    if campaign.saturate is not None:
+        load.append(os.getloadavg()[0])
         cdir = saturated(campaign, out, args, on_cell, progress)
+        load.append(os.getloadavg()[0])
     else:
         cdir, _ = run_campaign(campaign, out, run_one, on_cell)
     found = {
         (row.name_of(v), r): x for (v, r), x in _summaries(campaign, CampaignIndex(cdir / INDEX)).items()
     }
-    summaries = {k: s for k, (s, _, _) in found.items()}
-    seconds = sum(t for _, t, _ in found.values())
-    incorrect = [  # a saturate cell's probes are judged by the criterion, not the oracle
-        key for s, _, key in found.values() if "saturate" not in s and not s.get("correctness", {}).get("ok")
-    ]
-    judged = [judge(e, relative_changes(e, summaries)) for e in row.effects]
-    wall = time.monotonic() - t0
+    summaries = {k: x[0] for k, x in found.items()}
     override = f" --repetitions {campaign.repetitions}" if campaign.repetitions != row.reps(quick) else ""
-    command = f"scotbed reproduce {row.name}{' --quick' if quick else ''}{override}"
-    runs, reps = len(summaries), campaign.repetitions
-    return Measured(row, quick, judged, runs, seconds, wall, incorrect, command, reps)
+    return RowRecord(
+        row=row.name,
+        quick=quick,
+        command=f"scotbed reproduce {row.name}{' --quick' if quick else ''}{override}",
+        repetitions=campaign.repetitions,
+        scale=list(row.sets(quick)),
+        commit=git_commit(REPO),
+        date_utc=datetime.now(UTC).strftime("%Y-%m-%d"),
+        cores=os.cpu_count() or 0,
+        load_1min=[round(x, 2) for x in load],
+        runs=[_run_figures(row, name, rep, x) for (name, rep), x in sorted(found.items())],
+        changes={effect_key(e): relative_changes(e, summaries) for e in row.effects},
+    )
 
 
 def main(args: Any) -> int:
@@ -134,18 +167,25 @@ def main(args: Any) -> int:
         chosen = select(rows, list(args.names))
     except RowsError as e:
         raise CommandError(str(e)) from None
-    out = Path(args.out)
-    writable_dir(out)
+    doc = Path(args.doc)
+    data_dir = doc.parent / PLOTS
     progress = make_progress(getattr(args, "quiet", False), getattr(args, "log_json", False))
-    measured: dict[str, Measured] = {}
-    with SignalGuard(), shared_session():
-        for row in chosen:
-            if row.runnable:
-                measured[row.name] = measure(row, args.quick, out, args, progress)
-    doc = Path(args.doc) if args.doc else out / "reproduction.md"
-    write_doc(doc, rows, measured, _command(args))
+    measured: list[str] = []
+    if not args.table_only:
+        out = Path(args.out)
+        writable_dir(out)
+        with SignalGuard(), shared_session():
+            for row in chosen:
+                if row.runnable:
+                    path = write_record(data_dir, measure(row, args.quick, out, args, progress))
+                    measured.append(row.name)
+                    progress.info(f"{row.name}: recorded in {path}")
+    try:
+        write_doc(doc, rows, chosen_records(rows, load_records(data_dir)))
+    except RowsError as e:
+        raise CommandError(str(e)) from None
     progress.info(f"reproduction table: {doc}")
-    code = 3 if not measured and any(r.runnable for r in chosen) else 0
+    code = 3 if not args.table_only and not measured and any(r.runnable for r in chosen) else 0
     if code:
         progress.error("scotbed reproduce: no row was measured")
     if getattr(args, "log_json", False):
@@ -153,10 +193,3 @@ def main(args: Any) -> int:
     else:
         print(doc)
     return code
-
-
-def _command(args: Any) -> str:
-    parts = ["scotbed reproduce", *args.names]
-    if args.quick:
-        parts.append("--quick")
-    return " ".join(parts)

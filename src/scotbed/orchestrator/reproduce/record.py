@@ -1,0 +1,112 @@
+"""A measured row as data: ``reproduction/<row>.json`` next to the table.
+
+``scotbed reproduce NAME`` writes the record of every row it measures; the table
+(:mod:`.doc`) is written from the records alone, so ``--table-only`` regenerates it anywhere and
+nobody edits it by hand. A record holds what a reader needs to trust or question a row: the effects'
+per-repetition changes, every run's figures and validity, the hash of each run's resolved spec, the
+commit, the host's cores and load average during the runs, and the date.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from scotbed.orchestrator.reproduce.rows import Effect, RowsError
+
+RECORD_SUFFIX = ".json"
+QUICK_SUFFIX = "-quick"
+
+
+class RunFigures(BaseModel):
+    """One finished run of a row: its cell, time, verdicts and the summary figures its effects use."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    cell: str
+    compare: str
+    repetition: int
+    seconds: float
+    correct: bool | None  # None: a saturate search, judged by its criterion, not the oracle
+    validity: str  # valid, host-bound, unknown; "" for a saturate search
+    spec_sha256: str  # of the run's spec.resolved.yaml without its ``run`` block; "" when none
+    figures: dict[str, float | None]
+
+
+class RowRecord(BaseModel):
+    """What ``scotbed reproduce`` measured for one row at one scale."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    row: str
+    quick: bool
+    command: str
+    repetitions: int
+    scale: list[str]
+    commit: str
+    date_utc: str
+    cores: int
+    load_1min: list[float]  # sampled before and after every run this invocation made
+    runs: list[RunFigures]
+    changes: dict[str, list[float]]  # effect_key(effect) -> (variant − baseline) / baseline per repetition
+
+    @property
+    def stem(self) -> str:
+        return self.row + (QUICK_SUFFIX if self.quick else "")
+
+
+def effect_key(e: Effect) -> str:
+    return f"{e.label} | {e.variant} vs {e.baseline} | {e.metric}"
+
+
+def spec_sha256(resolved: Path) -> str:
+    """Hash of a run's resolved spec, its ``run`` block (run id, start time, host) left out."""
+    if not resolved.is_file():
+        return ""
+    doc = yaml.safe_load(resolved.read_text())
+    doc.pop("run", None)
+    return hashlib.sha256(yaml.safe_dump(doc, sort_keys=True).encode()).hexdigest()
+
+
+def git_commit(repo: Path) -> str:
+    """The checkout's commit, ``+dirty`` when it has uncommitted changes; ``unknown`` outside git."""
+    try:
+        head = _git(repo, "rev-parse", "HEAD")
+        dirty = _git(repo, "status", "--porcelain", "--untracked-files=no")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+dirty" if dirty else "")
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True, timeout=30
+    ).stdout.strip()
+
+
+def write_record(data_dir: Path, record: RowRecord) -> Path:
+    data_dir.mkdir(parents=True, exist_ok=True)
+    path = data_dir / f"{record.stem}{RECORD_SUFFIX}"
+    path.write_text(record.model_dump_json(indent=1) + "\n")
+    return path
+
+
+def load_records(data_dir: Path) -> dict[str, RowRecord]:
+    """Every record in ``data_dir`` by its file's stem (``<row>`` or ``<row>-quick``)."""
+    out = {}
+    for path in sorted(data_dir.glob(f"*{RECORD_SUFFIX}")):
+        try:
+            out[path.stem] = RowRecord.model_validate_json(path.read_text())
+        except ValidationError as e:
+            raise RowsError(f"{path}: not a reproduction record: {_first_error(e)}") from None
+    return out
+
+
+def _first_error(e: ValidationError) -> str:
+    err = e.errors()[0]
+    where = ".".join(str(x) for x in err["loc"]) or "(top level)"
+    return f"{where}: {err['msg']}"
