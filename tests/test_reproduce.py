@@ -206,7 +206,9 @@ def test_a_record_round_trips_and_its_effects_are_judged_from_its_changes(tmp_pa
     write_doc(doc, rows, measured)
     text = doc.read_text()
     assert "| SBP IMs, snr vs bid | -89 % | -82 % [" in text
-    assert "- Runs: 2 finished, 20 s of runs; every run correct; validity: 1 host-bound, 1 valid" in text
+    assert (
+        "- Runs: 2 finished, 20 s of runs; every run correct; validity: 1 host-bound (left out of the" in text
+    )
     assert "commit `0123abc`, a host with 2 cores, load average (1 min) 0.5–1.5 over 2 samples" in text
     assert "| dnr vs snr vs bid | OctopiS (SCOT dynamic routing), §7 | built; not measured yet" in text
     assert "not tuned" not in text
@@ -217,3 +219,30 @@ def test_a_malformed_record_names_its_file_and_field(tmp_path: Path) -> None:
     path.write_text(path.read_text().replace('"cores": 2', '"cores": "two"'))
     with pytest.raises(RowsError, match=r"octopis-scalability\.json: not a reproduction record: cores"):
         load_records(tmp_path)
+
+
+def test_host_bound_runs_are_left_out_of_the_effects_and_an_effect_only_they_had_reads_host_bound(
+    tmp_path: Path,
+) -> None:
+    from scotbed.orchestrator.reproduce.runner import effect_changes
+
+    row = next(r for r in load_rows() if r.name == "octopis-scalability")
+    bound = {"validity": {"verdict": "host-bound"}}
+    valid = {"validity": {"verdict": "valid"}}
+    summaries = {
+        ("bid", 0): {**_summary(100), **valid},
+        ("snr", 0): {**_summary(20), **valid},
+        ("bid", 1): {**_summary(100), **bound},  # its pair is left out with it
+        ("snr", 1): {**_summary(50), **valid},
+        ("bid", 2): {**_summary(100), **valid},
+        ("snr", 2): {**_summary(10), **valid},
+    }
+    assert effect_changes(row, summaries)[effect_key(IMS)] == [-0.8, -0.9]
+    every = {k: {**s, **bound} for k, s in summaries.items()}
+    assert effect_changes(row, every)[effect_key(IMS)] == []
+    record = _record([]).model_copy(update={"changes": effect_changes(row, every)})
+    (ims,) = [j for j in chosen_records([row], {row.name: record})[row.name].judged if j.effect == IMS]
+    assert ims.verdict == "host-bound"  # the snr run of the record is host-bound: not "no data"
+    doc = tmp_path / "reproduction.md"
+    write_doc(doc, [row], chosen_records([row], {row.name: record}))
+    assert "| SBP IMs, snr vs bid | -89 % | every run host-bound (left out) | host-bound |" in doc.read_text()

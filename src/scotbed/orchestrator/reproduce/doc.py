@@ -6,10 +6,11 @@ from __future__ import annotations
 import math
 import textwrap
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from scotbed.orchestrator.reproduce.effects import SIZE_FACTOR, Judged, judge
+from scotbed.analysis.validity import HOST_BOUND
+from scotbed.orchestrator.reproduce.effects import NO_DATA, SIZE_FACTOR, Judged, judge
 from scotbed.orchestrator.reproduce.record import QUICK_SUFFIX, RowRecord, effect_key
 from scotbed.orchestrator.reproduce.rows import Effect, Row
 
@@ -28,7 +29,15 @@ class Measured:
 
     @classmethod
     def of(cls, row: Row, record: RowRecord) -> Measured:
-        return cls(row, record, [judge(e, record.changes.get(effect_key(e), [])) for e in row.effects])
+        return cls(row, record, [_judged(e, record) for e in row.effects])
+
+
+def _judged(e: Effect, record: RowRecord) -> Judged:
+    """The effect judged from the record's changes; ``host-bound`` when only host-bound runs had it."""
+    j = judge(e, record.changes.get(effect_key(e), []))
+    if j.verdict == NO_DATA and record.host_bound(e.variant, e.baseline):
+        return replace(j, verdict=HOST_BOUND)
+    return j
 
 
 def chosen_records(rows: list[Row], records: dict[str, RowRecord]) -> dict[str, Measured]:
@@ -51,8 +60,10 @@ def _paper(e: Effect) -> str:
 
 def _measured(j: Judged) -> str:
     ci = j.measured
+    if j.verdict == HOST_BOUND:
+        return "every run host-bound (left out)"
     if ci.n == 0:
-        return "no data"
+        return NO_DATA
     if ci.n == 1:
         return f"{_pct(ci.mean)} (n = 1, no interval)"
     return f"{_pct(ci.mean)} [{_pct(ci.low)}, {_pct(ci.high)}] (n = {ci.n})"
@@ -101,9 +112,12 @@ def _runs_line(record: RowRecord) -> str:
     incorrect = [r.cell for r in runs if r.correct is False]
     correct = f"not correct (oracle): {', '.join(incorrect)}" if incorrect else "every run correct"
     validity = Counter(r.validity for r in runs if r.validity)
-    valid = ", ".join(f"{n} {v}" for v, n in sorted(validity.items())) or "no validity verdicts"
+    valid = ", ".join(
+        f"{n} {v}{' (left out of the effects)' if v == HOST_BOUND else ''}"
+        for v, n in sorted(validity.items())
+    )
     seconds = sum(r.seconds for r in runs)
-    return f"- Runs: {len(runs)} finished, {seconds:.0f} s of runs; {correct}; validity: {valid}"
+    return f"- Runs: {len(runs)} finished, {seconds:.0f} s of runs; {correct}; validity: {valid or 'none'}"
 
 
 def _provenance_line(record: RowRecord) -> str:
@@ -173,6 +187,8 @@ def write_doc(path: Path, rows: list[Row], measured: dict[str, Measured]) -> Non
         "only* when only the direction matches, *disagrees* when the direction is opposite, *inconclusive*",
         "when the interval spans 0. Where the paper states only a bound in words (no figure in its text),",
         "*agrees* within the bound, *disagrees* beyond it, *inconclusive* when the interval spans it.",
+        "A run whose validity verdict is host-bound (its delays measure the host, docs/host-bound.md) is",
+        "left out of the effects and counted; an effect that only host-bound runs had reads *host-bound*.",
         "Each row names the commit it was measured at, the host's cores and its load average during the",
         "runs, and every run's validity verdict (a host-bound run's delays measure the host).",
         "",

@@ -13,6 +13,7 @@ from scotbed.orchestrator.reproduce.rows import Effect
 
 #: "rough size" agrees when the measured change is within this factor of the paper's
 SIZE_FACTOR = 2.0
+NO_DATA = "no data"
 
 
 def metric(summary: Mapping[str, Any], path: str) -> float | None:
@@ -50,7 +51,7 @@ def judge(effect: Effect, changes: list[float]) -> Judged:
     bound ``at_most``: ``agrees`` within it, ``disagrees`` beyond, ``inconclusive`` across it."""
     ci = mean_ci(changes)
     if ci.n == 0 or math.isnan(ci.mean):
-        return Judged(effect, ci, "no data")
+        return Judged(effect, ci, NO_DATA)
     if effect.at_most is not None:  # a bound the paper states in words: within it, or not
         if ci.n > 1 and ci.low <= effect.at_most < ci.high:
             return Judged(effect, ci, "inconclusive")

@@ -16,6 +16,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from scotbed.analysis.validity import HOST_BOUND
 from scotbed.orchestrator.reproduce.rows import Effect, RowsError
 
 RECORD_SUFFIX = ".json"
@@ -53,6 +54,11 @@ class RowRecord(BaseModel):
     load_1min: list[float]  # sampled before and after every run this invocation made
     runs: list[RunFigures]
     changes: dict[str, list[float]]  # effect_key(effect) -> (variant − baseline) / baseline per repetition
+    # whose runs were both not host-bound (host-bound runs are listed in ``runs``, left out here)
+
+    def host_bound(self, *compare: str) -> list[RunFigures]:
+        """The host-bound runs of the named compared values."""
+        return [r for r in self.runs if r.validity == HOST_BOUND and r.compare in compare]
 
     @property
     def stem(self) -> str:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from scotbed import contract
+from scotbed.analysis.validity import HOST_BOUND
 from scotbed.orchestrator.campaign import (
     INDEX,
     Campaign,
@@ -109,6 +110,13 @@ def _run_figures(row: Row, name: str, rep: int, found: Found1) -> RunFigures:
     )
 
 
+def effect_changes(row: Row, summaries: dict[tuple[str, int], dict[str, Any]]) -> dict[str, list[float]]:
+    """Each effect's changes over the runs (compared name, repetition) -> summary that are not
+    host-bound: a host-bound run's figures measure the host, so it is left out (its record counts it)."""
+    kept = {k: s for k, s in summaries.items() if s.get("validity", {}).get("verdict") != HOST_BOUND}
+    return {effect_key(e): relative_changes(e, kept) for e in row.effects}
+
+
 def measure(row: Row, quick: bool, out: Path, args: Any, progress: Any) -> RowRecord:
     """Run (or resume) the row's campaign; its record over the finished runs."""
     from scotbed.orchestrator.run import options_from_args, run_spec
@@ -137,7 +145,6 @@ def measure(row: Row, quick: bool, out: Path, args: Any, progress: Any) -> RowRe
     found = {
         (row.name_of(v), r): x for (v, r), x in _summaries(campaign, CampaignIndex(cdir / INDEX)).items()
     }
-    summaries = {k: x[0] for k, x in found.items()}
     override = f" --repetitions {campaign.repetitions}" if campaign.repetitions != row.reps(quick) else ""
     return RowRecord(
         row=row.name,
@@ -150,7 +157,7 @@ def measure(row: Row, quick: bool, out: Path, args: Any, progress: Any) -> RowRe
         cores=os.cpu_count() or 0,
         load_1min=[round(x, 2) for x in load],
         runs=[_run_figures(row, name, rep, x) for (name, rep), x in sorted(found.items())],
-        changes={effect_key(e): relative_changes(e, summaries) for e in row.effects},
+        changes=effect_changes(row, {k: x[0] for k, x in found.items()}),
     )
 
 
