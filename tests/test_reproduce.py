@@ -16,7 +16,6 @@ from scotbed.orchestrator.reproduce.effects import judge, metric, relative_chang
 from scotbed.orchestrator.reproduce.record import (
     RowRecord,
     RunFigures,
-    effect_key,
     load_records,
     write_record,
 )
@@ -27,13 +26,13 @@ IMS = Effect("SBP IMs", "subscriptions.ims_total", "snr", "bid", -0.89)
 
 
 def _summary(ims: float) -> dict[str, object]:
-    return {"subscriptions": {"ims_total": ims, "delay_ms": {"mean": 2.0}}}
+    return {"subscriptions": {"ims_total": ims, "delay_ms": {"mean": ims / 10}}}
 
 
 def test_a_metric_is_read_by_its_dotted_path() -> None:
     s = _summary(40)
     assert metric(s, "subscriptions.ims_total") == 40.0
-    assert metric(s, "subscriptions.delay_ms.mean") == 2.0
+    assert metric(s, "subscriptions.delay_ms.mean") == 4.0
     assert metric(s, "subscriptions.nothing") is None
 
 
@@ -160,42 +159,47 @@ def test_the_committed_table_is_what_table_only_writes_from_the_committed_record
     assert written.read_text() == committed.read_text(), "run: scotbed reproduce --table-only"
 
 
-def _record(changes: list[float], quick: bool = False) -> RowRecord:
-    run = RunFigures(
-        cell="routing=snr,rep=0",
-        compare="snr",
-        repetition=0,
+def _run(compare: str, rep: int, ims: float, validity: str = "valid") -> RunFigures:
+    return RunFigures(
+        cell=f"routing={compare},rep={rep}",
+        compare=compare,
+        repetition=rep,
         seconds=10.0,
         correct=True,
-        validity="host-bound",
+        validity=validity,
         spec_sha256="ab" * 32,
-        figures={"subscriptions.ims_total": 20.0},
+        figures={"subscriptions.ims_total": ims, "subscriptions.delay_ms.mean": ims / 10},
     )
+
+
+def _record(snr: list[float], quick: bool = False, bound: tuple[int, ...] = ()) -> RowRecord:
+    """bid sends 100 IMs in every repetition, snr ``snr[k]`` in repetition k; ``bound``: host-bound reps."""
+    runs = [
+        _run(name, k, ims, "host-bound" if k in bound else "valid")
+        for k, x in enumerate(snr)
+        for name, ims in (("bid", 100.0), ("snr", x))
+    ]
     return RowRecord(
         row="octopis-scalability",
         quick=quick,
         command="scotbed reproduce octopis-scalability",
-        repetitions=3,
+        repetitions=len(snr),
         scale=["workload.subscribers=50"],
         commit="0123abc",
         date_utc="2026-11-29",
         cores=2,
         load_1min=[0.5, 1.5],
-        runs=[
-            run,
-            run.model_copy(update={"validity": "valid", "cell": "routing=bid,rep=0", "compare": "bid"}),
-        ],
-        changes={effect_key(IMS): changes},
+        runs=runs,
     )
 
 
-def test_a_record_round_trips_and_its_effects_are_judged_from_its_changes(tmp_path: Path) -> None:
-    write_record(tmp_path / "reproduction", _record([-0.8, -0.85, -0.82]))
-    write_record(tmp_path / "reproduction", _record([0.5], quick=True))
+def test_a_record_round_trips_and_its_effects_are_judged_from_its_runs(tmp_path: Path) -> None:
+    write_record(tmp_path / "reproduction", _record([20, 15, 18], bound=(1,)))
+    write_record(tmp_path / "reproduction", _record([150], quick=True))
     records = load_records(tmp_path / "reproduction")
     assert records == {
-        "octopis-scalability": _record([-0.8, -0.85, -0.82]),
-        "octopis-scalability-quick": _record([0.5], quick=True),
+        "octopis-scalability": _record([20, 15, 18], bound=(1,)),
+        "octopis-scalability-quick": _record([150], quick=True),
     }
     rows = load_rows()
     measured = chosen_records(rows, records)  # the full scale wins over the quick one
@@ -206,43 +210,33 @@ def test_a_record_round_trips_and_its_effects_are_judged_from_its_changes(tmp_pa
     write_doc(doc, rows, measured)
     text = doc.read_text()
     assert "| SBP IMs, snr vs bid | -89 % | -82 % [" in text
-    assert (
-        "- Runs: 2 finished, 20 s of runs; every run correct; validity: 1 host-bound (left out of the" in text
-    )
+    assert "- Runs: 6 finished, 60 s of runs; every run correct; validity: 2 host-bound (left out of" in text
     assert "commit `0123abc`, a host with 2 cores, load average (1 min) 0.5–1.5 over 2 samples" in text
     assert "| dnr vs snr vs bid | OctopiS (SCOT dynamic routing), §7 | built; not measured yet" in text
     assert "not tuned" not in text
 
 
 def test_a_malformed_record_names_its_file_and_field(tmp_path: Path) -> None:
-    path = write_record(tmp_path, _record([-0.8]))
+    path = write_record(tmp_path, _record([20]))
     path.write_text(path.read_text().replace('"cores": 2', '"cores": "two"'))
     with pytest.raises(RowsError, match=r"octopis-scalability\.json: not a reproduction record: cores"):
         load_records(tmp_path)
 
 
-def test_host_bound_runs_are_left_out_of_the_effects_and_an_effect_only_they_had_reads_host_bound(
+def test_host_bound_runs_are_left_out_of_the_delay_effects_and_one_only_they_had_reads_host_bound(
     tmp_path: Path,
 ) -> None:
-    from scotbed.orchestrator.reproduce.runner import effect_changes
-
     row = next(r for r in load_rows() if r.name == "octopis-scalability")
-    bound = {"validity": {"verdict": "host-bound"}}
-    valid = {"validity": {"verdict": "valid"}}
-    summaries = {
-        ("bid", 0): {**_summary(100), **valid},
-        ("snr", 0): {**_summary(20), **valid},
-        ("bid", 1): {**_summary(100), **bound},  # its pair is left out with it
-        ("snr", 1): {**_summary(50), **valid},
-        ("bid", 2): {**_summary(100), **valid},
-        ("snr", 2): {**_summary(10), **valid},
-    }
-    assert effect_changes(row, summaries)[effect_key(IMS)] == [-0.8, -0.9]
-    every = {k: {**s, **bound} for k, s in summaries.items()}
-    assert effect_changes(row, every)[effect_key(IMS)] == []
-    record = _record([]).model_copy(update={"changes": effect_changes(row, every)})
-    (ims,) = [j for j in chosen_records([row], {row.name: record})[row.name].judged if j.effect == IMS]
-    assert ims.verdict == "host-bound"  # the snr run of the record is host-bound: not "no data"
+    delay = next(e for e in row.effects if e.metric == "subscriptions.delay_ms.mean" and e.variant == "snr")
+    assert delay.timed and not IMS.timed
+    record = _record([20, 50, 10], bound=(1,))
+    assert relative_changes(delay, record.summaries(delay)) == [-0.8, -0.9]  # the host-bound pair left out
+    assert relative_changes(IMS, record.summaries(IMS)) == [-0.8, -0.5, -0.9]  # a count keeps it
+    every = _record([20, 50, 10], bound=(0, 1, 2))
+    judged = {j.effect: j for j in chosen_records([row], {row.name: every})[row.name].judged}
+    assert judged[delay].verdict == "host-bound"  # not "no data"
+    assert judged[IMS].verdict == "agrees"
     doc = tmp_path / "reproduction.md"
-    write_doc(doc, [row], chosen_records([row], {row.name: record}))
-    assert "| SBP IMs, snr vs bid | -89 % | every run host-bound (left out) | host-bound |" in doc.read_text()
+    write_doc(doc, [row], chosen_records([row], {row.name: every}))
+    want = "| subscription delay, snr vs bid | -77 % | every run host-bound (left out) | host-bound |"
+    assert want in doc.read_text()

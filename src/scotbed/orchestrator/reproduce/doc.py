@@ -10,8 +10,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from scotbed.analysis.validity import HOST_BOUND
-from scotbed.orchestrator.reproduce.effects import NO_DATA, SIZE_FACTOR, Judged, judge
-from scotbed.orchestrator.reproduce.record import QUICK_SUFFIX, RowRecord, effect_key
+from scotbed.orchestrator.reproduce.effects import NO_DATA, SIZE_FACTOR, Judged, judge, relative_changes
+from scotbed.orchestrator.reproduce.record import QUICK_SUFFIX, RowRecord
 from scotbed.orchestrator.reproduce.rows import Effect, Row
 
 PLOTS = "reproduction"  # folder of the per-row plots, next to the document
@@ -21,7 +21,7 @@ LABEL_CHARS = 20  # a tick label's line width at font size 8 that fits under one
 
 @dataclass(frozen=True)
 class Measured:
-    """A row with its record, each effect judged from the record's changes."""
+    """A row with its record, each effect judged from the record's runs."""
 
     row: Row
     record: RowRecord
@@ -33,9 +33,9 @@ class Measured:
 
 
 def _judged(e: Effect, record: RowRecord) -> Judged:
-    """The effect judged from the record's changes; ``host-bound`` when only host-bound runs had it."""
-    j = judge(e, record.changes.get(effect_key(e), []))
-    if j.verdict == NO_DATA and record.host_bound(e.variant, e.baseline):
+    """The effect judged from the record's runs; ``host-bound`` when only host-bound runs had it."""
+    j = judge(e, relative_changes(e, record.summaries(e)))
+    if j.verdict == NO_DATA and e.timed and record.host_bound(e.variant, e.baseline):
         return replace(j, verdict=HOST_BOUND)
     return j
 
@@ -112,10 +112,8 @@ def _runs_line(record: RowRecord) -> str:
     incorrect = [r.cell for r in runs if r.correct is False]
     correct = f"not correct (oracle): {', '.join(incorrect)}" if incorrect else "every run correct"
     validity = Counter(r.validity for r in runs if r.validity)
-    valid = ", ".join(
-        f"{n} {v}{' (left out of the effects)' if v == HOST_BOUND else ''}"
-        for v, n in sorted(validity.items())
-    )
+    left_out = {HOST_BOUND: " (left out of the delay and queue effects)"}
+    valid = ", ".join(f"{n} {v}{left_out.get(v, '')}" for v, n in sorted(validity.items()))
     seconds = sum(r.seconds for r in runs)
     return f"- Runs: {len(runs)} finished, {seconds:.0f} s of runs; {correct}; validity: {valid or 'none'}"
 
@@ -188,7 +186,8 @@ def write_doc(path: Path, rows: list[Row], measured: dict[str, Measured]) -> Non
         "when the interval spans 0. Where the paper states only a bound in words (no figure in its text),",
         "*agrees* within the bound, *disagrees* beyond it, *inconclusive* when the interval spans it.",
         "A run whose validity verdict is host-bound (its delays measure the host, docs/host-bound.md) is",
-        "left out of the effects and counted; an effect that only host-bound runs had reads *host-bound*.",
+        "left out of the effects on delays and queue lengths and counted; message counts, table sizes and",
+        "loads keep every run. A delay or queue effect that only host-bound runs had reads *host-bound*.",
         "Each row names the commit it was measured at, the host's cores and its load average during the",
         "runs, and every run's validity verdict (a host-bound run's delays measure the host).",
         "",

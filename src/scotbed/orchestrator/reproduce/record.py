@@ -2,9 +2,10 @@
 
 ``scotbed reproduce NAME`` writes the record of every row it measures; the table
 (:mod:`.doc`) is written from the records alone, so ``--table-only`` regenerates it anywhere and
-nobody edits it by hand. A record holds what a reader needs to trust or question a row: the effects'
-per-repetition changes, every run's figures and validity, the hash of each run's resolved spec, the
-commit, the host's cores and load average during the runs, and the date.
+nobody edits it by hand. A record holds what a reader needs to trust or question a row: every run's
+figures and validity verdict (the effects are computed from them when the table is written), the
+hash of each run's resolved spec, the commit, the host's cores and load average during the runs,
+and the date.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -53,8 +55,20 @@ class RowRecord(BaseModel):
     cores: int
     load_1min: list[float]  # sampled before and after every run this invocation made
     runs: list[RunFigures]
-    changes: dict[str, list[float]]  # effect_key(effect) -> (variant − baseline) / baseline per repetition
-    # whose runs were both not host-bound (host-bound runs are listed in ``runs``, left out here)
+
+    def summaries(self, effect: Effect) -> dict[tuple[str, int], dict[str, Any]]:
+        """Each run's figure of the effect's metric as a summary.json fragment, by (compared value,
+        repetition). A host-bound run's delays and queues measure the host: it is left out of a timed
+        effect (:attr:`Effect.timed`) and kept in the others."""
+        out = {}
+        for r in self.runs:
+            if effect.timed and r.validity == HOST_BOUND:
+                continue
+            node: Any = r.figures.get(effect.metric)
+            for part in reversed(effect.metric.split(".")):
+                node = {part: node}
+            out[(r.compare, r.repetition)] = node
+        return out
 
     def host_bound(self, *compare: str) -> list[RunFigures]:
         """The host-bound runs of the named compared values."""
@@ -63,10 +77,6 @@ class RowRecord(BaseModel):
     @property
     def stem(self) -> str:
         return self.row + (QUICK_SUFFIX if self.quick else "")
-
-
-def effect_key(e: Effect) -> str:
-    return f"{e.label} | {e.variant} vs {e.baseline} | {e.metric}"
 
 
 def spec_sha256(resolved: Path) -> str:

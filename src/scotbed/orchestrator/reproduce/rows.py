@@ -32,6 +32,14 @@ class Effect:
     paper: float = math.nan
     at_most: float | None = None
 
+    @property
+    def timed(self) -> bool:
+        """Whether the metric is a time or a queue length, which the host's load decides on a
+        host-bound run (docs/host-bound.md); message counts, table sizes and loads are not."""
+        return any(
+            "delay" in part or part.endswith("_ms") or "queue" in part for part in self.metric.split(".")
+        )
+
 
 @dataclass(frozen=True)
 class Row:

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from scotbed import contract
-from scotbed.analysis.validity import HOST_BOUND
 from scotbed.orchestrator.campaign import (
     INDEX,
     Campaign,
@@ -22,11 +21,10 @@ from scotbed.orchestrator.campaign import (
     run_campaign,
 )
 from scotbed.orchestrator.reproduce.doc import PLOTS, chosen_records, write_doc
-from scotbed.orchestrator.reproduce.effects import metric, relative_changes
+from scotbed.orchestrator.reproduce.effects import metric
 from scotbed.orchestrator.reproduce.record import (
     RowRecord,
     RunFigures,
-    effect_key,
     git_commit,
     load_records,
     spec_sha256,
@@ -110,13 +108,6 @@ def _run_figures(row: Row, name: str, rep: int, found: Found1) -> RunFigures:
     )
 
 
-def effect_changes(row: Row, summaries: dict[tuple[str, int], dict[str, Any]]) -> dict[str, list[float]]:
-    """Each effect's changes over the runs (compared name, repetition) -> summary that are not
-    host-bound: a host-bound run's figures measure the host, so it is left out (its record counts it)."""
-    kept = {k: s for k, s in summaries.items() if s.get("validity", {}).get("verdict") != HOST_BOUND}
-    return {effect_key(e): relative_changes(e, kept) for e in row.effects}
-
-
 def measure(row: Row, quick: bool, out: Path, args: Any, progress: Any) -> RowRecord:
     """Run (or resume) the row's campaign; its record over the finished runs."""
     from scotbed.orchestrator.run import options_from_args, run_spec
@@ -157,7 +148,6 @@ def measure(row: Row, quick: bool, out: Path, args: Any, progress: Any) -> RowRe
         cores=os.cpu_count() or 0,
         load_1min=[round(x, 2) for x in load],
         runs=[_run_figures(row, name, rep, x) for (name, rep), x in sorted(found.items())],
-        changes=effect_changes(row, {k: x[0] for k, x in found.items()}),
     )
 
 
