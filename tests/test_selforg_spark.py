@@ -120,6 +120,7 @@ def test_the_section_and_its_plot_price_every_window_with_the_table_in_force(
         "cost_total": 54.0,
         "published": 6,
         "cost_per_notification": 9.0,
+        "cost_with_overhead_per_notification": (54.0 + 21.0) / 6,
         "reconfigurations": 1,
         "reconfigurations_per_s": pytest.approx(1 / span_s, rel=1e-12),
         "cost_redraws": 1,
