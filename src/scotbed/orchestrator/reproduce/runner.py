@@ -65,8 +65,8 @@ def saturated(campaign: Campaign, out: Path, args: Any, on_cell: Any, progress: 
     return cdir
 
 
-Found1 = tuple[dict[str, Any], float, str, Path | None]  # summary, seconds, cell key, run directory
-Found = dict[tuple[str, int], Found1]
+FoundRun = tuple[dict[str, Any], float, str, Path | None]  # summary, seconds, cell key, run directory
+Found = dict[tuple[str, int], FoundRun]
 
 
 def _summaries(campaign: Campaign, index: CampaignIndex) -> Found:
@@ -93,7 +93,7 @@ def _summaries(campaign: Campaign, index: CampaignIndex) -> Found:
     return out
 
 
-def _run_figures(row: Row, name: str, rep: int, found: Found1) -> RunFigures:
+def _run_figures(row: Row, name: str, rep: int, found: FoundRun) -> RunFigures:
     summary, seconds, key, run_dir = found
     saturate = "saturate" in summary
     return RunFigures(
