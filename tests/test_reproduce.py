@@ -240,3 +240,18 @@ def test_host_bound_runs_are_left_out_of_the_delay_effects_and_one_only_they_had
     write_doc(doc, [row], chosen_records([row], {row.name: every}))
     want = "| subscription delay, snr vs bid | -77 % | every run host-bound (left out) | host-bound |"
     assert want in doc.read_text()
+
+
+def test_a_change_short_of_all_or_nothing_is_not_printed_as_100_per_cent() -> None:
+    from scotbed.orchestrator.reproduce.doc import _pct
+
+    assert [_pct(x) for x in (-0.9999, -1.0, -0.996, -0.994, -0.8, 0.5, 1.0, math.nan)] == [
+        "-99.99 %",
+        "-100 %",
+        "-99.60 %",
+        "-99 %",
+        "-80 %",
+        "+50 %",
+        "+100 %",
+        "n/a",
+    ]

@@ -51,7 +51,11 @@ def chosen_records(rows: list[Row], records: dict[str, RowRecord]) -> dict[str, 
 
 
 def _pct(x: float) -> str:
-    return "n/a" if math.isnan(x) else f"{x * 100:+.0f} %"
+    """Whole per cents, but never a rounded ±100 % for a change that is not all or nothing."""
+    if math.isnan(x):
+        return "n/a"
+    whole = f"{x * 100:+.0f} %"
+    return f"{x * 100:+.2f} %" if abs(round(x * 100)) == 100 and abs(x) != 1 else whole
 
 
 def _paper(e: Effect) -> str:
