@@ -47,10 +47,12 @@ def _forged_hello() -> pb.Batch:
 
 
 async def _forge_link(address: str) -> grpc.aio.AioRpcError:
+    """The refusal of a link stream opened without the run token, whether it ends the stream before
+    the hello is written (the broker refuses on the call's metadata) or when its answer is read."""
     async with grpc.aio.insecure_channel(address) as channel:
         call = pbg.LinkStub(channel).Connect()
-        await call.write(_forged_hello())
         try:
+            await call.write(_forged_hello())
             await call.read()
         except grpc.aio.AioRpcError as e:
             return e
