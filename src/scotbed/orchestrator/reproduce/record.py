@@ -4,18 +4,16 @@
 (:mod:`.doc`) is written from the records alone, so ``--table-only`` regenerates it anywhere and
 nobody edits it by hand. A record holds what a reader needs to trust or question a row: every run's
 figures and validity verdict (the effects are computed from them when the table is written), the
-hash of each run's resolved spec, the commit, the host's cores and load average during the runs,
+fingerprint of each run's resolved spec, the commit, the host's cores and load average during the runs,
 and the date.
 """
 
 from __future__ import annotations
 
-import hashlib
 import subprocess
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from scotbed.analysis.validity import HOST_BOUND
@@ -36,7 +34,7 @@ class RunFigures(BaseModel):
     seconds: float
     correct: bool | None  # None: a saturate search, judged by its criterion, not the oracle
     validity: str  # valid, host-bound, unknown; "" for a saturate search
-    spec_sha256: str  # of the run's spec.resolved.yaml without its ``run`` block; "" when none
+    spec_fingerprint: str  # the campaign index's of the cell's resolved spec (campaign.fingerprint)
     figures: dict[str, float | None]
 
 
@@ -77,15 +75,6 @@ class RowRecord(BaseModel):
     @property
     def stem(self) -> str:
         return self.row + (QUICK_SUFFIX if self.quick else "")
-
-
-def spec_sha256(resolved: Path) -> str:
-    """Hash of a run's resolved spec, its ``run`` block (run id, start time, host) left out."""
-    if not resolved.is_file():
-        return ""
-    doc = yaml.safe_load(resolved.read_text())
-    doc.pop("run", None)
-    return hashlib.sha256(yaml.safe_dump(doc, sort_keys=True).encode()).hexdigest()
 
 
 def git_commit(repo: Path) -> str:

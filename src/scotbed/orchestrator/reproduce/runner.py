@@ -27,7 +27,6 @@ from scotbed.orchestrator.reproduce.record import (
     RunFigures,
     git_commit,
     load_records,
-    spec_sha256,
     write_record,
 )
 from scotbed.orchestrator.reproduce.rows import Row, RowsError, load_rows, select
@@ -65,36 +64,39 @@ def saturated(campaign: Campaign, out: Path, args: Any, on_cell: Any, progress: 
     return cdir
 
 
-FoundRun = tuple[dict[str, Any], float, str, Path | None]  # summary, seconds, cell key, run directory
+FoundRun = tuple[dict[str, Any], float, str, str]  # summary, seconds, cell key, spec fingerprint
 Found = dict[tuple[str, int], FoundRun]
 
 
 def _summaries(campaign: Campaign, index: CampaignIndex) -> Found:
-    """(compared value as text, repetition) -> (summary, seconds, cell key, run directory) of the cells
-    finished at this scale; a saturate cell's summary is ``{"saturate": its interval}``, with no run
-    directory."""
+    """(compared value as text, repetition) -> (summary, seconds, cell key, the campaign's fingerprint of
+    the cell's resolved spec) of the cells finished at this scale; a saturate cell's summary is
+    ``{"saturate": its interval}``."""
     from scotbed.orchestrator.saturation import finished, sweep_fingerprint
 
     out = {}
     for cell in campaign.cells():  # only runs of this scale count
         rec = index.cells.get(cell.key, {})
-        run_dir: Path | None = None
         if campaign.saturate is not None:
             if not finished(index, cell.key, sweep_fingerprint(campaign.base, cell.sets, campaign.saturate)):
                 continue
             summary = {"saturate": rec["saturate"]}
         elif index.finished(cell.key, fingerprint(campaign.base, cell.sets)):
-            run_dir = Path(rec["run_dir"])
-            summary = json.loads((run_dir / contract.SUMMARY).read_text())
+            summary = json.loads((Path(rec["run_dir"]) / contract.SUMMARY).read_text())
         else:
             continue
         vary = next(iter(campaign.matrix))
-        out[(str(rec["values"][vary]), cell.repetition)] = (summary, float(rec["seconds"]), cell.key, run_dir)
+        out[(str(rec["values"][vary]), cell.repetition)] = (
+            summary,
+            float(rec["seconds"]),
+            cell.key,
+            str(rec.get("fingerprint", "")),
+        )
     return out
 
 
 def _run_figures(row: Row, name: str, rep: int, found: FoundRun) -> RunFigures:
-    summary, seconds, key, run_dir = found
+    summary, seconds, key, spec_fingerprint = found
     saturate = "saturate" in summary
     return RunFigures(
         cell=key,
@@ -103,7 +105,7 @@ def _run_figures(row: Row, name: str, rep: int, found: FoundRun) -> RunFigures:
         seconds=seconds,
         correct=None if saturate else bool(summary.get("correctness", {}).get("ok")),
         validity="" if saturate else str(summary.get("validity", {}).get("verdict", "unknown")),
-        spec_sha256=spec_sha256(run_dir / contract.SPEC_RESOLVED) if run_dir else "",
+        spec_fingerprint=spec_fingerprint,
         figures={e.metric: metric(summary, e.metric) for e in row.effects},
     )
 
