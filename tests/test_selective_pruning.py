@@ -10,7 +10,6 @@ from __future__ import annotations
 import copy
 import itertools
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -20,7 +19,6 @@ from scotbed.filters import Filter
 from scotbed.messages import Publication, Unsubscription
 from scotbed.routing import check_params
 from scotbed.routing.selective_pruning import (
-    SelectivePruning,
     critical_distance,
     header_after,
     prune_tuples,
@@ -61,13 +59,10 @@ def test_params_are_declared_and_typed() -> None:
 PATH = topology.tree(topology.path(4))  # v0 - v1 - v2 - v3
 
 
-def test_the_window_expires_and_then_the_unsubscription_is_a_full_prune(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_the_window_expires_and_then_the_unsubscription_is_a_full_prune() -> None:
     now = [0.0]
-    monkeypatch.setattr(SelectivePruning, "clock", staticmethod(lambda: now[0]))
     for age, prune in ((5.0, (("b-v3-0", 0),)), (11.0, ())):
-        net = SimNetwork(PATH, "selective-pruning", params={"window_s": 10.0})
+        net = SimNetwork(PATH, "selective-pruning", params={"window_s": 10.0}, time_s=lambda: now[0])
         now[0] = 0.0
         net.subscribe("R", "b-v0-0", "x between [0, 100]")
         net.subscribe("B", "b-v0-0", "x between [0, 10]")

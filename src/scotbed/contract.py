@@ -170,3 +170,6 @@ def workload_part(kind: str, process: str) -> str:
 #: readiness probe on Kubernetes servers without gRPC probes and by the compose healthcheck; under /tmp,
 #: the pod's writable emptyDir or the container's tmpfs (the root file system is read-only)
 BROKER_READY_FILE = "/tmp/scotbed-broker.ready"
+
+#: the backend whose runs are in virtual time (docs/design.md §11): its ``ts_ns`` are no host's clock
+SIM_BACKEND = "sim"

@@ -233,9 +233,12 @@ def validity_section(d: RunData) -> validity.Validity:
     delay = validity.Delay(d.delays[0]["delay_ms"].get("mean"), hops, p.send_lag_ms)
     spec = d.run.spec
     cores = validity.cores_of(spec, d.run.provenance)
-    v = validity.assess(
-        samples, window, delay, cores, spec.workload.time_scale, spec.analysis.host_bound, clients
-    )
+    if spec.backend == contract.SIM_BACKEND:
+        v = validity.virtual(window, delay, spec.workload.time_scale, spec.analysis.host_bound)
+    else:
+        v = validity.assess(
+            samples, window, delay, cores, spec.workload.time_scale, spec.analysis.host_bound, clients
+        )
     origin = window.start_ns if window else min((s.ts_ns for s in samples), default=0)
     d.tables["loop_lag"] = pd.DataFrame(
         validity.lag_series(samples, origin), columns=["t_s", "lag_ms_max", "lag_ms_mean", "cpu_sum"]

@@ -38,6 +38,7 @@ compare.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -48,6 +49,8 @@ from scotbed.experiment.spec import HostBoundSpec as Bounds  # the spec's analys
 from scotbed.experiment.spec import Spec
 
 VALID = "valid"
+WALL = "wall"  # the run's ts_ns are the host's clock: the host can bound it
+VIRTUAL = "virtual"  # the sim backend's clock: delays come from the time model alone
 HOST_BOUND = "host-bound"
 UNKNOWN = "unknown"
 WINDOW_BIN_S = 1.0  # time resolution of the affected windows
@@ -110,6 +113,7 @@ class Validity:
     time_scale: float
     suggested_time_scale: float | None
     bounds: dict[str, float]
+    clock: str = WALL  # WALL, or VIRTUAL for a run of the sim backend (never host-bound)
 
     @property
     def host_bound(self) -> bool:
@@ -140,6 +144,8 @@ def line(doc: Mapping[str, Any]) -> str:
     each criterion under its bound, for a host-bound run the criteria met; the figures are the ones
     the rule compares (the reasons hold the rest)."""
     verdict = doc.get("verdict", UNKNOWN)
+    if doc.get("clock") == VIRTUAL:
+        return f"{verdict}: {'; '.join(doc.get('reasons') or ())}"
     if verdict not in (VALID, HOST_BOUND):
         return f"{verdict}: {'; '.join(doc.get('reasons') or ())}"
     b = Bounds(**{k: float(v) for k, v in (doc.get("bounds") or {}).items() if k in Bounds.model_fields})
@@ -411,6 +417,12 @@ def _window_json(window: Window | None) -> dict[str, Any]:
         "seconds": (window.end_ns - window.start_ns) / 1e9,
         "intended_s": window.intended_span_s,
     }
+
+
+def virtual(window: Window | None, delay: Delay, time_scale: float, b: Bounds) -> Validity:
+    """A run in virtual time (the sim backend): valid by construction, since no host shares its clock."""
+    why = "virtual time (sim backend): the delays come from the time model alone, no host shares its clock"
+    return dataclasses.replace(_unknown(why, window, delay, time_scale, b), verdict=VALID, clock=VIRTUAL)
 
 
 def _unknown(why: str, window: Window | None, delay: Delay, time_scale: float, b: Bounds) -> Validity:

@@ -113,6 +113,9 @@ class _View:
     def make_matcher(self) -> Matcher:
         return make_matcher(self._matching)
 
+    def clock(self) -> float:
+        return time.monotonic()
+
 
 # (from hop or None for a local client, message or END marker, raw pb notification)
 Item = tuple[str | None, Message | End, Any]

@@ -11,8 +11,9 @@ processes prove the same on the wire in the slow tests.
 
 from __future__ import annotations
 
+import time
 from collections import Counter, deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +59,9 @@ class _View:
     def make_matcher(self) -> Matcher:
         return make_matcher(self._net.matching)
 
+    def clock(self) -> float:
+        return self._net.time_s()
+
 
 @dataclass
 class SimNetwork:
@@ -66,6 +70,8 @@ class SimNetwork:
     matching: str = "naive"
     params: dict[str, Any] = field(default_factory=dict)
     link_states: dict[tuple[str, str], LinkState] = field(default_factory=dict)
+    #: the routing plug-ins' clock in seconds (``BrokerView.clock``); a test may set its own
+    time_s: Callable[[], float] = time.monotonic
 
     def __post_init__(self) -> None:
         self.brokers: dict[str, RoutingAlgorithm] = {

@@ -441,7 +441,7 @@ class Spec(Block):
     matching: Literal["naive", "counting", "pst"] = "counting"
     workload: WorkloadSpec = Field(default_factory=lambda: WorkloadSpec())
     analysis: AnalysisSpec = Field(default_factory=lambda: AnalysisSpec())
-    backend: Literal["local", "compose", "k8s"] = "local"
+    backend: Literal["local", "compose", "k8s", "sim"] = "local"
     timeouts: TimeoutsSpec = Field(default_factory=lambda: TimeoutsSpec())
     faults: list[FaultSpec] = Field(
         default_factory=list,

@@ -122,7 +122,7 @@ class CampaignFile(BaseModel):
         description="runs per cell; repetition r runs with the cell's seed + r, and they pool into one point",
     )
     set: list[str] = Field(default_factory=list, description="key.path=value applied to every run")
-    backend: Literal["local", "compose", "k8s"] | None = Field(
+    backend: Literal["local", "compose", "k8s", "sim"] | None = Field(
         default=None, description="every run's backend; the command line's --backend wins"
     )
     saturate: dict[str, Any] | None = Field(

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from scotbed import topology as topo
 from scotbed.experiment import spec_peers
 from scotbed.experiment.spec import Spec, build_scot
+from scotbed.experiment.spec_errors import SpecError
 from scotbed.orchestrator import faults, security
+from scotbed.orchestrator.backends import backend_class
 from scotbed.orchestrator.plan import broker_configs, client_plan, workload_plan
 
 
@@ -33,6 +35,8 @@ def check(spec: Spec, backend: str | None = None, with_workload: bool = True) ->
     ``backend`` (default: the spec's) before its brokers start. ``with_workload=False`` leaves the
     workload's generation to the caller that generates it anyway (`run`'s render phase)."""
     name = backend or spec.backend
+    if (why := backend_class(name).refuses(spec)) is not None:
+        raise SpecError(f"backend: the {name} backend {why}")
     security.validate(spec)
     if spec.topology.kind == spec_peers.PEERS:
         w = spec.workload.peers or spec_peers.PeersWorkloadSpec()

@@ -41,7 +41,7 @@ from scotbed.experiment import spec_peers
 from scotbed.experiment.spec import Spec, build_scot, load_spec
 from scotbed.orchestrator import faults, interrupts, preflight, schedule, security
 from scotbed.orchestrator import plan as deploy_plan
-from scotbed.orchestrator.backends import make_backend
+from scotbed.orchestrator.backends import backend_class, make_backend
 from scotbed.orchestrator.backends.base import BackendError, Deployment, DeployRequest, ReleaseMode
 from scotbed.orchestrator.images import BROKER_IMAGE, WORKLOAD_IMAGE
 from scotbed.orchestrator.locust_driver import HostLocust, WorkloadFailed
@@ -216,11 +216,11 @@ class Lifecycle:
         with self.progress.phase("ready") as ph:
             self._wait_healthy(spec.timeouts.ready_s, ph)
 
-        if script is not None:
+        if script is not None and not backend_class(backend_name).virtual_time:
             self._workload_scripted(spec, script)
         else:
             try:
-                self.deployment.run_workload(_WorkloadRun(self, spec, scot, run_id))
+                self.deployment.run_workload(_WorkloadRun(self, spec, scot, run_id, script))
             except WorkloadFailed as e:
                 raise RunFailed(str(e), self.run_dir) from None
 
@@ -459,9 +459,12 @@ class Lifecycle:
 class _WorkloadRun:
     """What a run lends its deployment's workload runner (:class:`~.backends.base.WorkloadRun`)."""
 
-    def __init__(self, life: Lifecycle, spec: Spec, scot: Any, run_id: str) -> None:
+    def __init__(
+        self, life: Lifecycle, spec: Spec, scot: Any, run_id: str, script: Script | None = None
+    ) -> None:
         assert life.run_dir is not None and life.state is not None
         self.life, self.spec, self.scot, self.run_id = life, spec, scot, run_id
+        self.script = script
         self.run_dir, self.state = life.run_dir, life.state
         self.progress, self.options = life.progress, life.options
 

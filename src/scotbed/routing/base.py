@@ -83,6 +83,11 @@ class BrokerView(Protocol):
 
     def make_matcher(self) -> Matcher: ...
 
+    def clock(self) -> float:
+        """Monotonic seconds: the host's on a broker process, virtual time in the sim backend. Time-dependent
+        routing logic (selective pruning's history window) reads time only here."""
+        ...
+
 
 @dataclass(slots=True)
 class Entry:

@@ -31,9 +31,8 @@ that match them against their real entries, so delivery stays exactly-once.
 
 from __future__ import annotations
 
-import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from scotbed.messages import Publication, Unsubscription, copy_with
@@ -69,8 +68,6 @@ def header_after(pub: Publication, k: int) -> tuple[int, int]:
 
 class SelectivePruning(ActiveCovering):
     params: ClassVar[dict[str, Any]] = {"similarity": 0.9, "window_s": 60.0, "min_count": 1}
-    #: the history's clock in seconds (monotonic); a test may replace it
-    clock: ClassVar[Callable[[], float]] = staticmethod(time.monotonic)
 
     def __init__(self, view: BrokerView) -> None:
         super().__init__(view)
@@ -122,7 +119,7 @@ class SelectivePruning(ActiveCovering):
     def _record(self, pub: Publication, local: list[str]) -> None:
         if not local:
             return
-        now = type(self).clock()
+        now = self.view.clock()
         for sub_id in local:
             self.history.setdefault(sub_id, deque()).append((now, pub.source_broker, pub.distance, pub.count))
             self._expire(sub_id, now)
@@ -136,7 +133,7 @@ class SelectivePruning(ActiveCovering):
     def _window(self, sub_id: str) -> list[tuple[str, int, int]]:
         if sub_id not in self.history:
             return []
-        self._expire(sub_id, type(self).clock())
+        self._expire(sub_id, self.view.clock())
         return [(a, d, c) for _, a, d, c in self.history[sub_id]]
 
     def ghosts(self) -> int:

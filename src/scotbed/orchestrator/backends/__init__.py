@@ -18,6 +18,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from scotbed import contract
+
 if TYPE_CHECKING:
     from scotbed.orchestrator.backends.base import Backend, BackendClass
 
@@ -26,6 +28,7 @@ REGISTRY: dict[str, str] = {
     "local": "scotbed.orchestrator.backends.local:LocalBackend",
     "compose": "scotbed.orchestrator.backends.compose:ComposeBackend",
     "k8s": "scotbed.orchestrator.backends.k8s.backend:K8sBackend",
+    contract.SIM_BACKEND: "scotbed.orchestrator.backends.sim.backend:SimBackend",
 }
 
 

@@ -57,6 +57,8 @@ class WorkloadRun(Protocol):
     the run's own barriers and checks (each raises the run's failure when it does not pass)."""
 
     spec: Any  # the run's Spec: timeouts, faults
+    script: Any  # the spec's scripted scenario (Script); None for a generated workload. A backend that
+    # plays scripts itself (``virtual_time``) gets it here; the others' scripts are played from the host
     run_id: str
     run_dir: Path
     state: RunState
@@ -152,6 +154,11 @@ class BackendClass(Protocol):
     supports_faults: bool  # its deployments have a fault_target (spec ``faults:``)
     renders: bool  # ``scotbed render --target NAME`` writes its files (:meth:`render`)
     sweeps_unasked: bool  # ``scotbed down`` without ``--backend`` sweeps its unrecorded leftovers
+    virtual_time: bool  # runs the brokers in virtual time: no processes, the deployment plays any workload
+
+    def refuses(self, spec: Any) -> str | None:
+        """Why this backend cannot run ``spec`` (a sentence after the backend's name), or None."""
+        ...
 
     def from_options(self, options: Any, progress: Any) -> Backend:
         """The backend for a run's options (:class:`~scotbed.orchestrator.run.RunOptions`) and progress."""
@@ -179,6 +186,7 @@ class BackendDefaults:
     supports_faults: ClassVar[bool] = True
     renders: ClassVar[bool] = False
     sweeps_unasked: ClassVar[bool] = False
+    virtual_time: ClassVar[bool] = False
     #: "module:function" that makes a peers run's launcher, called as ``(backend, run_id, image, state,
     #: ready_timeout_s)``; named rather than imported because a launcher module builds on its backend's
     peers: ClassVar[str] = ""
@@ -191,6 +199,10 @@ class BackendDefaults:
             self, run_id, image, state, ready_timeout_s
         )
         return launcher
+
+    @classmethod
+    def refuses(cls, spec: Any) -> str | None:
+        return None
 
     @classmethod
     def render(cls, args: Any, spec: Any, scot: Any, run_id: str, out: Path) -> int:

@@ -1,0 +1,147 @@
+"""``--backend sim``: the spec's brokers in virtual time, in this process (docs/design.md §11).
+
+The deployment holds the rendered broker configs and, when the run hands it the workload, plays the
+whole run on the time model (:mod:`.network`) with the plan's or the script's clients (:mod:`.clients`),
+writing the same run directory as a run of broker processes: one event log per broker and one of
+the clients, with virtual ``ts_ns``, the workload files and the drain record. Nothing is started, so
+there is nothing to collect, tear down or leave behind.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, ClassVar
+
+from scotbed import contract
+from scotbed.broker.eventlog import EventLog
+from scotbed.config import BrokerConfig
+from scotbed.orchestrator.backends.base import BackendDefaults, BackendError, DeployRequest, WorkloadRun
+from scotbed.orchestrator.backends.sim.clients import (
+    PROCESS,
+    SCRIPT_PROCESS,
+    Clients,
+    PlanDriver,
+    ScriptDriver,
+)
+from scotbed.orchestrator.backends.sim.clock import Clock
+from scotbed.orchestrator.backends.sim.network import Network
+from scotbed.orchestrator.plan import Addressing
+from scotbed.workloads.records import ProcessRecords, merge_workload
+
+#: nothing is dialled; a placeholder address passes every config check
+SIM_ADDRESSING = Addressing(dial="{id}:1", listen="{id}:1")
+
+
+class SimBackend(BackendDefaults):
+    """Brokers in virtual time; declares no faults yet and no peers or self-organising overlays."""
+
+    supports_faults: ClassVar[bool] = False
+    virtual_time: ClassVar[bool] = True
+
+    @classmethod
+    def from_options(cls, options: Any, progress: Any) -> SimBackend:
+        return cls()
+
+    @classmethod
+    def refuses(cls, spec: Any) -> str | None:
+        if spec.topology.kind == "peers":
+            return (
+                "runs no peers yet; Vinifera's 1,000-peer simulator is scotbed.vinifera.sim "
+                "(benchmarks/vinifera.py)"
+            )
+        if spec.topology.self_organising is not None:
+            return (
+                "runs no self-organising overlay yet; its simulator is scotbed.selforg.sim "
+                "(benchmarks/selforg.py)"
+            )
+        return None
+
+    def addressing(self, run_id: str) -> Addressing:
+        return SIM_ADDRESSING
+
+    def deploy(self, request: DeployRequest) -> SimDeployment:
+        return SimDeployment(request.configs, request.run_dir)
+
+
+class SimDeployment:
+    """The run's brokers as configs, until :meth:`run_workload` plays the run in virtual time."""
+
+    def __init__(self, configs: list[BrokerConfig], run_dir: Path) -> None:
+        self.configs = configs
+        self.run_dir = run_dir
+        self.clock: Clock | None = None
+
+    @property
+    def admin_addresses(self) -> dict[str, str]:
+        return {}
+
+    @property
+    def client_addresses(self) -> dict[str, str]:
+        return {c.id: c.listen for c in self.configs}
+
+    @property
+    def metrics_addresses(self) -> dict[str, str]:
+        return {}
+
+    @property
+    def fault_target(self) -> Any:
+        raise BackendError("the sim backend runs no fault timeline yet")
+
+    def dead(self) -> dict[str, str]:
+        return {}
+
+    def run_workload(self, run: WorkloadRun) -> None:
+        """The whole run, from the first subscription to the last delivery, in virtual time."""
+        script = getattr(run, "script", None)
+        with run.progress.phase("simulate") as ph:
+            clock = self.clock = Clock()
+            logs = {
+                c.id: EventLog(c.id, str(self.run_dir / contract.events_file(c.id))) for c in self.configs
+            }
+
+            def emit(ts_ns: int, node: str, ev: str, **fields: Any) -> None:
+                logs[node].emit_at(ts_ns, ev, **fields)
+
+            net = Network(self.configs, clock, emit, run.spec.seed)
+            records = ProcessRecords(self.run_dir, SCRIPT_PROCESS if script is not None else PROCESS)
+            clients = Clients(net, clock, records)
+            try:
+                if script is not None:
+                    counts = ScriptDriver(script, clients, self.run_dir).run()
+                else:
+                    PlanDriver(run.plan("file"), clients).run()
+                    counts = {}
+                clock.run(until_ns=clock.now_ns + net.sample_ns)  # the samples of the last period
+            finally:
+                records.close()
+                for log in logs.values():
+                    log.close()
+            merge_workload(self.run_dir)
+            self._drain_record(records.receives, clock.now_ns - (clients.last_publish_ns or clock.now_ns))
+            run.measured()
+            ph.update(
+                f"{clock.handled} timed steps in {clock.seconds():.1f} virtual s, "
+                f"{records.receives} received"
+                + (f", {', '.join(f'{v} {k}' for k, v in sorted(counts.items()))}" if counts else "")
+            )
+
+    def _drain_record(self, received: int, elapsed_ns: int) -> None:
+        """The drain ends when nothing is left to run: quiescent, with no backlog."""
+        record = {
+            "deadline_s": 0.0,
+            "quiescent": True,
+            "elapsed_s": round(elapsed_ns / 1e9, 3),
+            "backlog_at_stop": 0,
+            "peak_backlog": 0,
+            "series": [],
+            "delivered": received,
+            "received": received,
+        }
+        (self.run_dir / contract.DRAIN).write_text(json.dumps(record) + "\n")
+
+    def collect(self, events_dir: Path) -> list[Path]:
+        return sorted(events_dir.glob("b-*.jsonl"))
+
+    def teardown(self) -> None:
+        return None

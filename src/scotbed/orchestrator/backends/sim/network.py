@@ -1,0 +1,285 @@
+"""The time model of docs/design.md §11 over the real routing plug-ins, in virtual time.
+
+A :class:`SimBroker` is one FIFO server: a message taken from its input is served for
+``service_us`` per unit (:func:`scotbed.broker.service.units`), and at the end of its service the
+routing plug-in decides, local deliveries happen and the copies enter one :class:`SimLink` per
+neighbour. A link sends within its token bucket (``capacity_msgs_per_s``, a burst of 10 ms of
+capacity, as a broker's link sender) and a message arrives ``latency_ms ± jitter_ms`` after it
+leaves, never before the one sent ahead of it. The brokers log what a broker process logs, from
+the same handlers' order, stamped with the virtual clock; what a broker process adds of its own
+(gRPC, batching, its event loop) is not modelled.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from scotbed import contract
+from scotbed.broker.linkout import CeWindow
+from scotbed.broker.service import units
+from scotbed.config import BrokerConfig, NeighbourConfig
+from scotbed.matching import Matcher, make_matcher
+from scotbed.messages import Message, Publication, Subscription, Unsubscription, copy_with
+from scotbed.orchestrator.backends.sim.clock import Clock
+from scotbed.routing import make_algorithm
+from scotbed.routing.base import Decision, LinkState
+
+#: ``emit(ts_ns, node, ev, **fields)``: one event line of ``node``'s log
+Emit = Callable[..., None]
+#: ``receive(sub_id, publication, broker_ns)``: a local delivery reaches its subscriber
+Receive = Callable[[str, Publication, int], None]
+
+
+class SimLink:
+    """The output side of one directed link: queue, token bucket, delay line, CE window."""
+
+    def __init__(
+        self, clock: Clock, neighbour: NeighbourConfig, capacity: float, window_s: float, rng: random.Random
+    ) -> None:
+        self.clock = clock
+        self.neighbour = neighbour
+        self.id = neighbour.id
+        self.queue: deque[Message] = deque()
+        self.capacity = max(0.0, capacity)
+        self.burst = max(1.0, self.capacity / 100.0)
+        self.tokens = 0.0  # empty at the start, as a broker's link sender
+        self.refilled_ns = clock.now_ns
+        self.window = CeWindow(window_s, clock.seconds)
+        self.rng = rng
+        self.last_arrival_ns = 0
+        self.pumping = False  # a send is scheduled for when the bucket holds a token
+        self.arrive: Callable[[str, Message], None] = lambda src, msg: None  # set by the network
+
+    def put(self, src: str, msg: Message) -> None:
+        self.queue.append(msg)
+        self.window.count_in(1)
+        if not self.pumping:
+            self._pump(src)
+
+    def _pump(self, src: str) -> None:
+        self.pumping = False
+        while self.queue:
+            if self.capacity > 0:
+                now = self.clock.now_ns
+                self.tokens = min(self.burst, self.tokens + (now - self.refilled_ns) / 1e9 * self.capacity)
+                self.refilled_ns = now
+                if self.tokens < 1.0:
+                    wait_ns = max(1, int((1.0 - self.tokens) / self.capacity * 1e9) + 1)
+                    self.pumping = True
+                    self.clock.after(wait_ns, self._pump, src)
+                    return
+                self.tokens -= 1.0
+            self._send(src, self.queue.popleft())
+
+    def _send(self, src: str, msg: Message) -> None:
+        self.window.count_out(1)
+        lat, jit = self.neighbour.latency_ms, self.neighbour.jitter_ms
+        delay_ms = max(0.0, lat + self.rng.uniform(-jit, jit)) if jit > 0 else lat
+        arrival = max(self.clock.now_ns + round(delay_ms * 1e6), self.last_arrival_ns)
+        self.last_arrival_ns = arrival
+        self.clock.at(arrival, self.arrive, src, msg)
+
+    @property
+    def ce(self) -> float:
+        return self.window.ce
+
+
+class _View:
+    """What the routing plug-in sees of a simulated broker (``BrokerView``)."""
+
+    def __init__(self, broker: SimBroker) -> None:
+        cfg = broker.cfg
+        self._broker = broker
+        self.id = cfg.id
+        self.vertex = cfg.vertex
+        self.cluster = cfg.cluster
+        self.type = cfg.type
+        self.clusters = cfg.clusters
+        self.neighbours: dict[str, NeighbourConfig] = {n.id: n for n in cfg.neighbours}
+        self.params: Mapping[str, Any] = cfg.routing_params
+        self._matching = cfg.matching
+
+    def link_state(self, neighbour: str) -> LinkState:
+        return self._broker.link_state(neighbour)
+
+    def make_matcher(self) -> Matcher:
+        return make_matcher(self._matching)
+
+    def clock(self) -> float:
+        return self._broker.clock.seconds()
+
+
+@dataclass
+class Session:
+    """A local subscription's client: who receives its deliveries."""
+
+    subscriber: str
+    receive: Receive
+
+
+class SimBroker:
+    """One broker of the time model; its handlers log in the order a broker process's do."""
+
+    def __init__(self, cfg: BrokerConfig, clock: Clock, emit: Emit, rng: random.Random) -> None:
+        self.cfg = cfg
+        self.id = cfg.id
+        self.clock = clock
+        self._emit = emit
+        self.view = _View(self)
+        self.algo = make_algorithm(cfg.routing, self.view)
+        window_s = cfg.congestion.window_ms / 1000.0
+        self.links = {n.id: SimLink(clock, n, self._capacity(n), window_s, rng) for n in cfg.neighbours}
+        self.service_ns = cfg.service_us * 1000.0
+        self.input: deque[tuple[str | None, Message, Callable[[], None] | None]] = deque()
+        self.busy = False
+        self.input_peak = 0
+        self.sessions: dict[str, Session] = {}
+        self.served = 0  # messages taken from the input
+
+    def _capacity(self, n: NeighbourConfig) -> float:
+        return self.cfg.link_capacity_msgs_per_s if n.capacity_msgs_per_s is None else n.capacity_msgs_per_s
+
+    def emit(self, ev: str, **fields: Any) -> None:
+        self._emit(self.clock.now_ns, self.id, ev, **fields)
+
+    def link_state(self, neighbour: str) -> LinkState:
+        link = self.links.get(neighbour)
+        if link is None:
+            return LinkState()
+        c = self.cfg.congestion
+        ce, qlen = link.ce, len(link.queue)
+        return LinkState(ce, qlen, ce > c.ce_threshold or qlen > c.queue_threshold)
+
+    # --- the server ----------------------------------------------------------------------------
+
+    def submit(self, from_hop: str | None, msg: Message, done: Callable[[], None] | None = None) -> None:
+        """A message enters the input queue (``from_hop`` None: from a local client); ``done`` is called
+        at the end of its service (a subscriber's ack)."""
+        self.input.append((from_hop, msg, done))
+        self.input_peak = max(self.input_peak, len(self.input))
+        if not self.busy:
+            self._serve_next()
+
+    def _serve_next(self) -> None:
+        from_hop, msg, done = self.input.popleft()
+        self.busy = True
+        self.served += 1
+        self.clock.after(round(self.service_ns * units(msg)), self._served, from_hop, msg, done)
+
+    def _served(self, from_hop: str | None, msg: Message, done: Callable[[], None] | None) -> None:
+        self.handle(from_hop, msg)
+        if done is not None:
+            done()
+        self.busy = False
+        if self.input:
+            self._serve_next()
+
+    # --- the handlers (scotbed.broker.runtime.Broker's, without the process around them) ------------
+
+    def handle(self, from_hop: str | None, msg: Message) -> None:
+        link = from_hop or ""
+        if isinstance(msg, Publication):
+            self.emit(contract.NOTIF_IN, pub_id=msg.pub_id, link=link, hops=msg.hops)
+            self._publication(msg, self.algo.on_publication(msg, from_hop))
+        elif isinstance(msg, Subscription):
+            self.emit(contract.SUB_IN, sub_id=msg.sub_id, link=link, hops=msg.hops)
+            self._forward(self.algo.on_subscription(msg, from_hop))
+        else:
+            self.emit(contract.UNSUB_IN, sub_id=msg.sub_id, link=link, hops=msg.hops)
+            self._forward(self.algo.on_unsubscription(msg, from_hop))
+
+    def _publication(self, pub: Publication, d: Decision) -> None:
+        if d.match_us is not None:
+            steps = self.algo.match_steps(d)
+            self.emit(
+                contract.MATCH,
+                pub_id=pub.pub_id,
+                us=0.0,  # matching costs no virtual time (docs/design.md §11)
+                n=d.matched if d.matched is not None else len(d.deliver),
+                **({} if steps is None else {"steps": steps}),
+            )
+        for sub_id in d.deliver:
+            session = self.sessions.get(sub_id)
+            if session is None:
+                self.emit(contract.DROP, link="", reason="no_session", pub_id=pub.pub_id, sub_id=sub_id)
+                continue
+            self.emit(contract.DELIVER, pub_id=pub.pub_id, sub_id=sub_id, hops=pub.hops)
+            session.receive(sub_id, pub, self.clock.now_ns)
+        self._forward(d)
+
+    def _forward(self, d: Decision) -> None:
+        backlog = self.cfg.limits.max_link_backlog
+        for f in d.forwards:
+            link = self.links.get(f.hop)
+            msg = f.msg
+            if link is None:
+                self.emit(contract.DROP, link=f.hop, reason="not_a_neighbour")
+                continue
+            if len(link.queue) >= backlog:
+                self.emit(contract.DROP, link=f.hop, reason="backlog_overflow", **_id_of(msg))
+                continue
+            if isinstance(msg, Publication):
+                self.emit(
+                    contract.NOTIF_OUT, pub_id=msg.pub_id, link=f.hop, hops=msg.hops, dynamic=msg.dynamic
+                )
+            else:
+                ev = contract.SUB_OUT if isinstance(msg, Subscription) else contract.UNSUB_OUT
+                self.emit(ev, sub_id=msg.sub_id, link=f.hop, hops=msg.hops)
+            link.put(self.id, msg)
+
+    # --- periodic samples ----------------------------------------------------------------------
+
+    def sample(self, ts_ns: int) -> None:
+        """The ``queue`` and ``table`` samples a broker process logs every ``sample_interval_ms``."""
+        qlen = len(self.input)
+        self._emit(ts_ns, self.id, contract.QUEUE, link="", len=qlen, ce=0.0, peak=max(self.input_peak, qlen))
+        self.input_peak = qlen
+        for link in self.links.values():
+            self._emit(
+                ts_ns, self.id, contract.QUEUE, link=link.id, len=len(link.queue), ce=round(link.ce, 3)
+            )
+        self._emit(ts_ns, self.id, contract.TABLE, size=self.algo.table_size())
+
+
+def _id_of(msg: Message) -> dict[str, str]:
+    return {"pub_id": msg.pub_id} if isinstance(msg, Publication) else {"sub_id": msg.sub_id}
+
+
+class Network:
+    """Every broker of a run, wired by their configs; samples catch up as the clock advances."""
+
+    def __init__(self, configs: list[BrokerConfig], clock: Clock, emit: Emit, seed: int) -> None:
+        self.clock = clock
+        rng = random.Random(seed)
+        self.brokers = {c.id: SimBroker(c, clock, emit, rng) for c in configs}
+        for b in self.brokers.values():
+            for link in b.links.values():
+                link.arrive = self._arrival(link.id)
+        periods = {c.log.sample_interval_ms for c in configs}
+        self.sample_ns = round(min(periods) * 1e6) if periods and min(periods) > 0 else 0
+        self._next_sample_ns = clock.now_ns + self.sample_ns
+        clock.on_advance = self.sample_until
+
+    def _arrival(self, dst: str) -> Callable[[str, Message], None]:
+        broker = self.brokers[dst]
+
+        def arrive(src: str, msg: Message) -> None:
+            broker.submit(src, copy_with(msg, hops=msg.hops + 1))
+
+        return arrive
+
+    def sample_until(self, t_ns: int) -> None:
+        """Log every broker's samples due before ``t_ns``."""
+        while self.sample_ns and self._next_sample_ns < t_ns:
+            for b in self.brokers.values():
+                b.sample(self._next_sample_ns)
+            self._next_sample_ns += self.sample_ns
+
+    def unsubscribe(self, sub_id: str, broker: str, flt: Any) -> None:
+        b = self.brokers[broker]
+        b.sessions.pop(sub_id, None)
+        b.submit(None, Unsubscription(sub_id, broker, origin_ns=self.clock.now_ns, filter=flt))
