@@ -19,11 +19,13 @@ def test_every_registered_backend_loads_with_its_name_and_capabilities() -> None
     for name in REGISTRY:
         cls = backend_class(name)
         assert cls.name == name
-        assert {type(cls.supports_faults), type(cls.renders), type(cls.sweeps_unasked)} == {bool}
+        flags = (cls.supports_faults, cls.renders, cls.sweeps_unasked, cls.virtual_time)
+        assert {type(f) for f in flags} == {bool}
     assert rendering() == ["compose", "k8s"]
     assert [n for n in REGISTRY if backend_class(n).sweeps_unasked] == ["compose"]
-    with pytest.raises(ValueError, match="unknown backend 'sim'; allowed: local, compose, k8s"):
-        backend_class("sim")
+    assert [n for n in REGISTRY if backend_class(n).virtual_time] == ["sim"]
+    with pytest.raises(ValueError, match="unknown backend 'kind'; allowed: local, compose, k8s, sim"):
+        backend_class("kind")
 
 
 def test_a_backend_that_deploys_nothing_renders_nothing(tmp_path: Path) -> None:

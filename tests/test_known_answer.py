@@ -276,6 +276,23 @@ def test_real_brokers_send_exactly_the_known_answer(name: str, routing: str, tmp
     assert receives == Counter(DELIVERIES[name])  # each expected delivery exactly once, nothing else
 
 
+@pytest.mark.parametrize(("name", "routing"), sorted(EXPECTED))
+def test_the_sim_backend_sends_exactly_the_known_answer(
+    name: str, routing: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`scotbed run --backend sim` of each scenario: the brokers' logs give the hand counts of every
+    line and link, and the subscribers receive each expected delivery once, nothing else."""
+    from scotbed.orchestrator.run import RunOptions, run_spec
+
+    monkeypatch.setenv("SCOTBED_STATE_DIR", str(tmp_path / "state"))
+    options = RunOptions(backend="sim", out=tmp_path / "runs", quiet=True, analyse=False)
+    result = run_spec(SCENARIOS / f"{name}.yaml", [f"routing={routing}"], options)
+    scot, _ = scenario(name)
+    got, receives = counted(result.run_dir)
+    check(scot, got, EXPECTED[(name, routing)])
+    assert receives == Counter(DELIVERIES[name])
+
+
 @pytest.mark.slow
 @pytest.mark.spark
 def test_a_scripted_run_end_to_end_reports_links_and_paths(
