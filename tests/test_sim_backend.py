@@ -16,7 +16,9 @@ from scotbed_cli import scotbed
 
 from scotbed import contract
 from scotbed.broker.eventlog import read_events
+from scotbed.orchestrator.backends.sim.calibration import write
 from scotbed.orchestrator.backends.sim.clock import Clock
+from scotbed.orchestrator.calibrate import calibrate
 from scotbed.orchestrator.run import RunOptions, RunResult, run_spec
 
 REPO = Path(__file__).resolve().parent.parent
@@ -199,3 +201,36 @@ def test_the_sim_backend_gives_the_counts_of_real_brokers_on_the_quickstart(tmp_
     assert sum(real_links.values()) > 0 and sum(real_receives.values()) > 0
     assert sim_links == real_links
     assert sim_receives == real_receives and set(real_receives.values()) == {1}
+
+
+SERVICE_DOMINANT = ["brokers.service_us=2000", "links.latency_ms=5"]
+DELAY_TOLERANCE = 0.20  # the sim's mean and p90 delay within ±20 % of broker processes' (issue 41)
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_calibrated_sim_delays_are_within_20_percent_of_broker_processes(tmp_path: Path, spark: Any) -> None:
+    """Calibrated once, on the quickstart with SNR on broker processes (`scotbed calibrate`), the sim
+    predicts other runs of broker processes on this host: the quickstart with DNR, and both routings
+    with the brokers' service time dominant (2 ms per message, 5 ms links). Mean and p90 notification
+    delay within ±20 %; the counts equal."""
+    cost = calibrate(QUICKSTART, [], tmp_path / "calibration")
+    assert cost.hop_us > 0 and cost.client_in_us > 0
+    write(cost, tmp_path / "cal.json")
+    for sets in (["routing=dnr"], ["routing=snr", *SERVICE_DOMINANT], ["routing=dnr", *SERVICE_DOMINANT]):
+        got = {}
+        for backend in ("local", "sim"):
+            options = RunOptions(
+                backend=backend,
+                out=tmp_path / backend,
+                quiet=True,
+                calibration=tmp_path / "cal.json" if backend == "sim" else None,
+            )
+            result = run_spec(QUICKSTART, sets, options)
+            assert result.ok, result.verdict
+            n = result.summary["notifications"]
+            got[backend] = (n["delay_ms"]["mean"], n["delay_ms"]["p90"], n["delivered"], n["ims_total"])
+        (real_mean, real_p90, *real_counts), (sim_mean, sim_p90, *sim_counts) = got["local"], got["sim"]
+        assert sim_counts == real_counts, sets
+        assert abs(sim_mean / real_mean - 1) <= DELAY_TOLERANCE, (sets, got)
+        assert abs(sim_p90 / real_p90 - 1) <= DELAY_TOLERANCE, (sets, got)

@@ -32,6 +32,7 @@ COMMANDS: list[str] = [
     "saturate",
     "down",
     "reproduce",
+    "calibrate",
 ]
 
 #: exceptions that are the user's to fix (spec, topology, broker config, filter, command, host capacity):

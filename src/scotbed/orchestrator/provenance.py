@@ -59,11 +59,17 @@ def record_java(run_dir: Path, summary: Mapping[str, Any]) -> None:
     """The JDK the run's analysis ran on, as ``summary`` (its summary.json) names it, into the ``run``
     block of the run's spec.resolved.yaml; nothing when the summary names none."""
     jdk = (summary.get("environment") or {}).get("java")
+    if jdk is not None:
+        record(run_dir, "java", jdk)
+
+
+def record(run_dir: Path, key: str, value: Any) -> None:
+    """``key: value`` into the ``run`` block of the run's spec.resolved.yaml (nothing without the file)."""
     path = run_dir / contract.SPEC_RESOLVED
-    if jdk is None or not path.is_file():
+    if not path.is_file():
         return
     doc = yaml.safe_load(path.read_text())
-    doc.setdefault("run", {})["java"] = jdk
+    doc.setdefault("run", {})[key] = value
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
 
 

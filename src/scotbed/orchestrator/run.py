@@ -86,6 +86,7 @@ class RunOptions:
     workers: int = 2  # Locust worker processes
     analyse: bool = True
     run_dir_name: str | None = None  # the run directory under ``out`` (None: the run id; a campaign's cell)
+    calibration: Path | None = None  # sim: a ``scotbed calibrate`` file, the host cost its delays add
 
 
 @dataclass
@@ -538,6 +539,7 @@ def options_from_args(args: Any, **overrides: Any) -> RunOptions:
         "pod_cpu": getattr(args, "pod_cpu", None),
         "spark_master": getattr(args, "spark_master", None),
         "workers": getattr(args, "workers", 2),
+        "calibration": getattr(args, "calibration", None),
     }
     fields_.update(overrides)
     return RunOptions(**fields_)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import re
+from pathlib import Path
 from typing import Any
 
 from scotbed.orchestrator.backends import REGISTRY
@@ -48,6 +49,13 @@ def add_run_options(p: argparse.ArgumentParser, analysis: bool = True) -> None:
         p.add_argument(
             "--spark-master", metavar="URL", help="Spark master for the analysis (default local[*])"
         )
+    p.add_argument(
+        "--calibration",
+        type=Path,
+        metavar="FILE",
+        help="sim: add the host cost a `scotbed calibrate` FILE measured on broker processes "
+        "(default: the time model alone)",
+    )
     p.add_argument("--image", metavar="IMAGE", help=f"broker image (compose, k8s; default {BROKER_IMAGE})")
     p.add_argument(
         "--workload-image",

@@ -16,7 +16,11 @@ from typing import Any, ClassVar
 from scotbed import contract
 from scotbed.broker.eventlog import EventLog
 from scotbed.config import BrokerConfig
+from scotbed.orchestrator import provenance
 from scotbed.orchestrator.backends.base import BackendDefaults, BackendError, DeployRequest, WorkloadRun
+from scotbed.orchestrator.backends.sim import calibration
+from scotbed.orchestrator.backends.sim.calibration import NONE as NO_COST
+from scotbed.orchestrator.backends.sim.calibration import HostCost
 from scotbed.orchestrator.backends.sim.clients import (
     PROCESS,
     SCRIPT_PROCESS,
@@ -39,9 +43,14 @@ class SimBackend(BackendDefaults):
     supports_faults: ClassVar[bool] = False
     virtual_time: ClassVar[bool] = True
 
+    def __init__(self, cost: HostCost = NO_COST) -> None:
+        self.cost = cost
+
     @classmethod
     def from_options(cls, options: Any, progress: Any) -> SimBackend:
-        return cls()
+        """The backend with the host cost of ``options.calibration`` (from ``scotbed calibrate``), if any."""
+        path = getattr(options, "calibration", None)
+        return cls(calibration.load(path) if path is not None else NO_COST)
 
     @classmethod
     def refuses(cls, spec: Any) -> str | None:
@@ -61,15 +70,16 @@ class SimBackend(BackendDefaults):
         return SIM_ADDRESSING
 
     def deploy(self, request: DeployRequest) -> SimDeployment:
-        return SimDeployment(request.configs, request.run_dir)
+        return SimDeployment(request.configs, request.run_dir, self.cost)
 
 
 class SimDeployment:
     """The run's brokers as configs, until :meth:`run_workload` plays the run in virtual time."""
 
-    def __init__(self, configs: list[BrokerConfig], run_dir: Path) -> None:
+    def __init__(self, configs: list[BrokerConfig], run_dir: Path, cost: HostCost = NO_COST) -> None:
         self.configs = configs
         self.run_dir = run_dir
+        self.cost = cost
         self.clock: Clock | None = None
 
     @property
@@ -103,7 +113,8 @@ class SimDeployment:
             def emit(ts_ns: int, node: str, ev: str, **fields: Any) -> None:
                 logs[node].emit_at(ts_ns, ev, **fields)
 
-            net = Network(self.configs, clock, emit, run.spec.seed)
+            net = Network(self.configs, clock, emit, run.spec.seed, self.cost)
+            provenance.record(self.run_dir, "sim_calibration", self.cost.to_json())
             records = ProcessRecords(self.run_dir, SCRIPT_PROCESS if script is not None else PROCESS)
             clients = Clients(net, clock, records)
             try:

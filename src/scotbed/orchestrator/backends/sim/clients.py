@@ -15,7 +15,7 @@ from typing import Any
 
 from scotbed import contract
 from scotbed.filters import Filter
-from scotbed.messages import Publication, Subscription
+from scotbed.messages import Message, Publication, Subscription, Unsubscription
 from scotbed.orchestrator.backends.sim.clock import Clock
 from scotbed.orchestrator.backends.sim.network import Network, Session
 from scotbed.workloads.plan import Action, Plan, PublisherPlan, SubscriberPlan
@@ -38,6 +38,8 @@ class Clients:
         self.net = net
         self.clock = clock
         self.records = records
+        self.in_ns = round(net.cost.client_in_us * 1e3)  # a client→broker hop (calibration.HostCost)
+        self.out_ns = round(net.cost.client_out_us * 1e3)  # a broker→subscriber hop
         self.held: dict[str, tuple[str, str, Filter]] = {}  # sub_id -> (subscriber, broker, filter)
         self.last_publish_ns: int | None = None
 
@@ -57,12 +59,14 @@ class Clients:
             if then is not None:
                 then()
 
-        b.submit(None, Subscription(sub_id, flt, broker, origin_ns=sent), acked)
+        self._to_broker(broker, Subscription(sub_id, flt, broker, origin_ns=sent), acked)
 
     def unsubscribe(self, sub_id: str) -> None:
         subscriber, broker, flt = self.held.pop(sub_id)
-        self.records.subscription(self.clock.now_ns, contract.UNSUBSCRIBE, sub_id, subscriber, broker, flt)
-        self.net.unsubscribe(sub_id, broker, flt)
+        now = self.clock.now_ns
+        self.records.subscription(now, contract.UNSUBSCRIBE, sub_id, subscriber, broker, flt)
+        self.net.brokers[broker].sessions.pop(sub_id, None)
+        self._to_broker(broker, Unsubscription(sub_id, broker, origin_ns=now, filter=flt))
 
     def publish(
         self, publisher: str, pub_id: str, broker: str, attrs: Mapping[str, Any], due_ns: int
@@ -70,13 +74,26 @@ class Clients:
         now = self.last_publish_ns = self.clock.now_ns
         self.records.publication(now, due_ns, pub_id, publisher, broker, dict(attrs))
         pub = Publication(pub_id, publisher, dict(attrs), due_ns, now, source_broker=broker)
-        self.net.brokers[broker].submit(None, pub)
+        self._to_broker(broker, pub)
+
+    def _to_broker(self, broker: str, msg: Message, done: Callable[[], None] | None = None) -> None:
+        submit = self.net.brokers[broker].submit
+        if self.in_ns:
+            self.clock.after(self.in_ns, submit, None, msg, done)
+        else:
+            submit(None, msg, done)
 
     def _receiver(self, subscriber: str, broker: str) -> Callable[[str, Publication, int], None]:
-        def receive(sub_id: str, pub: Publication, broker_ns: int) -> None:
+        def received(sub_id: str, pub: Publication, broker_ns: int) -> None:
             self.records.receive(
                 self.clock.now_ns, subscriber, pub.pub_id, sub_id, pub.hops, broker_ns, broker
             )
+
+        def receive(sub_id: str, pub: Publication, broker_ns: int) -> None:
+            if self.out_ns:
+                self.clock.after(self.out_ns, received, sub_id, pub, broker_ns)
+            else:
+                received(sub_id, pub, broker_ns)
 
         return receive
 

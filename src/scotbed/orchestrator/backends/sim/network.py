@@ -23,7 +23,9 @@ from scotbed.broker.linkout import CeWindow
 from scotbed.broker.service import units
 from scotbed.config import BrokerConfig, NeighbourConfig
 from scotbed.matching import Matcher, make_matcher
-from scotbed.messages import Message, Publication, Subscription, Unsubscription, copy_with
+from scotbed.messages import Message, Publication, Subscription, copy_with
+from scotbed.orchestrator.backends.sim.calibration import NONE as NO_COST
+from scotbed.orchestrator.backends.sim.calibration import HostCost
 from scotbed.orchestrator.backends.sim.clock import Clock
 from scotbed.routing import make_algorithm
 from scotbed.routing.base import Decision, LinkState
@@ -38,9 +40,16 @@ class SimLink:
     """The output side of one directed link: queue, token bucket, delay line, CE window."""
 
     def __init__(
-        self, clock: Clock, neighbour: NeighbourConfig, capacity: float, window_s: float, rng: random.Random
+        self,
+        clock: Clock,
+        neighbour: NeighbourConfig,
+        capacity: float,
+        window_s: float,
+        rng: random.Random,
+        hop_ns: int = 0,
     ) -> None:
         self.clock = clock
+        self.hop_ns = hop_ns  # a broker process's own cost per inter-broker hop (calibration.HostCost)
         self.neighbour = neighbour
         self.id = neighbour.id
         self.queue: deque[Message] = deque()
@@ -79,7 +88,7 @@ class SimLink:
         self.window.count_out(1)
         lat, jit = self.neighbour.latency_ms, self.neighbour.jitter_ms
         delay_ms = max(0.0, lat + self.rng.uniform(-jit, jit)) if jit > 0 else lat
-        arrival = max(self.clock.now_ns + round(delay_ms * 1e6), self.last_arrival_ns)
+        arrival = max(self.clock.now_ns + round(delay_ms * 1e6) + self.hop_ns, self.last_arrival_ns)
         self.last_arrival_ns = arrival
         self.clock.at(arrival, self.arrive, src, msg)
 
@@ -124,7 +133,9 @@ class Session:
 class SimBroker:
     """One broker of the time model; its handlers log in the order a broker process's do."""
 
-    def __init__(self, cfg: BrokerConfig, clock: Clock, emit: Emit, rng: random.Random) -> None:
+    def __init__(
+        self, cfg: BrokerConfig, clock: Clock, emit: Emit, rng: random.Random, hop_ns: int = 0
+    ) -> None:
         self.cfg = cfg
         self.id = cfg.id
         self.clock = clock
@@ -132,7 +143,9 @@ class SimBroker:
         self.view = _View(self)
         self.algo = make_algorithm(cfg.routing, self.view)
         window_s = cfg.congestion.window_ms / 1000.0
-        self.links = {n.id: SimLink(clock, n, self._capacity(n), window_s, rng) for n in cfg.neighbours}
+        self.links = {
+            n.id: SimLink(clock, n, self._capacity(n), window_s, rng, hop_ns) for n in cfg.neighbours
+        }
         self.service_ns = cfg.service_us * 1000.0
         self.input: deque[tuple[str | None, Message, Callable[[], None] | None]] = deque()
         self.busy = False
@@ -252,10 +265,14 @@ def _id_of(msg: Message) -> dict[str, str]:
 class Network:
     """Every broker of a run, wired by their configs; samples catch up as the clock advances."""
 
-    def __init__(self, configs: list[BrokerConfig], clock: Clock, emit: Emit, seed: int) -> None:
+    def __init__(
+        self, configs: list[BrokerConfig], clock: Clock, emit: Emit, seed: int, cost: HostCost = NO_COST
+    ) -> None:
         self.clock = clock
+        self.cost = cost
         rng = random.Random(seed)
-        self.brokers = {c.id: SimBroker(c, clock, emit, rng) for c in configs}
+        hop_ns = round(cost.hop_us * 1e3)
+        self.brokers = {c.id: SimBroker(c, clock, emit, rng, hop_ns) for c in configs}
         for b in self.brokers.values():
             for link in b.links.values():
                 link.arrive = self._arrival(link.id)
@@ -278,8 +295,3 @@ class Network:
             for b in self.brokers.values():
                 b.sample(self._next_sample_ns)
             self._next_sample_ns += self.sample_ns
-
-    def unsubscribe(self, sub_id: str, broker: str, flt: Any) -> None:
-        b = self.brokers[broker]
-        b.sessions.pop(sub_id, None)
-        b.submit(None, Unsubscription(sub_id, broker, origin_ns=self.clock.now_ns, filter=flt))
