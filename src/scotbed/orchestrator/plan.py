@@ -199,6 +199,15 @@ def client_plan(spec: Spec, scot: topo.Scot) -> ClientPlan:
     return ClientPlan(*placed)
 
 
+def with_clients_at(plan: Any, addresses: Mapping[str, str], release_mode: Literal["auto", "file"]) -> Any:
+    """``plan`` with each broker at the address its clients dial and publishers released by ``release_mode``:
+    the subscriptions and quotes stay those generated once."""
+    brokers = tuple(dataclasses.replace(b, address=addresses[b.id]) for b in plan.brokers)
+    return dataclasses.replace(
+        plan, brokers=brokers, release=dataclasses.replace(plan.release, mode=release_mode)
+    )
+
+
 def workload_plan(
     spec: Spec,
     scot: topo.Scot,

@@ -143,6 +143,9 @@ class Lifecycle:
         self.collected = False
         self.injector: faults.Injector | None = None
         self.spark: SessionStart | None = None  # the analysis's session, started after publishing
+        self.plan: Any = (
+            None  # the workload plan, built once (render), placed at the clients' addresses later
+        )
 
     # --- phases ---------------------------------------------------------------------------
 
@@ -186,7 +189,9 @@ class Lifecycle:
             if script is not None:
                 ph.update(f"{len(configs)} broker configs, {script.summary()}")
             else:
-                plan = deploy_plan.workload_plan(spec, scot, {c.id: c.listen for c in configs}, run_id=run_id)
+                plan = self.plan = deploy_plan.workload_plan(
+                    spec, scot, {c.id: c.listen for c in configs}, run_id=run_id
+                )
                 ph.update(
                     f"{len(configs)} broker configs, {plan.subscription_count()} subscriptions, "
                     f"{len(plan.publishers)} publishers"
@@ -316,9 +321,10 @@ class Lifecycle:
         from scotbed.workloads import plan as wplan
 
         assert self.deployment is not None and self.run_dir is not None
-        plan = deploy_plan.workload_plan(
-            spec, scot, self.deployment.client_addresses, run_id=run_id, release_mode=release_mode
-        )
+        addresses = self.deployment.client_addresses
+        if self.plan is None:
+            self.plan = deploy_plan.workload_plan(spec, scot, addresses, run_id=run_id)
+        plan = deploy_plan.with_clients_at(self.plan, addresses, release_mode)
         wplan.write(plan, self.run_dir / contract.PLAN)
         return plan
 
