@@ -46,15 +46,18 @@ class Clock:
     def run(self, until_ns: int | None = None) -> None:
         """Run every callback due up to ``until_ns`` (all of them, including those they schedule, when
         None); the clock then stands at the last one run, or at ``until_ns``."""
-        heap = self._heap
-        while heap and (until_ns is None or heap[0][0] <= until_ns):
-            t, _, fn, args = heapq.heappop(heap)
+        heap, pop, advance = self._heap, heapq.heappop, self.on_advance
+        last = until_ns if until_ns is not None else float("inf")
+        n = 0
+        while heap and heap[0][0] <= last:
+            t, _, fn, args = pop(heap)
             if t != self.now_ns:
-                if self.on_advance is not None:
-                    self.on_advance(t)
+                if advance is not None:
+                    advance(t)
                 self.now_ns = t
             fn(*args)
-            self.handled += 1
+            n += 1
+        self.handled += n
         if until_ns is not None and until_ns > self.now_ns:
             if self.on_advance is not None:
                 self.on_advance(until_ns)
