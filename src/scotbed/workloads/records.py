@@ -26,18 +26,22 @@ from scotbed.filters import Filter
 
 
 class JsonlWriter:
-    """Buffered JSON-lines file; ``flush`` writes what is buffered (cheap enough to call every 200 ms)."""
+    """Buffered JSON-lines file; ``flush`` writes what is buffered (cheap enough to call every 200 ms).
+    With ``max_buffered`` a write that fills the buffer flushes it (a writer nobody flushes on a timer)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, max_buffered: int | None = None) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._f: TextIO | None = path.open("a", encoding="utf-8")
         self._buf: list[str] = []
+        self._max = max_buffered
         self.count = 0
 
     def write(self, record: dict[str, Any]) -> None:
         self._buf.append(json.dumps(record, separators=(",", ":")))
         self.count += 1
+        if self._max is not None and len(self._buf) >= self._max:
+            self.flush()
 
     def flush(self) -> None:
         if self._buf and self._f is not None:
@@ -55,11 +59,15 @@ class JsonlWriter:
 class ProcessRecords:
     """The three files of one workload process under ``run_dir``."""
 
-    def __init__(self, run_dir: Path, process: str) -> None:
+    def __init__(self, run_dir: Path, process: str, max_buffered: int | None = None) -> None:
         self.process = process
-        self.events = JsonlWriter(run_dir / contract.events_file(process))
-        self.subscriptions = JsonlWriter(run_dir / contract.workload_part("subscriptions", process))
-        self.publications = JsonlWriter(run_dir / contract.workload_part("publications", process))
+        self.events = JsonlWriter(run_dir / contract.events_file(process), max_buffered)
+        self.subscriptions = JsonlWriter(
+            run_dir / contract.workload_part("subscriptions", process), max_buffered
+        )
+        self.publications = JsonlWriter(
+            run_dir / contract.workload_part("publications", process), max_buffered
+        )
         self.receives = 0  # deliveries read from the brokers' streams so far (the drain waits for them)
 
     def event(self, ts_ns: int, node: str, ev: str, **fields: Any) -> None:

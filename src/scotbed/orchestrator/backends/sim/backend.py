@@ -10,6 +10,7 @@ there is nothing to collect, tear down or leave behind.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -31,8 +32,12 @@ from scotbed.orchestrator.backends.sim.clients import (
 from scotbed.orchestrator.backends.sim.clock import Clock
 from scotbed.orchestrator.backends.sim.network import Network
 from scotbed.orchestrator.plan import Addressing
+from scotbed.workloads.plan import Plan
 from scotbed.workloads.records import ProcessRecords, merge_workload
+from scotbed.workloads.script import Script
 
+#: client lines held before a write: a simulated run's clients are written as they happen, not kept
+RECORDS_BUFFERED = 4096
 #: nothing is dialled; a placeholder address passes every config check
 SIM_ADDRESSING = Addressing(dial="{id}:1", listen="{id}:1")
 
@@ -73,6 +78,21 @@ class SimBackend(BackendDefaults):
         return SimDeployment(request.configs, request.run_dir, self.cost)
 
 
+@dataclass(frozen=True)
+class Played:
+    """What a simulated run did, for its progress line and its drain record."""
+
+    steps: int  # callbacks the event loop ran
+    virtual_s: float
+    received: int
+    drain_ns: int  # from the last publication to the last event
+    counts: dict[str, int]  # a script's operations by kind
+
+    def describe(self) -> str:
+        ops = "".join(f", {v} {k}" for k, v in sorted(self.counts.items()))
+        return f"{self.steps} timed steps in {self.virtual_s:.1f} virtual s, {self.received} received{ops}"
+
+
 class SimDeployment:
     """The run's brokers as configs, until :meth:`run_workload` plays the run in virtual time."""
 
@@ -80,7 +100,6 @@ class SimDeployment:
         self.configs = configs
         self.run_dir = run_dir
         self.cost = cost
-        self.clock: Clock | None = None
 
     @property
     def admin_addresses(self) -> dict[str, str]:
@@ -103,39 +122,38 @@ class SimDeployment:
 
     def run_workload(self, run: WorkloadRun) -> None:
         """The whole run, from the first subscription to the last delivery, in virtual time."""
-        script = getattr(run, "script", None)
         with run.progress.phase("simulate") as ph:
-            clock = self.clock = Clock()
-            logs = {
-                c.id: EventLog(c.id, str(self.run_dir / contract.events_file(c.id))) for c in self.configs
-            }
-
-            def emit(ts_ns: int, node: str, ev: str, **fields: Any) -> None:
-                logs[node].emit_at(ts_ns, ev, **fields)
-
-            net = Network(self.configs, clock, emit, run.spec.seed, self.cost)
             provenance.record(self.run_dir, "sim_calibration", self.cost.to_json())
-            records = ProcessRecords(self.run_dir, SCRIPT_PROCESS if script is not None else PROCESS)
-            clients = Clients(net, clock, records)
-            try:
-                if script is not None:
-                    counts = ScriptDriver(script, clients, self.run_dir).run()
-                else:
-                    PlanDriver(run.plan("file"), clients).run()
-                    counts = {}
-                clock.run(until_ns=clock.now_ns + net.sample_ns)  # the samples of the last period
-            finally:
-                records.close()
-                for log in logs.values():
-                    log.close()
+            plan = run.plan("file") if run.script is None else None
+            played = self._play(run.spec.seed, plan, run.script)
             merge_workload(self.run_dir)
-            self._drain_record(records.receives, clock.now_ns - (clients.last_publish_ns or clock.now_ns))
+            self._drain_record(played.received, played.drain_ns)
             run.measured()
-            ph.update(
-                f"{clock.handled} timed steps in {clock.seconds():.1f} virtual s, "
-                f"{records.receives} received"
-                + (f", {', '.join(f'{v} {k}' for k, v in sorted(counts.items()))}" if counts else "")
-            )
+            ph.update(played.describe())
+
+    def _play(self, seed: int, plan: Plan | None, script: Script | None) -> Played:
+        """Play the plan or the script on the time model, every log written and closed."""
+        clock = Clock()
+        logs = {c.id: EventLog(c.id, str(self.run_dir / contract.events_file(c.id))) for c in self.configs}
+
+        def emit(ts_ns: int, node: str, ev: str, **fields: Any) -> None:
+            logs[node].emit_at(ts_ns, ev, **fields)
+
+        net = Network(self.configs, clock, emit, seed, self.cost)
+        process = SCRIPT_PROCESS if script is not None else PROCESS
+        records = ProcessRecords(self.run_dir, process, max_buffered=RECORDS_BUFFERED)
+        clients = Clients(net, clock, records)
+        try:
+            counts = ScriptDriver(script, clients, self.run_dir).run() if script is not None else {}
+            if plan is not None:
+                PlanDriver(plan, clients).run()
+            clock.run(until_ns=clock.now_ns + net.sample_ns)  # the samples of the last period
+        finally:
+            records.close()
+            for log in logs.values():
+                log.close()
+        drain_ns = clock.now_ns - (clients.last_publish_ns or clock.now_ns)
+        return Played(clock.handled, clock.seconds(), records.receives, drain_ns, counts)
 
     def _drain_record(self, received: int, elapsed_ns: int) -> None:
         """The drain ends when nothing is left to run: quiescent, with no backlog."""
