@@ -88,7 +88,7 @@ def test_a_timeline_runs_on_local_compose_and_k8s_and_is_refused_elsewhere() -> 
     for backend in ("local", "compose", "k8s"):
         validate(spec, scot, backend)
     with pytest.raises(
-        SpecError, match="faults: injected on local and compose and k8s only in this build, not x"
+        SpecError, match="faults: injected on local and compose and k8s and sim only in this build, not x"
     ):
         validate(spec, scot, "x")
 

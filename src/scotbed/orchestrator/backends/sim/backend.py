@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 from scotbed import contract
 from scotbed.broker.eventlog import EventLog
 from scotbed.config import BrokerConfig
+from scotbed.experiment.spec_faults import FaultSpec
 from scotbed.orchestrator import provenance
 from scotbed.orchestrator.backends.base import BackendDefaults, BackendError, DeployRequest, WorkloadRun
 from scotbed.orchestrator.backends.sim import calibration
@@ -31,6 +32,7 @@ from scotbed.orchestrator.backends.sim.clients import (
 )
 from scotbed.orchestrator.backends.sim.clock import Clock
 from scotbed.orchestrator.backends.sim.network import Network
+from scotbed.orchestrator.faults import LINK_ACTIONS
 from scotbed.orchestrator.plan import Addressing
 from scotbed.workloads.plan import Plan
 from scotbed.workloads.records import ProcessRecords, merge_workload
@@ -43,9 +45,9 @@ SIM_ADDRESSING = Addressing(dial="{id}:1", listen="{id}:1")
 
 
 class SimBackend(BackendDefaults):
-    """Brokers in virtual time; declares no faults yet and no peers or self-organising overlays."""
+    """Brokers in virtual time: link faults, but no broker faults, peers or self-organising overlays."""
 
-    supports_faults: ClassVar[bool] = False
+    supports_faults: ClassVar[bool] = True  # link faults; broker faults are refused (refuses)
     virtual_time: ClassVar[bool] = True
 
     def __init__(self, cost: HostCost = NO_COST) -> None:
@@ -64,6 +66,14 @@ class SimBackend(BackendDefaults):
                 "runs no peers yet; Vinifera's 1,000-peer simulator is scotbed.vinifera.sim "
                 "(benchmarks/vinifera.py)"
             )
+        broker_faults = sorted({f.action for f in spec.faults or [] if f.action not in LINK_ACTIONS})
+        if broker_faults:
+            return (
+                f"models link faults ({', '.join(LINK_ACTIONS)}) but not yet broker faults "
+                f"({', '.join(broker_faults)})"
+            )
+        if spec.faults and spec.workload.script is not None:
+            return "runs a fault timeline with a generated workload only (its times count from the release)"
         if spec.topology.self_organising is not None:
             return (
                 "runs no self-organising overlay yet; its simulator is scotbed.selforg.sim "
@@ -115,7 +125,7 @@ class SimDeployment:
 
     @property
     def fault_target(self) -> Any:
-        raise BackendError("the sim backend runs no fault timeline yet")
+        raise BackendError("the sim backend applies the fault timeline itself, in virtual time")
 
     def dead(self) -> dict[str, str]:
         return {}
@@ -125,13 +135,13 @@ class SimDeployment:
         with run.progress.phase("simulate") as ph:
             provenance.record(self.run_dir, "sim_calibration", self.cost.to_json())
             plan = run.plan("file") if run.script is None else None
-            played = self._play(run.spec.seed, plan, run.script)
+            played = self._play(run.spec.seed, plan, run.script, list(run.spec.faults or []))
             merge_workload(self.run_dir)
             self._drain_record(played.received, played.drain_ns)
             run.measured()
             ph.update(played.describe())
 
-    def _play(self, seed: int, plan: Plan | None, script: Script | None) -> Played:
+    def _play(self, seed: int, plan: Plan | None, script: Script | None, faults: list[FaultSpec]) -> Played:
         """Play the plan or the script on the time model, every log written and closed."""
         clock = Clock()
         logs = {c.id: EventLog(c.id, str(self.run_dir / contract.events_file(c.id))) for c in self.configs}
@@ -146,7 +156,7 @@ class SimDeployment:
         try:
             counts = ScriptDriver(script, clients, self.run_dir).run() if script is not None else {}
             if plan is not None:
-                PlanDriver(plan, clients).run()
+                PlanDriver(plan, clients, faults, self.run_dir / contract.FAULTS).run()
             clock.run(until_ns=clock.now_ns + net.sample_ns)  # the samples of the last period
         finally:
             records.close()

@@ -9,11 +9,13 @@ received at the end of the service that delivers it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import json
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from scotbed import contract
+from scotbed.experiment.spec_faults import FaultSpec
 from scotbed.filters import Filter
 from scotbed.messages import Message, Publication, Subscription, Unsubscription
 from scotbed.orchestrator.backends.sim.clock import Clock
@@ -99,13 +101,18 @@ class Clients:
 
 
 class PlanDriver:
-    """A generated workload plan: initial subscriptions, release once quiet, publishers and churn."""
+    """A generated workload plan: initial subscriptions, release once quiet, publishers, churn and the
+    spec's link faults (``faults.jsonl`` records each when it happened, as the fault injector does)."""
 
-    def __init__(self, plan: Plan, clients: Clients) -> None:
+    def __init__(
+        self, plan: Plan, clients: Clients, faults: Sequence[FaultSpec] = (), faults_log: Path | None = None
+    ) -> None:
         self.plan = plan
         self.clients = clients
         self.clock = clients.clock
         self.owner = {a.sub_id: s.name for s in plan.subscribers for a in s.actions}
+        self.faults = sorted(faults, key=lambda f: f.at_s)
+        self.faults_log = faults_log
 
     def run(self) -> int:
         """Play the whole plan; returns the release instant (virtual ns)."""
@@ -119,8 +126,19 @@ class PlanDriver:
         for sp in self.plan.subscribers:
             for a in sp.actions:
                 self.clock.at(t0 + round(a.at_s * 1e9), self._act, a)
+        for f in self.faults:
+            self.clock.at(t0 + round(f.at_s * 1e9), self._fault, f)
         self.clock.run()
         return t0
+
+    def _fault(self, f: FaultSpec) -> None:
+        self.clients.net.link_fault(f)
+        if self.faults_log is not None:
+            now = self.clock.now_ns
+            rec = {"action": f.action, "target": f"{f.broker}<->{f.neighbour}", "at_s": f.at_s,
+                   "start_ns": now, "end_ns": now}  # fmt: skip
+            with self.faults_log.open("a") as fh:
+                fh.write(json.dumps(rec) + "\n")
 
     def _subscribe_from(self, sp: SubscriberPlan, i: int) -> None:
         """A subscriber's initial subscriptions one after the other, each once the last was acknowledged."""

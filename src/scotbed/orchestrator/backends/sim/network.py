@@ -22,6 +22,7 @@ from scotbed import contract
 from scotbed.broker.linkout import CeWindow
 from scotbed.broker.service import units
 from scotbed.config import BrokerConfig, NeighbourConfig
+from scotbed.experiment.spec_faults import FaultSpec
 from scotbed.matching import Matcher, make_matcher
 from scotbed.messages import Message, Publication, Subscription, copy_with
 from scotbed.orchestrator.backends.sim.calibration import NONE as NO_COST
@@ -60,7 +61,10 @@ class SimLink:
         self.window = CeWindow(window_s, clock.seconds)
         self.rng = rng
         self.last_arrival_ns = 0
+        self.latency_ms, self.jitter_ms = neighbour.latency_ms, neighbour.jitter_ms
+        self.cut = False  # a cut link holds its queue until restored (faults: cut, restore)
         self.pumping = False  # a send is scheduled for when the bucket holds a token
+        self._generation = 0  # a capacity change makes the send scheduled before it stale
         self.arrive: Callable[[str, Message], None] = lambda src, msg: None  # set by the network
 
     def put(self, src: str, msg: Message) -> None:
@@ -69,24 +73,45 @@ class SimLink:
         if not self.pumping:
             self._pump(src)
 
-    def _pump(self, src: str) -> None:
+    def set_capacity(self, src: str, capacity: float) -> None:
+        """Envelopes/s from now on (0 = unlimited), as a broker's ``SetLinkCapacity``."""
+        self._refill()
+        self.capacity = max(0.0, capacity)
+        self.burst = max(1.0, self.capacity / 100.0)
+        self.tokens = min(self.tokens, self.burst)
+        self._generation += 1
+        self._pump(src)
+
+    def set_cut(self, src: str, cut: bool) -> None:
+        """Hold the queue (cut) or send it again (restore); nothing is lost either way."""
+        self.cut = cut
+        self._generation += 1
+        self._pump(src)
+
+    def _refill(self) -> None:
+        now = self.clock.now_ns
+        if self.capacity > 0:
+            self.tokens = min(self.burst, self.tokens + (now - self.refilled_ns) / 1e9 * self.capacity)
+        self.refilled_ns = now
+
+    def _pump(self, src: str, generation: int | None = None) -> None:
+        if generation is not None and generation != self._generation:
+            return  # scheduled before a capacity change or a cut: a later pump took over
         self.pumping = False
-        while self.queue:
+        while self.queue and not self.cut:
             if self.capacity > 0:
-                now = self.clock.now_ns
-                self.tokens = min(self.burst, self.tokens + (now - self.refilled_ns) / 1e9 * self.capacity)
-                self.refilled_ns = now
+                self._refill()
                 if self.tokens < 1.0:
                     wait_ns = max(1, int((1.0 - self.tokens) / self.capacity * 1e9) + 1)
                     self.pumping = True
-                    self.clock.after(wait_ns, self._pump, src)
+                    self.clock.after(wait_ns, self._pump, src, self._generation)
                     return
                 self.tokens -= 1.0
             self._send(src, self.queue.popleft())
 
     def _send(self, src: str, msg: Message) -> None:
         self.window.count_out(1)
-        lat, jit = self.neighbour.latency_ms, self.neighbour.jitter_ms
+        lat, jit = self.latency_ms, self.jitter_ms
         delay_ms = max(0.0, lat + self.rng.uniform(-jit, jit)) if jit > 0 else lat
         arrival = max(self.clock.now_ns + round(delay_ms * 1e6) + self.hop_ns, self.last_arrival_ns)
         self.last_arrival_ns = arrival
@@ -155,6 +180,10 @@ class SimBroker:
 
     def _capacity(self, n: NeighbourConfig) -> float:
         return self.cfg.link_capacity_msgs_per_s if n.capacity_msgs_per_s is None else n.capacity_msgs_per_s
+
+    def configured_capacity(self, neighbour: str) -> float:
+        """The capacity of the link to ``neighbour`` as configured (a restore goes back to it)."""
+        return self._capacity(self.view.neighbours[neighbour])
 
     def emit(self, ev: str, **fields: Any) -> None:
         self._emit(self.clock.now_ns, self.id, ev, **fields)
@@ -288,6 +317,22 @@ class Network:
             broker.submit(src, copy_with(msg, hops=msg.hops + 1))
 
         return arrive
+
+    def link_fault(self, f: FaultSpec) -> None:
+        """A link action of the fault timeline on both directions of ``f.broker``—``f.neighbour``."""
+        assert f.neighbour is not None
+        for a, b in ((f.broker, f.neighbour), (f.neighbour, f.broker)):
+            broker = self.brokers[a]
+            link = broker.links[b]
+            if f.action == "latency":
+                link.latency_ms, link.jitter_ms = float(f.latency_ms or 0.0), float(f.jitter_ms or 0.0)
+            elif f.action == "capacity":
+                link.set_capacity(a, float(f.capacity_msgs_per_s or 0.0))
+            elif f.action == "cut":
+                link.set_cut(a, True)
+            else:  # restore: the configured capacity, the queue sent again
+                link.set_capacity(a, broker.configured_capacity(b))
+                link.set_cut(a, False)
 
     def sample_until(self, t_ns: int) -> None:
         """Log every broker's samples due before ``t_ns``."""
