@@ -263,3 +263,21 @@ def test_calibrated_sim_delays_are_within_20_percent_of_broker_processes(tmp_pat
         assert sim_counts == real_counts, sets
         assert abs(sim_mean / real_mean - 1) <= DELAY_TOLERANCE, (sets, got)
         assert abs(sim_p90 / real_p90 - 1) <= DELAY_TOLERANCE, (sets, got)
+
+
+def test_a_calibration_is_checked_before_anything_runs(tmp_path: Path) -> None:
+    """A bad calibration file, or one given to a backend of processes, is refused by name with exit 2
+    and leaves no run directory."""
+    (tmp_path / "bad.json").write_text('{"client_in_us": 10, "hop_us": -1, "client_out_us": 5}')
+    runs = tmp_path / "runs"
+    for backend, file, says in (
+        ("sim", "bad.json", "bad.json: hop_us: a number of µs >= 0 is required"),
+        ("local", "bad.json", "--calibration: only a backend in virtual time (sim) takes one, not local"),
+    ):
+        proc = scotbed(
+            tmp_path, "run", str(QUICKSTART), "--backend", backend,
+            "--calibration", str(tmp_path / file), "--out", str(runs), "--quiet",
+        )  # fmt: skip
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr
+        assert says in proc.stderr
+    assert not any(runs.iterdir())  # --out is made, no run directory in it

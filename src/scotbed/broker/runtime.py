@@ -45,7 +45,7 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from scotbed.broker.envelopes import delivery, encode, notification_pb, table_entry
@@ -57,6 +57,7 @@ from scotbed.broker.rejoin import REPLAYED
 from scotbed.broker.service import Server, units
 from scotbed.broker.sessions import Owners, Session, SessionRefused
 from scotbed.broker.treeswap import End, TreeSwap
+from scotbed.broker.view import ConfigView
 from scotbed.config import BrokerConfig, NeighbourConfig
 from scotbed.contract import (
     DELIVER,
@@ -72,7 +73,6 @@ from scotbed.contract import (
     UNSUB_IN,
     UNSUB_OUT,
 )
-from scotbed.matching import Matcher, make_matcher
 from scotbed.messages import Message, Publication, Subscription, Unsubscription
 from scotbed.routing import make_algorithm
 from scotbed.routing.base import Decision, LinkState, RoutingAlgorithm
@@ -92,31 +92,6 @@ def _topology_manager(broker: Broker) -> TopologyManager:
     return TopologyManager(broker)
 
 
-class _View:
-    """What the routing plug-in sees of this broker (``BrokerView``)."""
-
-    def __init__(self, broker: Broker) -> None:
-        cfg = broker.cfg
-        self._broker = broker
-        self.id = cfg.id
-        self.vertex = cfg.vertex
-        self.cluster = cfg.cluster
-        self.type = cfg.type
-        self.clusters = cfg.clusters
-        self.neighbours: dict[str, NeighbourConfig] = {n.id: n for n in cfg.neighbours}  # changed by relink
-        self.params: Mapping[str, Any] = cfg.routing_params
-        self._matching = cfg.matching
-
-    def link_state(self, neighbour: str) -> LinkState:
-        return self._broker.link_state(neighbour)
-
-    def make_matcher(self) -> Matcher:
-        return make_matcher(self._matching)
-
-    def clock(self) -> float:
-        return time.monotonic()
-
-
 # (from hop or None for a local client, message or END marker, raw pb notification)
 Item = tuple[str | None, Message | End, Any]
 
@@ -128,7 +103,7 @@ class Broker:
         self.cfg = cfg
         self.id = cfg.id
         self.events = events or EventLog(cfg.id, cfg.log.path, cfg.log.buffer_events)
-        self.view = _View(self)
+        self.view = ConfigView(cfg, self.link_state, time.monotonic)
         self.algo: RoutingAlgorithm = make_algorithm(cfg.routing, self.view)
         self.links: dict[str, LinkOut] = {n.id: self.link_out(n) for n in cfg.neighbours}
         self.senders: dict[str, asyncio.Task[None]] = {}  # one sender task per link, once started

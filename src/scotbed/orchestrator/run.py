@@ -38,7 +38,7 @@ from scotbed import contract
 from scotbed.analysis import faultwindows, unreadable
 from scotbed.analysis.rundir import RunDir
 from scotbed.experiment import spec_peers
-from scotbed.experiment.spec import Spec, build_scot, load_spec
+from scotbed.experiment.spec import Spec, SpecError, build_scot, load_spec
 from scotbed.orchestrator import faults, interrupts, preflight, schedule, security
 from scotbed.orchestrator import plan as deploy_plan
 from scotbed.orchestrator.backends import backend_class, make_backend
@@ -153,6 +153,11 @@ class Lifecycle:
         with self.progress.phase("validate") as ph:
             spec = load_spec(self.spec_path, self.sets)
             backend_name = preflight.check(spec, self.options.backend, with_workload=False).backend
+            if self.options.calibration is not None and not backend_class(backend_name).virtual_time:
+                raise SpecError(
+                    f"--calibration: only a backend in virtual time (sim) takes one, not {backend_name}"
+                )
+            backend = make_backend(backend_name, self.options, self.progress)
             ph.update(f"{spec.name}: routing {spec.routing}, backend {backend_name}")
         run_id = deploy_plan.make_run_id(spec.name)
         self.run_dir = run_dir = (self.options.out / (self.options.run_dir_name or run_id)).resolve()
@@ -164,7 +169,6 @@ class Lifecycle:
         self.state = RunState(run_id, backend_name, str(run_dir))
         self.state.save()
         self.progress.info(f"run directory: {run_dir}")
-        backend = make_backend(backend_name, self.options, self.progress)
         if spec.topology.kind == spec_peers.PEERS:
             from scotbed.vinifera.run import run_peers
 

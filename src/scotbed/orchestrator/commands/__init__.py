@@ -21,8 +21,14 @@ class CommandError(UserError):
     """A user-facing failure of a command: printed without a traceback, exit code 2."""
 
 
-def add_spec_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("spec", metavar="SPEC", help="experiment spec (YAML)")
+def add_spec_arguments(p: argparse.ArgumentParser, default: str | None = None) -> None:
+    """SPEC (optional when it has a ``default``) and the repeatable ``--set``."""
+    if default is None:
+        p.add_argument("spec", metavar="SPEC", help="experiment spec (YAML)")
+    else:
+        p.add_argument(
+            "spec", nargs="?", default=default, metavar="SPEC", help=f"experiment spec (default {default})"
+        )
     p.add_argument(
         "--set",
         dest="sets",

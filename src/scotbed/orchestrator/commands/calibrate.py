@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from scotbed.orchestrator.commands import call_lazy
+from scotbed.orchestrator.commands import add_spec_arguments, call_lazy
 from scotbed.orchestrator.commands.run import add_output_options
 
 DEFAULT_SPEC = "experiments/quickstart.yaml"
@@ -18,15 +18,7 @@ def add_parser(sub: Any) -> None:
         "calibrate",
         help="measure what a broker process adds to the time model on this host (for --backend sim)",
     )
-    p.add_argument("spec", nargs="?", default=DEFAULT_SPEC, metavar="SPEC", help=f"default {DEFAULT_SPEC}")
-    p.add_argument(
-        "--set",
-        dest="sets",
-        action="append",
-        default=[],
-        metavar="KEY.PATH=VALUE",
-        help="override a spec value (YAML scalar); repeatable",
-    )
+    add_spec_arguments(p, default=DEFAULT_SPEC)
     p.add_argument("--out", default="sim-calibration.json", metavar="FILE", help="the calibration file")
     p.add_argument("--runs", default="runs", metavar="DIR", help="parent of the calibration run's directory")
     add_output_options(p, spark=False)

@@ -14,16 +14,16 @@ from __future__ import annotations
 
 import random
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from scotbed import contract
 from scotbed.broker.linkout import CeWindow
 from scotbed.broker.service import units
+from scotbed.broker.view import ConfigView
 from scotbed.config import BrokerConfig, NeighbourConfig
 from scotbed.experiment.spec_faults import FaultSpec
-from scotbed.matching import Matcher, make_matcher
 from scotbed.messages import Message, Publication, Subscription, copy_with
 from scotbed.orchestrator.backends.sim.calibration import NONE as NO_COST
 from scotbed.orchestrator.backends.sim.calibration import HostCost
@@ -122,31 +122,6 @@ class SimLink:
         return self.window.ce
 
 
-class _View:
-    """What the routing plug-in sees of a simulated broker (``BrokerView``)."""
-
-    def __init__(self, broker: SimBroker) -> None:
-        cfg = broker.cfg
-        self._broker = broker
-        self.id = cfg.id
-        self.vertex = cfg.vertex
-        self.cluster = cfg.cluster
-        self.type = cfg.type
-        self.clusters = cfg.clusters
-        self.neighbours: dict[str, NeighbourConfig] = {n.id: n for n in cfg.neighbours}
-        self.params: Mapping[str, Any] = cfg.routing_params
-        self._matching = cfg.matching
-
-    def link_state(self, neighbour: str) -> LinkState:
-        return self._broker.link_state(neighbour)
-
-    def make_matcher(self) -> Matcher:
-        return make_matcher(self._matching)
-
-    def clock(self) -> float:
-        return self._broker.clock.seconds()
-
-
 @dataclass
 class Session:
     """A local subscription's client: who receives its deliveries."""
@@ -165,7 +140,7 @@ class SimBroker:
         self.id = cfg.id
         self.clock = clock
         self._emit = emit
-        self.view = _View(self)
+        self.view = ConfigView(cfg, self.link_state, clock.seconds)
         self.algo = make_algorithm(cfg.routing, self.view)
         window_s = cfg.congestion.window_ms / 1000.0
         self.links = {
