@@ -42,7 +42,7 @@ from scotbed.experiment.spec import Spec, SpecError, build_scot, load_spec
 from scotbed.orchestrator import faults, interrupts, preflight, schedule, security
 from scotbed.orchestrator import plan as deploy_plan
 from scotbed.orchestrator.backends import backend_class, make_backend
-from scotbed.orchestrator.backends.base import BackendError, Deployment, DeployRequest, ReleaseMode
+from scotbed.orchestrator.backends.base import Backend, BackendError, Deployment, DeployRequest, ReleaseMode
 from scotbed.orchestrator.images import BROKER_IMAGE, WORKLOAD_IMAGE
 from scotbed.orchestrator.locust_driver import HostLocust, WorkloadFailed
 from scotbed.orchestrator.outdir import writable_dir, write_topology
@@ -149,7 +149,8 @@ class Lifecycle:
 
     # --- phases ---------------------------------------------------------------------------
 
-    def run(self) -> RunResult:
+    def _validated(self) -> tuple[Spec, str, Backend]:
+        """The spec, its backend's name and the backend, every check passed before anything is made."""
         with self.progress.phase("validate") as ph:
             spec = load_spec(self.spec_path, self.sets)
             backend_name = preflight.check(spec, self.options.backend, with_workload=False).backend
@@ -159,7 +160,10 @@ class Lifecycle:
                 )
             backend = make_backend(backend_name, self.options, self.progress)
             ph.update(f"{spec.name}: routing {spec.routing}, backend {backend_name}")
-        run_id = deploy_plan.make_run_id(spec.name)
+        return spec, backend_name, backend
+
+    def _make_run_dir(self, spec: Spec, run_id: str, backend_name: str) -> Path:
+        """The run directory with its resolved spec, and the state file that records it."""
         self.run_dir = run_dir = (self.options.out / (self.options.run_dir_name or run_id)).resolve()
         for sub in contract.RUN_DIRS:
             (run_dir / sub).mkdir(parents=True, exist_ok=True)
@@ -169,6 +173,13 @@ class Lifecycle:
         self.state = RunState(run_id, backend_name, str(run_dir))
         self.state.save()
         self.progress.info(f"run directory: {run_dir}")
+        return run_dir
+
+    def run(self) -> RunResult:
+        spec, backend_name, backend = self._validated()
+        run_id = deploy_plan.make_run_id(spec.name)
+        run_dir = self._make_run_dir(spec, run_id, backend_name)
+        assert self.state is not None
         if spec.topology.kind == spec_peers.PEERS:
             from scotbed.vinifera.run import run_peers
 
