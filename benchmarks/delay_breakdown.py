@@ -29,6 +29,7 @@ from typing import Any
 
 from scotbed import contract
 from scotbed.broker.eventlog import read_events
+from scotbed.orchestrator.backends.sim.calibration import NotificationTimes
 
 STAGES = (
     ("publish_to_first_broker", "publish → first broker"),
@@ -41,27 +42,11 @@ STAGES = (
 
 def stages(brokers: Iterable[dict[str, Any]], clients: Iterable[dict[str, Any]]) -> dict[str, list[int]]:
     """Nanoseconds per stage (keys of :data:`STAGES`), one value per notification, visit, hop or delivery."""
-    arrived: dict[tuple[str, str], int] = {}
-    sent: dict[tuple[str, str], list[tuple[int, str]]] = {}
-    first_in: dict[str, int] = {}
-    delivered: dict[tuple[str, str], int] = {}
-    for e in brokers:
-        ev = e["ev"]
-        if ev == contract.NOTIF_IN:
-            arrived.setdefault((e["node"], e["pub_id"]), e["ts_ns"])
-            if not e.get("link"):
-                first_in.setdefault(e["pub_id"], e["ts_ns"])
-        elif ev == contract.NOTIF_OUT:
-            sent.setdefault((e["node"], e["pub_id"]), []).append((e["ts_ns"], e["link"]))
-        elif ev == contract.DELIVER:
-            delivered[(e["pub_id"], e["sub_id"])] = e["ts_ns"]
-    published: dict[str, int] = {}
-    received: dict[tuple[str, str], int] = {}
-    for e in clients:
-        if e["ev"] == contract.PUBLISH:
-            published[e["pub_id"]] = e["sent_ns"]
-        elif e["ev"] == contract.RECEIVE:
-            received[(e["pub_id"], e["sub_id"])] = e["ts_ns"]
+    t = NotificationTimes.of(brokers, clients)
+    arrived, sent, delivered = t.arrived, t.outs, t.delivered
+    first_in = {p: ts for p, (ts, _) in t.first_in.items()}
+    published = {p: sent_ns for p, (sent_ns, _) in t.published.items()}
+    received = t.received
     return {
         "publish_to_first_broker": [first_in[p] - t for p, t in published.items() if p in first_in],
         "broker_visit": [min(t for t, _ in outs) - arrived[k] for k, outs in sent.items() if k in arrived],

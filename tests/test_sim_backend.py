@@ -139,6 +139,7 @@ def test_one_spec_and_seed_give_byte_identical_logs(tmp_path: Path) -> None:
     assert len([f for f in files if f.parts[0] == contract.EVENTS_DIR]) == 18 + 1
     for f in files:
         assert (runs[0] / f).read_bytes() == (runs[1] / f).read_bytes(), f
+    assert len(_events(runs[0], contract.RECEIVE)) == 464  # the quickstart's deliveries, not empty logs
 
 
 @pytest.mark.spark

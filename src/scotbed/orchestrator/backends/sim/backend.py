@@ -152,7 +152,7 @@ class SimDeployment:
         net = Network(self.configs, clock, emit, seed, self.cost)
         process = SCRIPT_PROCESS if script is not None else PROCESS
         records = ProcessRecords(self.run_dir, process, max_buffered=RECORDS_BUFFERED)
-        clients = Clients(net, clock, records)
+        clients = Clients(net, records)
         try:
             counts = ScriptDriver(script, clients, self.run_dir).run() if script is not None else {}
             if plan is not None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +51,41 @@ class HostCost:
 NONE = HostCost()
 
 
+@dataclass
+class NotificationTimes:
+    """The instants a run's event logs give each notification: where it entered, each visit, each copy
+    sent, each delivery and receive (the stages of a delay; ``benchmarks/delay_breakdown.py`` too)."""
+
+    first_in: dict[str, tuple[int, str]] = field(default_factory=dict)  # pub -> (notif_in, its broker)
+    arrived: dict[tuple[str, str], int] = field(default_factory=dict)  # (broker, pub) -> first notif_in
+    outs: dict[tuple[str, str], list[tuple[int, str]]] = field(default_factory=dict)  # -> (ts, link)s
+    delivered: dict[tuple[str, str], int] = field(default_factory=dict)  # (pub, sub) -> deliver
+    published: dict[str, tuple[int, int]] = field(default_factory=dict)  # pub -> (sent_ns, intended_ns)
+    received: dict[tuple[str, str], int] = field(default_factory=dict)  # (pub, sub) -> receive
+
+    @classmethod
+    def of(
+        cls, brokers: Iterable[Mapping[str, Any]], clients: Iterable[Mapping[str, Any]]
+    ) -> NotificationTimes:
+        t = cls()
+        for e in brokers:
+            ev, node = e["ev"], e["node"]
+            if ev == contract.NOTIF_IN:
+                t.arrived.setdefault((node, e["pub_id"]), e["ts_ns"])
+                if not e.get("link"):
+                    t.first_in.setdefault(e["pub_id"], (e["ts_ns"], node))
+            elif ev == contract.NOTIF_OUT:
+                t.outs.setdefault((node, e["pub_id"]), []).append((e["ts_ns"], e["link"]))
+            elif ev == contract.DELIVER:
+                t.delivered[(e["pub_id"], e["sub_id"])] = e["ts_ns"]
+        for e in clients:
+            if e["ev"] == contract.PUBLISH:
+                t.published[e["pub_id"]] = (e["sent_ns"], e["intended_ns"])
+            elif e["ev"] == contract.RECEIVE:
+                t.received[(e["pub_id"], e["sub_id"])] = e["ts_ns"]
+        return t
+
+
 def measure(
     brokers: Iterable[Mapping[str, Any]],
     clients: Iterable[Mapping[str, Any]],
@@ -59,27 +94,9 @@ def measure(
 ) -> HostCost:
     """The host's cost from a run's broker and client events, less the model's: ``service_us`` per
     broker, ``latency_ms`` per directed link (sender, receiver)."""
-    first_in: dict[str, tuple[int, str]] = {}
-    arrived: dict[tuple[str, str], int] = {}
-    outs: dict[tuple[str, str], list[tuple[int, str]]] = {}
-    delivered: dict[tuple[str, str], int] = {}
-    for e in brokers:
-        ev, node = e["ev"], e["node"]
-        if ev == contract.NOTIF_IN:
-            arrived.setdefault((node, e["pub_id"]), e["ts_ns"])
-            if not e.get("link"):
-                first_in.setdefault(e["pub_id"], (e["ts_ns"], node))
-        elif ev == contract.NOTIF_OUT:
-            outs.setdefault((node, e["pub_id"]), []).append((e["ts_ns"], e["link"]))
-        elif ev == contract.DELIVER:
-            delivered[(e["pub_id"], e["sub_id"])] = e["ts_ns"]
-    intended: dict[str, int] = {}
-    received: dict[tuple[str, str], int] = {}
-    for e in clients:
-        if e["ev"] == contract.PUBLISH:
-            intended[e["pub_id"]] = e["intended_ns"]
-        elif e["ev"] == contract.RECEIVE:
-            received[(e["pub_id"], e["sub_id"])] = e["ts_ns"]
+    t = NotificationTimes.of(brokers, clients)
+    first_in, arrived, outs, delivered, received = t.first_in, t.arrived, t.outs, t.delivered, t.received
+    intended = {p: due for p, (_, due) in t.published.items()}
     client_in = [
         (t - intended[p]) / 1e3 - service_us.get(b, 0.0) for p, (t, b) in first_in.items() if p in intended
     ]

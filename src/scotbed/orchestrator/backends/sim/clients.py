@@ -18,8 +18,7 @@ from scotbed import contract
 from scotbed.experiment.spec_faults import FaultSpec
 from scotbed.filters import Filter
 from scotbed.messages import Message, Publication, Subscription, Unsubscription
-from scotbed.orchestrator.backends.sim.clock import Clock
-from scotbed.orchestrator.backends.sim.network import Network, Session
+from scotbed.orchestrator.backends.sim.network import Network
 from scotbed.workloads.plan import Action, Plan, PublisherPlan, SubscriberPlan
 from scotbed.workloads.quotes import QuoteSource
 from scotbed.workloads.records import JsonlWriter, ProcessRecords
@@ -36,9 +35,9 @@ SETTLE_GAP_NS = 1_000_000
 class Clients:
     """Subscribe, unsubscribe and publish at a broker of ``net``, recording each as a client does."""
 
-    def __init__(self, net: Network, clock: Clock, records: ProcessRecords) -> None:
+    def __init__(self, net: Network, records: ProcessRecords) -> None:
         self.net = net
-        self.clock = clock
+        self.clock = net.clock
         self.records = records
         self.in_ns = round(net.cost.client_in_us * 1e3)  # a client→broker hop (calibration.HostCost)
         self.out_ns = round(net.cost.client_out_us * 1e3)  # a broker→subscriber hop
@@ -51,7 +50,7 @@ class Clients:
         """Open ``sub_id`` at ``broker``; ``then`` runs once the broker acknowledged it."""
         sent = self.clock.now_ns
         b = self.net.brokers[broker]
-        b.sessions[sub_id] = Session(subscriber, self._receiver(subscriber, broker))
+        b.sessions[sub_id] = self._receiver(subscriber, broker)
         self.held[sub_id] = (subscriber, broker, flt)
 
         def acked() -> None:
@@ -114,8 +113,8 @@ class PlanDriver:
         self.faults = sorted(faults, key=lambda f: f.at_s)
         self.faults_log = faults_log
 
-    def run(self) -> int:
-        """Play the whole plan; returns the release instant (virtual ns)."""
+    def run(self) -> None:
+        """Play the whole plan, to the last event."""
         for sp in self.plan.subscribers:
             self._subscribe_from(sp, 0)
         self.clock.run()  # every initial subscription settled: the brokers are quiescent
@@ -129,7 +128,6 @@ class PlanDriver:
         for f in self.faults:
             self.clock.at(t0 + round(f.at_s * 1e9), self._fault, f)
         self.clock.run()
-        return t0
 
     def _fault(self, f: FaultSpec) -> None:
         self.clients.net.link_fault(f)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import random
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from scotbed import contract
@@ -122,14 +121,6 @@ class SimLink:
         return self.window.ce
 
 
-@dataclass
-class Session:
-    """A local subscription's client: who receives its deliveries."""
-
-    subscriber: str
-    receive: Receive
-
-
 class SimBroker:
     """One broker of the time model; its handlers log in the order a broker process's do."""
 
@@ -150,8 +141,7 @@ class SimBroker:
         self.input: deque[tuple[str | None, Message, Callable[[], None] | None]] = deque()
         self.busy = False
         self.input_peak = 0
-        self.sessions: dict[str, Session] = {}
-        self.served = 0  # messages taken from the input
+        self.sessions: dict[str, Receive] = {}  # local sub_id -> its subscriber's receive
 
     def _capacity(self, n: NeighbourConfig) -> float:
         return self.cfg.link_capacity_msgs_per_s if n.capacity_msgs_per_s is None else n.capacity_msgs_per_s
@@ -184,7 +174,6 @@ class SimBroker:
     def _serve_next(self) -> None:
         from_hop, msg, done = self.input.popleft()
         self.busy = True
-        self.served += 1
         self.clock.after(round(self.service_ns * units(msg)), self._served, from_hop, msg, done)
 
     def _served(self, from_hop: str | None, msg: Message, done: Callable[[], None] | None) -> None:
@@ -220,12 +209,12 @@ class SimBroker:
                 **({} if steps is None else {"steps": steps}),
             )
         for sub_id in d.deliver:
-            session = self.sessions.get(sub_id)
-            if session is None:
+            receive = self.sessions.get(sub_id)
+            if receive is None:
                 self.emit(contract.DROP, link="", reason="no_session", pub_id=pub.pub_id, sub_id=sub_id)
                 continue
             self.emit(contract.DELIVER, pub_id=pub.pub_id, sub_id=sub_id, hops=pub.hops)
-            session.receive(sub_id, pub, self.clock.now_ns)
+            receive(sub_id, pub, self.clock.now_ns)
         self._forward(d)
 
     def _forward(self, d: Decision) -> None:
