@@ -30,10 +30,12 @@ lint: setup
 	$(BIN)/lint-imports
 
 # Workers: the Docker and Kubernetes tests run one at a time on one of them, each module's tests stay
-# on one worker (tests/conftest.py); most tests wait on processes, engines and the API server.
+# on one worker (tests/conftest.py); most tests wait on processes, engines and the API server. The
+# tests that measure delays on broker processes (quiet_host) run afterwards, alone on the host.
 TEST_WORKERS ?= 2
 test: setup lint
-	$(BIN)/pytest -q -ra --durations=30 -n $(TEST_WORKERS) --dist loadgroup
+	$(BIN)/pytest -q -ra --durations=30 -n $(TEST_WORKERS) --dist loadgroup -m "not quiet_host"
+	$(BIN)/pytest -q -ra --durations=10 -p no:xdist -m quiet_host
 
 # The fuzz tests (also in `make test`: 60 examples each, the oracle's property 300) with a longer budget.
 FUZZ_EXAMPLES ?= 3000
@@ -41,7 +43,7 @@ fuzz: setup
 	SCOTBED_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -q -m fuzz tests/test_fuzz.py tests/test_oracle_property.py
 
 test-fast: setup
-	$(BIN)/pytest -q -m "not slow and not docker and not spark"
+	$(BIN)/pytest -q -m "not slow and not docker and not spark and not quiet_host"
 
 # The spec's and the campaign file's JSON Schemas (tests/test_schemas.py keeps them current).
 schemas: setup

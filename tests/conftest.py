@@ -65,12 +65,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 ENGINE_GROUP = "engine"
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under ``pytest -n N --dist loadgroup`` (``make test``) a module's tests stay on one worker (its
     module fixtures, often a whole run, run once), and the Docker and Kubernetes tests form one group:
     the local cluster has a few nodes for anti-affinity placement and the image builds share one
     engine's cache, so two of them at once would compete for what each asserts on. A worker takes the
     next group in collection order, so the engine group, the longest, is collected first."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return  # the quiet_host tests, alone (make test)
     for item in items:
         group = ENGINE_GROUP if _needs_engine(item) else item.nodeid.split("::", 1)[0]
         item.add_marker(pytest.mark.xdist_group(group))

@@ -239,6 +239,7 @@ DELAY_TOLERANCE = 0.20  # the sim's mean and p90 delay within ±20 % of broker p
 
 @pytest.mark.slow
 @pytest.mark.spark
+@pytest.mark.quiet_host
 def test_calibrated_sim_delays_are_within_20_percent_of_broker_processes(tmp_path: Path, spark: Any) -> None:
     """Calibrated once, on the quickstart with SNR on broker processes (`scotbed calibrate`), the sim
     predicts other runs of broker processes on this host: the quickstart with DNR, and both routings
