@@ -65,7 +65,7 @@ def test_a_packed_message_costs_a_service_time_per_subscription_it_carries() -> 
         "R", "b-v0-0", packed=tuple(Subscription(f"C{c}", FILTER, "b-v0-0") for c in range(3))
     )
     assert units(packed) == 4 and units(Unsubscription("R", "b-v0-0")) == 1
-    assert round(s.wait_s(0.0, units(packed)), 6) == 0.04
+    assert round(s.wait_s(0.0, s.cost_s(packed)), 6) == 0.04
     assert round(s.wait_s(0.0), 6) == 0.05  # the next one waits for all four
 
 

@@ -32,8 +32,11 @@ def _state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SCOTBED_STATE_DIR", str(tmp_path / "state"))
 
 
-def _scripted(tmp_path: Path, ops: list[dict[str, Any]], n: int = 5, **blocks: Any) -> RunResult:
-    """A scripted run on a path of ``n`` brokers (``b-v0-0`` … ``b-v{n-1}-0``) in virtual time."""
+def _scripted(
+    tmp_path: Path, ops: list[dict[str, Any]], n: int = 5, backend: str = "sim", **blocks: Any
+) -> RunResult:
+    """A scripted run on a path of ``n`` brokers (``b-v0-0`` … ``b-v{n-1}-0``), in virtual time unless
+    ``backend`` says otherwise."""
     (tmp_path / "script.jsonl").write_text("".join(json.dumps(o) + "\n" for o in ops))
     spec = {
         "name": "sim-path",
@@ -43,7 +46,7 @@ def _scripted(tmp_path: Path, ops: list[dict[str, Any]], n: int = 5, **blocks: A
         **blocks,
     }
     (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
-    options = RunOptions(backend="sim", out=tmp_path / "runs", quiet=True, analyse=False)
+    options = RunOptions(backend=backend, out=tmp_path / "runs", quiet=True, analyse=False)
     return run_spec(tmp_path / "spec.yaml", [], options)
 
 
@@ -88,6 +91,46 @@ def test_a_notification_takes_a_service_per_broker_and_a_latency_per_link(tmp_pa
     ins = [e for e in _events(r.run_dir, contract.NOTIF_IN)]
     assert [e["node"] for e in ins] == [f"b-v{k}-0" for k in (4, 3, 2, 1, 0)]
     assert [e["ts_ns"] - publish["ts_ns"] for e in ins] == [k * 11 * MS + MS for k in range(5)]
+
+
+def test_matching_costs_a_notification_its_time_per_routing_table_entry(tmp_path: Path) -> None:
+    """Four subscriptions at v0 flood the path (every broker holds 4 entries); at 1 ms of service and
+    0.25 ms per entry a notification from v4 takes 5 × (1 + 4 × 0.25) + 4 × 10 = 50 ms, and only the
+    notification pays for the table."""
+    subs = [_sub(f"S{k}", "b-v0-0") for k in range(4)]
+    r = _scripted(
+        tmp_path,
+        [*subs, _pub("p", "b-v4-0")],
+        brokers={"service_us": 1000, "match_us_per_entry": 250},
+        links={"latency_ms": 10},
+    )
+    (publish,) = _events(r.run_dir, contract.PUBLISH)
+    assert {e["ts_ns"] - publish["ts_ns"] for e in _events(r.run_dir, contract.RECEIVE)} == {50 * MS}
+    tables = {e["node"]: e["size"] for e in _events(r.run_dir, contract.TABLE)}
+    assert set(tables.values()) == {4}
+    sub_in = [e for e in _events(r.run_dir, contract.SUB_IN) if e["node"] == "b-v0-0"]
+    acks = [e for e in _events(r.run_dir, contract.SUBSCRIBE)]
+    assert [a["ack_ns"] - a["ts_ns"] for a in acks] == [MS] * 4  # a subscription's service alone
+    assert len(sub_in) == 4
+
+
+@pytest.mark.slow
+def test_broker_processes_charge_the_same_matching_cost(tmp_path: Path) -> None:
+    """The same cost on broker processes: at 2.5 ms per entry the path takes 5 × (1 + 4 × 2.5) + 4 × 10
+    = 95 ms in the model, 45 ms without the matching cost; a real run takes at least the model's time
+    (its own cost comes on top)."""
+    subs = [_sub(f"S{k}", "b-v0-0") for k in range(4)]
+    r = _scripted(
+        tmp_path,
+        [*subs, _pub("p", "b-v4-0")],
+        backend="local",
+        brokers={"service_us": 1000, "match_us_per_entry": 2500},
+        links={"latency_ms": 10},
+    )
+    (publish,) = _events(r.run_dir, contract.PUBLISH)
+    receives = _events(r.run_dir, contract.RECEIVE)
+    assert len(receives) == 4
+    assert min(e["ts_ns"] for e in receives) - publish["ts_ns"] >= 95 * MS
 
 
 def test_a_broker_serves_one_message_at_a_time_in_arrival_order(tmp_path: Path) -> None:

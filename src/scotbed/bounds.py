@@ -47,5 +47,7 @@ MAX_SECONDS = 604_800
 MAX_RATE_PER_S = 1_000_000
 #: ``brokers.service_us``, the processing time per message, in µs (one second)
 MAX_SERVICE_US = 1_000_000
+#: ``brokers.match_us_per_entry``, a notification's matching time per routing-table entry, in µs
+MAX_MATCH_US_PER_ENTRY = 10_000
 #: seeds (the spec's, a random tree's, a cost redraw's): a signed 64-bit integer, what Spark and numpy hold
 MAX_SEED = 2**63 - 1

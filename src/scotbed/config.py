@@ -121,6 +121,7 @@ class BrokerConfig:
     prometheus_port: int | None = None  # None = no metrics endpoint
     schema_version: int = SCHEMA_VERSION
     service_us: float = 0.0  # processing time per message (scotbed.broker.service); 0 = none
+    match_us_per_entry: float = 0.0  # a notification's matching time per routing-table entry; 0 = none
     # self-organising trees (scotbed.selforg.manager): settings, costs and tree; {} = off
     topology_manager: dict[str, Any] = field(default_factory=dict)
 
@@ -174,6 +175,10 @@ class BrokerConfig:
             )
         if not 0 <= self.service_us < 3_600_000_000:
             raise ConfigError(f"{where}.service_us: must be in [0, 1 h), got {self.service_us}")
+        if not 0 <= self.match_us_per_entry < 3_600_000_000:
+            raise ConfigError(
+                f"{where}.match_us_per_entry: must be in [0, 1 h), got {self.match_us_per_entry}"
+            )
         if ":" not in self.listen:
             raise ConfigError(f"{where}.listen: expected host:port, got {self.listen!r}")
         seen = set()

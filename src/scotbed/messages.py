@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass, fields
 from enum import IntEnum
-from typing import Any
+from operator import attrgetter
+from typing import Any, TypeVar
 
 from scotbed.filters import Filter
 
@@ -64,6 +66,20 @@ class Publication:
 Message = Subscription | Unsubscription | Publication
 
 
-def copy_with(msg: Message, **changes: Any) -> Message:
-    """A copy of ``msg`` with some fields changed (for per-hop headers)."""
-    return replace(msg, **changes)
+M = TypeVar("M", bound=Subscription | Unsubscription | Publication)
+
+#: per message class, its fields' values in declaration order (its constructor's arguments)
+_VALUES: dict[type, Callable[[Any], tuple[Any, ...]]] = {}
+
+
+def copy_with(msg: M, **changes: Any) -> M:
+    """A copy of ``msg`` with some fields changed (for per-hop headers): what ``dataclasses.replace``
+    gives, without its per-call field checks, since it runs on every hop of every notification."""
+    cls = type(msg)
+    values = _VALUES.get(cls)
+    if values is None:
+        values = _VALUES[cls] = attrgetter(*(f.name for f in fields(cls)))
+    new = cls(*values(msg))
+    for name, value in changes.items():
+        setattr(new, name, value)
+    return new

@@ -35,14 +35,15 @@ from pathlib import Path
 from typing import IO, Any
 
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
-_text = json.encoder.encode_basestring  # the json module's own string encoder (C), as _dumps writes strings
+#: a string as a JSON text, by the json module's own encoder (C), as ``_dumps`` writes strings
+json_text: Callable[[str], str] = json.encoder.encode_basestring
 
 
 def _value(v: Any) -> str:
     """``v`` as ``_dumps`` writes it; the scalars of the hot events without its per-call set-up."""
     t = type(v)
     if t is str:
-        return _text(v)
+        return json_text(v)
     if t is int:
         return int.__repr__(v)
     if t is bool:

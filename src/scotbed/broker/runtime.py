@@ -54,7 +54,7 @@ from scotbed.broker.limits import envelope_fits
 from scotbed.broker.linkout import LinkOut
 from scotbed.broker.looplag import LoopProbe
 from scotbed.broker.rejoin import REPLAYED
-from scotbed.broker.service import Server, units
+from scotbed.broker.service import Server
 from scotbed.broker.sessions import Owners, Session, SessionRefused
 from scotbed.broker.treeswap import End, TreeSwap
 from scotbed.broker.view import ConfigView
@@ -112,7 +112,7 @@ class Broker:
         self.topology = _topology_manager(self) if cfg.topology_manager else None
         self.input: asyncio.Queue[Item] = asyncio.Queue()
         self.input_peak = 0  # the input queue's longest since the last ``queue`` sample
-        self.server = Server(cfg.service_us)  # the per-message service time, when on
+        self.server = Server(cfg.service_us, cfg.match_us_per_entry)  # the service time, when on
         self.sessions: dict[str, Session] = {}
         self.owners = Owners()
         self.counters: Counter[str] = Counter()
@@ -267,7 +267,8 @@ class Broker:
             self.busy = True
             try:
                 if self.server.active:  # one message per service time (scotbed.broker.service)
-                    await self.server.serve(units(item[1]))
+                    entries = self.algo.table_size() if self.server.counts_entries else 0
+                    await self.server.serve(self.server.cost_s(item[1], entries))
                     self.handle(item)
                     self.server.ended(backlog=not q.empty())
                     continue

@@ -138,6 +138,12 @@ class BrokersSpec(Block):
     service_us_at: dict[str, Annotated[float, Field(ge=0)]] = Field(
         default_factory=dict, description="per acyclic-factor vertex: its brokers' service_us"
     )
+    match_us_per_entry: float = Field(
+        default=0.0,
+        ge=0,
+        le=bounds.MAX_MATCH_US_PER_ENTRY,
+        description="µs of matching per routing-table entry, for each notification; 0 = none",
+    )
 
 
 # --- workload ---------------------------------------------------------------------------------

@@ -173,7 +173,7 @@ class CountingMatcher:
         self._filters: dict[Hashable, Filter] = {}
         self._pending: dict[Hashable, Filter] = {}
         self._slot: dict[Hashable, int] = {}
-        self._keys: list[Hashable] = []
+        self._key_array = np.empty(0, dtype=object)  # the key of each slot
         self._required = np.zeros(0, dtype=np.int64)
         self._index: dict[str, _AttrIndex] = {}
         self._dead = 0
@@ -200,7 +200,7 @@ class CountingMatcher:
         if self._needs_rebuild():
             self.rebuild()
         out: list[Hashable] = []
-        if self._keys:
+        if self._key_array.size:
             pos: list[np.ndarray] = []
             neg: list[np.ndarray] = []
             index = self._index
@@ -208,7 +208,7 @@ class CountingMatcher:
                 ai = index.get(attr)
                 if ai is not None:
                     ai.collect(x, pos, neg)
-            n = len(self._keys)
+            n = self._key_array.size
             if pos:
                 counts = np.bincount(np.concatenate(pos) if len(pos) > 1 else pos[0], minlength=n)
                 if neg:
@@ -216,8 +216,7 @@ class CountingMatcher:
                 hits = np.flatnonzero(counts == self._required)
             else:
                 hits = np.flatnonzero(self._required == 0)
-            keys = self._keys
-            out = [keys[i] for i in hits.tolist()]
+            out = self._key_array[hits].tolist()
         if self._pending:
             self._scanned += len(self._pending)
             out.extend(k for k, f in self._pending.items() if f.matches(attrs))
@@ -250,7 +249,7 @@ class CountingMatcher:
             required[slot] = sum(_weight(p) for p in preds)
             for p in preds:
                 per_attr[p.attr].append((slot, p))
-        self._keys = keys
+        self._key_array = np.fromiter(keys, dtype=object, count=len(keys))
         self._slot = {k: i for i, k in enumerate(keys)}
         self._required = required
         self._index = {attr: _AttrIndex(preds) for attr, preds in per_attr.items()}

@@ -76,6 +76,7 @@ def broker_configs(
     per_kind = {topo.ACOL: links.acol_capacity_msgs_per_s, topo.ICOL: links.icol_capacity_msgs_per_s}
     delays = link_delays(spec)
     service = service_times(spec, scot)
+    match_us = spec.brokers.match_us_per_entry * ts  # slowed down with the service time
     out = []
     for cfg in configs:
         neighbours = tuple(
@@ -89,7 +90,11 @@ def broker_configs(
             )
             for n in cfg.neighbours
         )
-        out.append(dataclasses.replace(cfg, neighbours=neighbours, service_us=service[cfg.id]))
+        out.append(
+            dataclasses.replace(
+                cfg, neighbours=neighbours, service_us=service[cfg.id], match_us_per_entry=match_us
+            )
+        )
     return out
 
 

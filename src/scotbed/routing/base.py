@@ -134,7 +134,7 @@ class RoutingTable:
         keys = self._matcher.match(attrs)
         us = (time.perf_counter_ns() - t0) / 1000.0
         self.last_steps = getattr(self._matcher, "last_steps", None)
-        return [self.entries[k] for k in keys], us
+        return list(map(self.entries.__getitem__, keys)), us
 
     def values(self) -> Iterable[Entry]:
         return self.entries.values()

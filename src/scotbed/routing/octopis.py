@@ -47,9 +47,8 @@ copies (``dynamic=True``).
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import replace
 
-from scotbed.messages import Publication, Subscription, SubState, Unsubscription
+from scotbed.messages import Publication, Subscription, SubState, Unsubscription, copy_with
 from scotbed.routing.base import (
     LOCAL,
     BrokerView,
@@ -99,7 +98,7 @@ class StaticNotificationRouting(RoutingAlgorithm):
 
     def on_subscription(self, sub: Subscription, from_hop: str | None) -> Decision:
         if from_hop is None:
-            sub = replace(sub, cbv=self._bit, state=SubState.PRIMARY)
+            sub = copy_with(sub, cbv=self._bit, state=SubState.PRIMARY)
         last_hop = LOCAL if from_hop is None else from_hop
         entry = Entry(sub.sub_id, sub.filter, last_hop, sub.host_broker, sub.cbv, sub.state)
         if sub.state == SubState.SECONDARY:
@@ -113,7 +112,7 @@ class StaticNotificationRouting(RoutingAlgorithm):
             entry = self.table.get(unsub.sub_id)
             if entry is None or entry.last_hop != LOCAL:
                 return Decision()  # not a subscription of this broker's clients
-            unsub = replace(unsub, cbv=self._bit, state=SubState.PRIMARY)
+            unsub = copy_with(unsub, cbv=self._bit, state=SubState.PRIMARY)
         if unsub.state == SubState.SECONDARY:
             return Decision(stored=self.secondary.remove(unsub.sub_id) is not None)
         removed = self.table.remove(unsub.sub_id) is not None
@@ -121,8 +120,8 @@ class StaticNotificationRouting(RoutingAlgorithm):
 
     def _two_steps(self, msg: Subscription | Unsubscription, from_hop: str | None) -> list[Forward]:
         """Primary step over the other aCOLs of the host cluster, secondary step over every iCOL."""
-        primary = replace(msg, state=SubState.PRIMARY)
-        secondary = replace(msg, state=SubState.SECONDARY)
+        primary = copy_with(msg, state=SubState.PRIMARY)
+        secondary = copy_with(msg, state=SubState.SECONDARY)
         return [Forward(n, primary) for n in self.acols if n != from_hop] + [
             Forward(n, secondary) for n in self.icols
         ]
@@ -146,7 +145,7 @@ class StaticNotificationRouting(RoutingAlgorithm):
 
     def route(self, pub: Publication, acols: list[str], tscs: set[int]) -> list[Forward]:
         """One plain copy per target aCOL and per TSC's iCOL."""
-        plain = replace(pub, cbv=None, dynamic=False)
+        plain = copy_with(pub, cbv=None, dynamic=False)
         return [Forward(n, plain) for n in sorted([*acols, *(self.icol_to[j] for j in tscs)])]
 
     def table_size(self) -> int:
@@ -176,8 +175,8 @@ class DynamicNotificationRouting(StaticNotificationRouting):
         marked_in = cbv_clusters(pub.cbv) - {self.view.cluster}
         served = {j for j in tscs if not self.view.link_state(self.icol_to[j]).overloaded}
         blocked = tscs - served
-        plain = replace(pub, cbv=None, dynamic=False)
-        relay = replace(pub, cbv=None, dynamic=True)  # serves a cluster marked upstream
+        plain = copy_with(pub, cbv=None, dynamic=False)
+        relay = copy_with(pub, cbv=None, dynamic=True)  # serves a cluster marked upstream
         out: dict[str, Publication] = {n: plain for n in acols}
         for j in served:
             out[self.icol_to[j]] = relay if j in marked_in else plain
@@ -195,7 +194,7 @@ class DynamicNotificationRouting(StaticNotificationRouting):
                 blocked = blocked - {self.view.neighbours[hop].cluster}
             header = cbv_of(blocked)
             rerouted = header is not None or self.view.neighbours[hop].cluster in marked_in
-            out[hop] = replace(pub, cbv=header, dynamic=rerouted)
+            out[hop] = copy_with(pub, cbv=header, dynamic=rerouted)
             self.cases[case] += 1
             self.last_case = case
         return [Forward(n, out[n]) for n in sorted(out)]

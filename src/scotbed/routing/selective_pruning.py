@@ -81,7 +81,7 @@ class SelectivePruning(ActiveCovering):
             self.toward[pub.source_broker] = from_hop
             k = sum(1 for e in matched if e.last_hop != from_hop)
             distance, count = header_after(pub, k)
-            pub = copy_with(pub, distance=distance, count=count)  # type: ignore[assignment]
+            pub = copy_with(pub, distance=distance, count=count)
         hops = {e.last_hop for e in matched if e.last_hop != LOCAL and e.last_hop != from_hop}
         deliver = self.local_deliveries(matched)
         self._record(pub, deliver)
@@ -94,7 +94,7 @@ class SelectivePruning(ActiveCovering):
             window = self._window(unsub.sub_id)
             self.history.pop(unsub.sub_id, None)
             tuples = prune_tuples(window, self.param("similarity"), self.param("min_count"))
-            unsub = copy_with(unsub, prune=tuples)  # type: ignore[assignment]
+            unsub = copy_with(unsub, prune=tuples)
         return super().on_unsubscription(unsub, from_hop)
 
     def _removal(self, n: str, msg: Unsubscription) -> Unsubscription | None:

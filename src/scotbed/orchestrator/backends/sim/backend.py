@@ -145,11 +145,7 @@ class SimDeployment:
         """Play the plan or the script on the time model, every log written and closed."""
         clock = Clock()
         logs = {c.id: EventLog(c.id, str(self.run_dir / contract.events_file(c.id))) for c in self.configs}
-
-        def emit(ts_ns: int, node: str, ev: str, **fields: Any) -> None:
-            logs[node].emit_at(ts_ns, ev, **fields)
-
-        net = Network(self.configs, clock, emit, seed, self.cost)
+        net = Network(self.configs, clock, lambda node: logs[node].emit_at, seed, self.cost)
         process = SCRIPT_PROCESS if script is not None else PROCESS
         records = ProcessRecords(self.run_dir, process, max_buffered=RECORDS_BUFFERED)
         clients = Clients(net, records)

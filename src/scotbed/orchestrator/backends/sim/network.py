@@ -19,7 +19,7 @@ from typing import Any
 
 from scotbed import contract
 from scotbed.broker.linkout import CeWindow
-from scotbed.broker.service import units
+from scotbed.broker.service import Server
 from scotbed.broker.view import ConfigView
 from scotbed.config import BrokerConfig, NeighbourConfig
 from scotbed.experiment.spec_faults import FaultSpec
@@ -30,8 +30,10 @@ from scotbed.orchestrator.backends.sim.clock import Clock
 from scotbed.routing import make_algorithm
 from scotbed.routing.base import Decision, LinkState
 
-#: ``emit(ts_ns, node, ev, **fields)``: one event line of ``node``'s log
+#: ``emit(ts_ns, ev, **fields)``: one event line of a broker's log
 Emit = Callable[..., None]
+#: the ``Emit`` of a broker's log, by the broker's id
+Emitters = Callable[[str], Emit]
 #: ``receive(sub_id, publication, broker_ns)``: a local delivery reaches its subscriber
 Receive = Callable[[str, Publication, int], None]
 
@@ -125,19 +127,19 @@ class SimBroker:
     """One broker of the time model; its handlers log in the order a broker process's do."""
 
     def __init__(
-        self, cfg: BrokerConfig, clock: Clock, emit: Emit, rng: random.Random, hop_ns: int = 0
+        self, cfg: BrokerConfig, clock: Clock, emit: Emitters, rng: random.Random, hop_ns: int = 0
     ) -> None:
         self.cfg = cfg
         self.id = cfg.id
         self.clock = clock
-        self._emit = emit
+        self._emit = emit(cfg.id)
         self.view = ConfigView(cfg, self.link_state, clock.seconds)
         self.algo = make_algorithm(cfg.routing, self.view)
         window_s = cfg.congestion.window_ms / 1000.0
         self.links = {
             n.id: SimLink(clock, n, self._capacity(n), window_s, rng, hop_ns) for n in cfg.neighbours
         }
-        self.service_ns = cfg.service_us * 1000.0
+        self.server = Server(cfg.service_us, cfg.match_us_per_entry)  # its costs; the clock is virtual
         self.input: deque[tuple[str | None, Message, Callable[[], None] | None]] = deque()
         self.busy = False
         self.input_peak = 0
@@ -151,7 +153,7 @@ class SimBroker:
         return self._capacity(self.view.neighbours[neighbour])
 
     def emit(self, ev: str, **fields: Any) -> None:
-        self._emit(self.clock.now_ns, self.id, ev, **fields)
+        self._emit(self.clock.now_ns, ev, **fields)
 
     def link_state(self, neighbour: str) -> LinkState:
         link = self.links.get(neighbour)
@@ -174,7 +176,8 @@ class SimBroker:
     def _serve_next(self) -> None:
         from_hop, msg, done = self.input.popleft()
         self.busy = True
-        self.clock.after(round(self.service_ns * units(msg)), self._served, from_hop, msg, done)
+        entries = self.algo.table_size() if self.server.counts_entries else 0
+        self.clock.after(round(self.server.cost_s(msg, entries) * 1e9), self._served, from_hop, msg, done)
 
     def _served(self, from_hop: str | None, msg: Message, done: Callable[[], None] | None) -> None:
         self.handle(from_hop, msg)
@@ -242,13 +245,11 @@ class SimBroker:
     def sample(self, ts_ns: int) -> None:
         """The ``queue`` and ``table`` samples a broker process logs every ``sample_interval_ms``."""
         qlen = len(self.input)
-        self._emit(ts_ns, self.id, contract.QUEUE, link="", len=qlen, ce=0.0, peak=max(self.input_peak, qlen))
+        self._emit(ts_ns, contract.QUEUE, link="", len=qlen, ce=0.0, peak=max(self.input_peak, qlen))
         self.input_peak = qlen
         for link in self.links.values():
-            self._emit(
-                ts_ns, self.id, contract.QUEUE, link=link.id, len=len(link.queue), ce=round(link.ce, 3)
-            )
-        self._emit(ts_ns, self.id, contract.TABLE, size=self.algo.table_size())
+            self._emit(ts_ns, contract.QUEUE, link=link.id, len=len(link.queue), ce=round(link.ce, 3))
+        self._emit(ts_ns, contract.TABLE, size=self.algo.table_size())
 
 
 def _id_of(msg: Message) -> dict[str, str]:
@@ -259,7 +260,7 @@ class Network:
     """Every broker of a run, wired by their configs; samples catch up as the clock advances."""
 
     def __init__(
-        self, configs: list[BrokerConfig], clock: Clock, emit: Emit, seed: int, cost: HostCost = NO_COST
+        self, configs: list[BrokerConfig], clock: Clock, emit: Emitters, seed: int, cost: HostCost = NO_COST
     ) -> None:
         self.clock = clock
         self.cost = cost
