@@ -355,6 +355,29 @@ def test_a_restarted_broker_s_table_is_rebuilt_from_its_neighbours_replays(tmp_p
     assert all(kill["start_ns"] <= intended[p] < restart["start_ns"] for p, _, _ in wrong)
 
 
+def test_a_stopped_broker_drains_what_a_killed_one_loses(tmp_path: Path) -> None:
+    """Links of 150 ms: notification 13 leaves the victim for b-v2-0 50 ms before it goes down and is on
+    its way until 100 ms after. Killed, the victim's delay line is lost with it; stopped, the victim
+    waits for it to arrive (polling every 5 ms, as a broker process does), so the stop is done 100 ms
+    after it began."""
+    on_the_way = {}
+    for action in ("kill", "stop"):
+        out = tmp_path / action
+        result = _kill_and_restart(out, PLACED, 1, False, "links.latency_ms=150", stop=action == "stop")
+        down, _ = _faults_done(result.run_dir)
+        assert down["action"] == action
+        sent = {
+            (e["pub_id"], e["link"])
+            for e in _events(result.run_dir, contract.NOTIF_OUT)
+            if e["node"] == VICTIM and down["start_ns"] - 150 * MS < e["ts_ns"] < down["start_ns"]
+        }
+        arrived = {(e["pub_id"], e["node"]) for e in _events(result.run_dir, contract.NOTIF_IN)}
+        on_the_way[action] = (sent, sent & arrived)
+    assert on_the_way["kill"] == ({("pub-p0-13", "b-v2-0")}, set())
+    assert on_the_way["stop"] == ({("pub-p0-13", "b-v2-0")}, {("pub-p0-13", "b-v2-0")})
+    assert down["end_ns"] - down["start_ns"] == 100 * MS
+
+
 def test_a_kill_and_restart_timeline_gives_byte_identical_logs(tmp_path: Path) -> None:
     runs = [
         _kill_and_restart(tmp_path / f"runs{k}", HOSTED, 2, False, "links.latency_ms=2", "links.jitter_ms=1")
