@@ -293,3 +293,21 @@ def test_counting_indexes_a_table_that_stopped_changing_instead_of_scanning_it(
     matcher.add("late", Filter((Predicate("p", ">", 10),)))
     assert sorted(matcher.match({"sym": "S7", "p": 11})) == ["late", "s7"]
     assert scans[0] == 102  # a filter added later is scanned until it is indexed too
+
+
+def test_counting_takes_numeric_betweens_as_intervals_inclusive_and_exact() -> None:
+    """A numeric ``between`` counts once, at both ends inclusive, whichever bound the engine bisects;
+    an event value float64 cannot hold exactly is compared in Python."""
+    m = make_matcher("counting")
+    for k in range(40):
+        m.add(("narrow", k), Filter.parse(f"a between [{k}, {k + 0.5}] and b = 1"))
+    m.add("wide", Filter.parse("a between [-100, 100]"))
+    m.add("edge", Filter.parse(f"a between [{2**53 - 1}, {2**53}]"))
+    m.add("strings", Filter.parse('a between ["A", "C"]'))
+    m.rebuild()
+    assert sorted(map(str, m.match({"a": 3.5, "b": 1}))) == sorted(map(str, [("narrow", 3), "wide"]))
+    assert sorted(map(str, m.match({"a": 39, "b": 1}))) == sorted(map(str, [("narrow", 39), "wide"]))
+    assert m.match({"a": 3.75, "b": 1}) == ["wide"]
+    assert m.match({"a": 2**53}) == ["edge"]
+    assert m.match({"a": 2**53 + 1}) == []  # float(2**53 + 1) == 2**53, but the value is past the bound
+    assert m.match({"a": "B"}) == ["strings"]

@@ -67,3 +67,23 @@ def test_saturate_refuses_a_corrupt_index_in_one_line(tmp_path: Path) -> None:
     cmd = [sys.executable, "-m", "scotbed.orchestrator.cli", "saturate", str(spec), "--out", str(tmp_path)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "index is corrupt" in proc.stderr
+
+
+def test_saturate_on_the_sim_backend_finds_the_links_capacity(tmp_path: Path) -> None:
+    """The same search in virtual time: flooding sends each notification over each link of the path
+    once, so links of 20 envelopes/s sustain 20 notifications/s (1,200 a minute) and, within the
+    criterion's tolerance of 1 envelope/s of queue growth, not 21/s (1,260 a minute); the bisection
+    brackets that edge."""
+    spec = tmp_path / "sat.yaml"
+    spec.write_text(SPEC.replace("notifications_per_publisher: 80", "notifications_per_publisher: 600"))
+    env = {**os.environ, "SCOTBED_STATE_DIR": str(tmp_path / "state")}
+    cmd = [sys.executable, "-m", "scotbed.orchestrator.cli", "saturate", str(spec), "--out", str(tmp_path)]
+    cmd += ["--backend", "sim", "--lo", "300", "--hi", "12000", "--tolerance", "0.02", "--max-probes", "12"]
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900, check=True).stdout
+    sdir = tmp_path / "sat-saturate-workload.rate_per_minute"
+    probes = json.loads((sdir / "index.json").read_text())["probes"]
+    verdicts = {p["rate"]: p["verdict"]["sustainable"] for p in probes.values()}
+    lo = max(r for r, ok in verdicts.items() if ok)
+    hi = min(r for r, ok in verdicts.items() if not ok)
+    assert f"maximum sustainable workload.rate_per_minute in [{lo:g}, {hi:g})" in out
+    assert 1200 * 0.98 <= lo < hi <= 1260 * 1.05, verdicts  # found [1259.8, 1282.6): slopes over a window

@@ -18,14 +18,14 @@ import sys
 
 from scotbed.broker.links import new_incarnation
 from scotbed.broker.readyfile import ReadyFile
-from scotbed.broker.runtime import Broker
+from scotbed.broker.runtime import STOP_GRACE_S, STOP_INPUT_S, Broker
 from scotbed.broker.server import NOT_SERVING, SERVICE_NAMES, SERVING, build_server
 from scotbed.config import BrokerConfig, ConfigError, load
 
 log = logging.getLogger("scotbed.broker")
 
 
-async def serve(cfg: BrokerConfig, stop_grace_s: float = 2.0, ready_file: str | None = None) -> None:
+async def serve(cfg: BrokerConfig, stop_grace_s: float = STOP_GRACE_S, ready_file: str | None = None) -> None:
     broker = Broker(cfg)
     server, health, port = build_server(broker)
     ready = ReadyFile(ready_file)
@@ -60,8 +60,8 @@ async def serve(cfg: BrokerConfig, stop_grace_s: float = 2.0, ready_file: str | 
         ready.not_serving()
         await health.enter_graceful_shutdown()
         await server.stop(grace=0.2)
-        if not await broker.wait_input_empty(timeout_s=30.0):
-            log.error("%s: input queue not empty after 30 s; stopping anyway", cfg.id)
+        if not await broker.wait_input_empty(timeout_s=STOP_INPUT_S):
+            log.error("%s: input queue not empty after %g s; stopping anyway", cfg.id, STOP_INPUT_S)
         await broker.wait_drained(timeout_s=stop_grace_s)
     finally:
         ready.not_serving()
@@ -80,7 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m scotbed.broker", description=__doc__.splitlines()[0])
     ap.add_argument("--config", required=True, help="broker JSON config (one broker or all brokers)")
     ap.add_argument("--id", required=True, help="this broker's id (selects it from an all-brokers file)")
-    ap.add_argument("--stop-grace", type=float, default=2.0, help="seconds to drain output queues on stop")
+    ap.add_argument(
+        "--stop-grace", type=float, default=STOP_GRACE_S, help="seconds to drain output queues on stop"
+    )
     ap.add_argument("--log-level", default="INFO")
     ap.add_argument("--ready-file", help="a file kept while the health service says SERVING (exec probes)")
     args = ap.parse_args(argv)

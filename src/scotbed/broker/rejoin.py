@@ -28,6 +28,7 @@ and the newest process gets the whole log once, as a replay, and nothing of it a
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
+from typing import Generic, TypeVar
 
 from scotbed.messages import Message, Subscription, Unsubscription
 from scotbed.v1 import scotbed_pb2 as pb
@@ -39,35 +40,47 @@ REPLAYED = object()  # the ``raw`` of an input item that is a replay (runtime: f
 Sized = tuple[pb.Envelope, int]  # an envelope and its encoded bytes, as the output queue holds them
 
 
-class SentLog:
-    """The routing envelopes queued on one link, net of cancelled subscribe/unsubscribe pairs."""
+E = TypeVar("E")  # what a log keeps per routing message: an encoded envelope here, the message in the sim
+
+
+class RoutingLog(Generic[E]):
+    """The routing messages queued on one link, in order, net of cancelled subscribe/unsubscribe pairs:
+    the rule of the sent log, whatever form its entries take (the runtime's envelopes, the sim
+    backend's messages)."""
 
     def __init__(self) -> None:
-        self._log: dict[Hashable, Sized] = {}
+        self._log: dict[Hashable, E] = {}
         self._serial = 0
 
     def __len__(self) -> int:
         return len(self._log)
 
-    def record(self, msg: Message, sized: Sized) -> None:
+    def record(self, msg: Message, entry: E) -> None:
         plain = not getattr(msg, "packed", ())
         key = ("s", msg.sub_id, msg.host_broker) if isinstance(msg, Subscription | Unsubscription) else None
         if isinstance(msg, Unsubscription) and plain and key in self._log:
             del self._log[key]  # the neighbour holds neither any more
             return
         if isinstance(msg, Subscription) and plain and key not in self._log:
-            self._log[key] = sized
+            self._log[key] = entry
             return
         self._serial += 1
-        self._log[("n", self._serial)] = sized
+        self._log[("n", self._serial)] = entry
+
+    def entries(self, pending: Callable[[E], bool] | None = None) -> list[E]:
+        """The log in order, without the entries ``pending`` says are still queued or unacknowledged:
+        those reach the new process as ordinary routing (its forwards sent), since the old one may never
+        have handled them."""
+        return [e for e in self._log.values() if pending is None or not pending(e)]
+
+
+class SentLog(RoutingLog[Sized]):
+    """The routing envelopes queued on one link, net of cancelled subscribe/unsubscribe pairs."""
 
     def replay(self, pending: Callable[[Sized], bool] | None = None) -> list[Sized]:
-        """The control envelope and the log, in order: what to put at the head of the output queue.
-
-        Entries ``pending`` says are still queued or unacknowledged are left out: they reach the new
-        process as ordinary routing (its forwards sent), since the old one may never have handled them.
-        """
-        entries = [e for e in self._log.values() if pending is None or not pending(e)]
+        """The control envelope and the log (:meth:`RoutingLog.entries`), in order: what to put at the
+        head of the output queue."""
+        entries = self.entries(pending)
         control = pb.Envelope()
         control.control.kind = REPLAY
         control.control.args[COUNT] = str(len(entries))

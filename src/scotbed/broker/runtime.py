@@ -83,6 +83,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("scotbed.broker")
 
+#: a stopping broker (SIGTERM) serves its input for at most this long, polling every INPUT_POLL_S, then
+#: gives its output queues STOP_GRACE_S (``--stop-grace``'s default) to drain, polling every DRAIN_POLL_S
+STOP_INPUT_S = 30.0
+STOP_GRACE_S = 2.0
+INPUT_POLL_S = 0.002
+DRAIN_POLL_S = 0.005
+
 
 def _topology_manager(broker: Broker) -> TopologyManager:
     """The broker's self-organising topology manager; imported only by the brokers that run one (its
@@ -206,7 +213,7 @@ class Broker:
         while not self.drained():
             if time.monotonic() >= deadline:
                 return False
-            await asyncio.sleep(0.005)
+            await asyncio.sleep(DRAIN_POLL_S)
         return True
 
     async def wait_input_empty(self, timeout_s: float) -> bool:
@@ -214,7 +221,7 @@ class Broker:
         while self.busy or not self.input.empty():
             if time.monotonic() >= deadline:
                 return False
-            await asyncio.sleep(0.002)
+            await asyncio.sleep(INPUT_POLL_S)
         return True
 
     # --- entry points for the adapters ------------------------------------------------------

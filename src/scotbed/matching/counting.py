@@ -8,12 +8,18 @@ in that attribute's index:
 
 - ``=``: a hash map value → filters (separate maps for numbers and strings,
   so a string never equals a number; ``1 == 1.0`` as in Python);
-- ``<``, ``<=``, ``>``, ``>=`` and ``between``: every range is split into
-  half-constraints (``x >= v``, ``x > v``, ``x <= v``, ``x < v``; ``between``
-  counts as two), each kept sorted by bound. The satisfied halves for ``x`` are
-  a prefix or a suffix of the sorted bounds, found by bisection over a Python
-  list (exact int/float comparison, no float rounding) and taken as a numpy
-  slice of filter slots. Numbers and strings have separate indexes;
+- ``<``, ``<=``, ``>``, ``>=``: every range is a half-constraint (``x >= v``,
+  ``x > v``, ``x <= v``, ``x < v``), kept sorted by bound. The satisfied ones for
+  ``x`` are a prefix or a suffix of the sorted bounds, found by bisection over a
+  Python list (exact int/float comparison, no float rounding) and taken as a
+  numpy slice of filter slots. Numbers and strings have separate indexes;
+- numeric ``between``: an interval, counted once. Those holding ``x`` are the
+  ones with ``lo <= x`` (a prefix of the intervals sorted by ``lo``) and
+  ``hi >= x`` (a suffix of those sorted by ``hi``): the shorter of the two is
+  bisected and its other bound compared with numpy, so a narrow interval costs
+  the count only when it holds ``x`` (two half-constraints would cost it about
+  every other time). Bounds and values beyond float64's exact integers are
+  compared in Python. A ``between`` of strings is two half-constraints;
 - ``!=``: all ``!=`` predicates on the attribute count, minus those whose value
   equals ``x`` with the same kind (``!=`` is true on a type mismatch);
 - ``prefix``: a hash map prefix → filters, probed with the event string's
@@ -85,6 +91,62 @@ class _Ranges:
             out.append(self.lt.slots[bisect.bisect_right(self.lt.bounds, x) :])
 
 
+#: integers up to this magnitude are exact in float64, so numpy compares them exactly
+EXACT_INT = 2**53
+
+
+def _exact_float(v: object) -> bool:
+    if isinstance(v, float):
+        return True
+    return isinstance(v, int) and not isinstance(v, bool) and abs(v) <= EXACT_INT
+
+
+def _interval(p: Predicate) -> bool:
+    """A ``between`` the interval index takes: both bounds numbers that float64 holds exactly."""
+    return p.op == "between" and all(_exact_float(b) for b in p.value)
+
+
+class _Intervals:
+    """Numeric ``between`` predicates of one attribute: sorted by ``lo`` and by ``hi``."""
+
+    __slots__ = ("by_hi", "by_lo", "exact")
+
+    def __init__(self, items: list[tuple[Any, Any, int]]) -> None:
+        self.exact = items  # (lo, hi, slot): the Python values, for an x float64 cannot hold exactly
+        self.by_lo = _Aligned(sorted(items, key=lambda t: t[0]), key=0, other=1)
+        self.by_hi = _Aligned(sorted(items, key=lambda t: t[1]), key=1, other=0)
+
+    def collect(self, x: Any, out: list[np.ndarray]) -> None:
+        if not _exact_float(x):
+            hits = [slot for lo, hi, slot in self.exact if lo <= x <= hi]
+            if hits:
+                out.append(np.asarray(hits, dtype=np.int64))
+            return
+        k = bisect.bisect_right(self.by_lo.keys, x)  # lo <= x: the first k by lo
+        j = bisect.bisect_left(self.by_hi.keys, x)  # hi >= x: from j on by hi
+        n = len(self.exact)
+        if k == 0 or j == n:
+            return
+        xf = float(x)
+        if k <= n - j:
+            sel = self.by_lo.slots[:k][self.by_lo.others[:k] >= xf]
+        else:
+            sel = self.by_hi.slots[j:][self.by_hi.others[j:] <= xf]
+        if sel.size:
+            out.append(sel)
+
+
+class _Aligned:
+    """Intervals in one order: that bound as a bisectable list, the other bound and the slots as arrays."""
+
+    __slots__ = ("keys", "others", "slots")
+
+    def __init__(self, items: list[tuple[Any, Any, int]], key: int, other: int) -> None:
+        self.keys = [t[key] for t in items]
+        self.others = np.fromiter((float(t[other]) for t in items), dtype=np.float64, count=len(items))
+        self.slots = np.fromiter((t[2] for t in items), dtype=np.int64, count=len(items))
+
+
 def _arrays(d: dict[Any, list[int]]) -> dict[Any, np.ndarray]:
     return {k: np.asarray(v, dtype=np.int64) for k, v in d.items()}
 
@@ -103,6 +165,7 @@ class _AttrIndex:
         halves: dict[bool, dict[str, list[tuple[Any, int]]]] = {
             kind: {"ge": [], "gt": [], "le": [], "lt": []} for kind in (True, False)
         }
+        intervals: list[tuple[Any, Any, int]] = []
         for slot, p in preds:
             op, v = p.op, p.value
             if op == "exists":
@@ -114,6 +177,8 @@ class _AttrIndex:
                 (ne_num if _is_number(v) else ne_str)[v].append(slot)
             elif op == "prefix":
                 prefix[v].append(slot)
+            elif _interval(p):
+                intervals.append((v[0], v[1], slot))
             elif op == "between":
                 h = halves[_is_number(v[0])]
                 h["ge"].append((v[0], slot))
@@ -130,6 +195,7 @@ class _AttrIndex:
         self.prefix_lengths = sorted({len(k) for k in prefix})
         self.num = _Ranges(halves[True]) if any(halves[True].values()) else None
         self.str = _Ranges(halves[False]) if any(halves[False].values()) else None
+        self.intervals = _Intervals(intervals) if intervals else None
 
     def collect(self, x: Any, pos: list[np.ndarray], neg: list[np.ndarray]) -> None:
         if self.exists.size:
@@ -162,10 +228,13 @@ class _AttrIndex:
                 neg.append(hit)
             if self.num is not None:
                 self.num.collect(x, pos)
+            if self.intervals is not None:
+                self.intervals.collect(x, pos)
 
 
 def _weight(p: Predicate) -> int:
-    return 2 if p.op == "between" else 1
+    """The counts a satisfied predicate adds: a ``between`` as two half-constraints adds two."""
+    return 2 if p.op == "between" and not _interval(p) else 1
 
 
 class CountingMatcher:

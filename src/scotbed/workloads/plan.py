@@ -52,6 +52,9 @@ from scotbed.workloads.subscriptions import run_filters
 PLAN_VERSION = 1
 HRP_SYMBOL = "_HRP{}"  # outside every market's tickers, so only interested subscribers match it
 HRP_EXCHANGE = "HRP"
+#: how often a client whose broker is down on purpose asks whether it serves again (its Locust user and
+#: the sim backend's clients alike)
+SESSION_RETRY_S = 0.1
 
 
 class PlanError(UserError):

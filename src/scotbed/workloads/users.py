@@ -38,7 +38,7 @@ from scotbed.wire import notification_to_pb
 from scotbed.workloads.coordinator import Coordinator
 from scotbed.workloads.entry import PLAN_ENV, RUN_DIR_ENV
 from scotbed.workloads.grpc_user import GrpcClient, GrpcUser
-from scotbed.workloads.plan import Action, Plan
+from scotbed.workloads.plan import SESSION_RETRY_S, Action, Plan
 from scotbed.workloads.plan_json import load
 from scotbed.workloads.quotes import QuoteSource
 from scotbed.workloads.records import ProcessRecords
@@ -47,7 +47,6 @@ from scotbed.workloads.schema import Quote
 CLAIM, CLAIMED, REPORT, RELEASE = "scotbed_claim", "scotbed_claimed", "scotbed_report", "scotbed_release"
 FLUSH_INTERVAL_S = 0.2
 CLIENT_SAMPLE_S = LogConfig.sample_interval_ms / 1000.0  # the brokers' default `loop` period, so both compare
-SESSION_RETRY_S = 0.1  # how often a client whose broker is down on purpose asks whether it serves again
 
 log = logging.getLogger("scotbed.workloads")
 

@@ -32,7 +32,6 @@ from scotbed.orchestrator.backends.sim.clients import (
 )
 from scotbed.orchestrator.backends.sim.clock import Clock
 from scotbed.orchestrator.backends.sim.network import Network
-from scotbed.orchestrator.faults import LINK_ACTIONS
 from scotbed.orchestrator.plan import Addressing
 from scotbed.workloads.plan import Plan
 from scotbed.workloads.records import ProcessRecords, merge_workload
@@ -45,9 +44,12 @@ SIM_ADDRESSING = Addressing(dial="{id}:1", listen="{id}:1")
 
 
 class SimBackend(BackendDefaults):
-    """Brokers in virtual time: link faults, but no broker faults, peers or self-organising overlays."""
+    """Brokers in virtual time, with the whole fault timeline of a generated workload: link faults, and a
+    broker killed, stopped and restarted as a broker process is (:mod:`.network`: state and sessions
+    lost, the neighbours' resends and replays; :mod:`.clients`: the sessions opened again). No peers or
+    self-organising overlays, and no fault timeline with a scripted workload."""
 
-    supports_faults: ClassVar[bool] = True  # link faults; broker faults are refused (refuses)
+    supports_faults: ClassVar[bool] = True
     virtual_time: ClassVar[bool] = True
 
     def __init__(self, cost: HostCost = NO_COST) -> None:
@@ -65,12 +67,6 @@ class SimBackend(BackendDefaults):
             return (
                 "runs no peers yet; Vinifera's 1,000-peer simulator is scotbed.vinifera.sim "
                 "(benchmarks/vinifera.py)"
-            )
-        broker_faults = sorted({f.action for f in spec.faults or [] if f.action not in LINK_ACTIONS})
-        if broker_faults:
-            return (
-                f"models link faults ({', '.join(LINK_ACTIONS)}) but not yet broker faults "
-                f"({', '.join(broker_faults)})"
             )
         if spec.faults and spec.workload.script is not None:
             return "runs a fault timeline with a generated workload only (its times count from the release)"

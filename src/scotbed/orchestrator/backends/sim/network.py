@@ -8,6 +8,15 @@ capacity, as a broker's link sender) and a message arrives ``latency_ms ± jitte
 leaves, never before the one sent ahead of it. The brokers log what a broker process logs, from
 the same handlers' order, stamped with the virtual clock; what a broker process adds of its own
 (gRPC, batching, its event loop) is not modelled.
+
+Broker faults follow a broker process's (:mod:`scotbed.orchestrator.faults`, :mod:`scotbed.broker.rejoin`):
+a killed broker loses its input, the message in service, its output queues, what its links' delay lines
+held, its routing state and its clients' sessions, while each neighbour's link to it holds its queue and
+keeps what was in flight as unacknowledged; a stopped one first serves its input and drains its links
+(:meth:`SimBroker.stop`). A restart is a new :class:`SimBroker`: each running neighbour resends the
+unacknowledged messages, then its sent log as a replay (the plug-in rebuilds its table, none of the
+resulting forwards is sent, no event is logged for it), then what it queued meanwhile, as ordinary
+routing.
 """
 
 from __future__ import annotations
@@ -19,6 +28,8 @@ from typing import Any
 
 from scotbed import contract
 from scotbed.broker.linkout import CeWindow
+from scotbed.broker.rejoin import RoutingLog
+from scotbed.broker.runtime import DRAIN_POLL_S, INPUT_POLL_S, STOP_GRACE_S, STOP_INPUT_S
 from scotbed.broker.service import Server
 from scotbed.broker.view import ConfigView
 from scotbed.config import BrokerConfig, NeighbourConfig
@@ -36,6 +47,10 @@ Emit = Callable[..., None]
 Emitters = Callable[[str], Emit]
 #: ``receive(sub_id, publication, broker_ns)``: a local delivery reaches its subscriber
 Receive = Callable[[str, Publication, int], None]
+#: a link's queued or sent message (None: a replay's control envelope) and whether it is replayed
+Queued = tuple[Message | None, bool]
+#: a broker's states: serving, stopping (SIGTERM: serving its input, draining its links), gone
+UP, STOPPING, DOWN = "up", "stopping", "down"
 
 
 class SimLink:
@@ -54,7 +69,10 @@ class SimLink:
         self.hop_ns = hop_ns  # a broker process's own cost per inter-broker hop (calibration.HostCost)
         self.neighbour = neighbour
         self.id = neighbour.id
-        self.queue: deque[Message] = deque()
+        self.queue: deque[Queued] = deque()
+        self.flight: deque[Queued] = deque()  # sent, not arrived: a broker's unacknowledged batches
+        self.unacked: list[Queued] = []  # in flight when the neighbour went down: sent again first
+        self.sent_log: RoutingLog[Message] = RoutingLog()  # replayed when the neighbour restarts
         self.capacity = max(0.0, capacity)
         self.burst = max(1.0, self.capacity / 100.0)
         self.tokens = 0.0  # empty at the start, as a broker's link sender
@@ -64,12 +82,14 @@ class SimLink:
         self.last_arrival_ns = 0
         self.latency_ms, self.jitter_ms = neighbour.latency_ms, neighbour.jitter_ms
         self.cut = False  # a cut link holds its queue until restored (faults: cut, restore)
+        self.down = False  # the neighbour is down: the queue is held until it rejoins
         self.pumping = False  # a send is scheduled for when the bucket holds a token
         self._generation = 0  # a capacity change makes the send scheduled before it stale
-        self.arrive: Callable[[str, Message], None] = lambda src, msg: None  # set by the network
+        self._epoch = 0  # the neighbour going down (or this end dying) voids the arrivals scheduled before
+        self.arrive: Callable[[str, Message, bool], None] = lambda src, msg, replayed: None  # the network's
 
     def put(self, src: str, msg: Message) -> None:
-        self.queue.append(msg)
+        self.queue.append((msg, False))
         self.window.count_in(1)
         if not self.pumping:
             self._pump(src)
@@ -99,7 +119,7 @@ class SimLink:
         if generation is not None and generation != self._generation:
             return  # scheduled before a capacity change or a cut: a later pump took over
         self.pumping = False
-        while self.queue and not self.cut:
+        while self.queue and not (self.cut or self.down):
             if self.capacity > 0:
                 self._refill()
                 if self.tokens < 1.0:
@@ -110,13 +130,56 @@ class SimLink:
                 self.tokens -= 1.0
             self._send(src, self.queue.popleft())
 
-    def _send(self, src: str, msg: Message) -> None:
-        self.window.count_out(1)
+    def _send(self, src: str, item: Queued, resent: bool = False) -> None:
+        if not resent:  # a resent batch bypasses the bucket and the CE count, as a broker's link sender's
+            self.window.count_out(1)
         lat, jit = self.latency_ms, self.jitter_ms
         delay_ms = max(0.0, lat + self.rng.uniform(-jit, jit)) if jit > 0 else lat
         arrival = max(self.clock.now_ns + round(delay_ms * 1e6) + self.hop_ns, self.last_arrival_ns)
         self.last_arrival_ns = arrival
-        self.clock.at(arrival, self.arrive, src, msg)
+        self.flight.append(item)
+        self.clock.at(arrival, self._arrived, src, self._epoch)
+
+    def _arrived(self, src: str, epoch: int) -> None:
+        if epoch != self._epoch:
+            return  # sent to a process that is gone, or by one
+        msg, replayed = self.flight.popleft()
+        if msg is not None:  # a replay's control envelope only marks what follows
+            self.arrive(src, msg, replayed)
+
+    def peer_down(self) -> None:
+        """The neighbour went down: the queue is held, and what is in flight stays unacknowledged, to be
+        sent again first when it rejoins (a broker's link sender loses its stream, not its batches)."""
+        self.down = True
+        self._epoch += 1
+        self._generation += 1
+        self.last_arrival_ns = 0  # what is sent again goes through a new delay line
+        self.unacked.extend(self.flight)
+        self.flight.clear()
+
+    def close(self) -> None:
+        """This end's broker is gone: its queue and what its delay line held are lost."""
+        self.peer_down()
+        self.queue.clear()
+        self.unacked.clear()
+
+    def rejoin(self, src: str) -> int:
+        """The neighbour restarted: the unacknowledged messages sent again, then the sent log as a replay
+        behind its control envelope, then what was queued meanwhile (:meth:`LinkOut.replay`'s order and
+        rule); returns the replayed messages. What is left of an earlier replay is dropped."""
+        queued = [item for item in self.queue if not item[1]]
+        unacked = [item for item in self.unacked if not item[1]]
+        pending = {id(m) for m, _ in (*queued, *unacked)}
+        block: list[Queued] = [(None, True)]
+        block += [(m, True) for m in self.sent_log.entries(lambda m: id(m) in pending)]
+        self.queue = deque(block + queued)
+        self.window.count_in(len(block))
+        self.down, self.unacked = False, []
+        self._generation += 1
+        for item in unacked:
+            self._send(src, item, resent=True)
+        self._pump(src)
+        return len(block) - 1
 
     @property
     def ce(self) -> float:
@@ -124,7 +187,8 @@ class SimLink:
 
 
 class SimBroker:
-    """One broker of the time model; its handlers log in the order a broker process's do."""
+    """One broker process of the time model (one incarnation: a restart makes a new one); its handlers
+    log in the order a broker process's do."""
 
     def __init__(
         self, cfg: BrokerConfig, clock: Clock, emit: Emitters, rng: random.Random, hop_ns: int = 0
@@ -140,10 +204,11 @@ class SimBroker:
             n.id: SimLink(clock, n, self._capacity(n), window_s, rng, hop_ns) for n in cfg.neighbours
         }
         self.server = Server(cfg.service_us, cfg.match_us_per_entry)  # its costs; the clock is virtual
-        self.input: deque[tuple[str | None, Message, Callable[[], None] | None]] = deque()
+        self.input: deque[tuple[str | None, Message, Callable[[], None] | None, bool]] = deque()
         self.busy = False
         self.input_peak = 0
         self.sessions: dict[str, Receive] = {}  # local sub_id -> its subscriber's receive
+        self.state = UP
 
     def _capacity(self, n: NeighbourConfig) -> float:
         return self.cfg.link_capacity_msgs_per_s if n.capacity_msgs_per_s is None else n.capacity_msgs_per_s
@@ -165,41 +230,98 @@ class SimBroker:
 
     # --- the server ----------------------------------------------------------------------------
 
-    def submit(self, from_hop: str | None, msg: Message, done: Callable[[], None] | None = None) -> None:
+    def submit(
+        self,
+        from_hop: str | None,
+        msg: Message,
+        done: Callable[[], None] | None = None,
+        replayed: bool = False,
+    ) -> None:
         """A message enters the input queue (``from_hop`` None: from a local client); ``done`` is called
-        at the end of its service (a subscriber's ack)."""
-        self.input.append((from_hop, msg, done))
+        at the end of its service (a subscriber's ack); ``replayed``: a neighbour's replay. A broker that
+        is gone takes nothing, a stopping one nothing from a client."""
+        if self.state == DOWN or (from_hop is None and self.state == STOPPING):
+            return
+        self.input.append((from_hop, msg, done, replayed))
         self.input_peak = max(self.input_peak, len(self.input))
         if not self.busy:
             self._serve_next()
 
     def _serve_next(self) -> None:
-        from_hop, msg, done = self.input.popleft()
+        from_hop, msg, done, replayed = self.input.popleft()
         self.busy = True
         entries = self.algo.table_size() if self.server.counts_entries else 0
-        self.clock.after(round(self.server.cost_s(msg, entries) * 1e9), self._served, from_hop, msg, done)
+        cost_ns = round(self.server.cost_s(msg, entries) * 1e9)
+        self.clock.after(cost_ns, self._served, from_hop, msg, done, replayed)
 
-    def _served(self, from_hop: str | None, msg: Message, done: Callable[[], None] | None) -> None:
-        self.handle(from_hop, msg)
+    def _served(
+        self, from_hop: str | None, msg: Message, done: Callable[[], None] | None, replayed: bool
+    ) -> None:
+        if self.state == DOWN:
+            return  # killed in its service: the message is lost with the process
+        self.handle(from_hop, msg, replayed)
         if done is not None:
             done()
         self.busy = False
         if self.input:
             self._serve_next()
 
+    # --- faults: a broker process's SIGKILL and SIGTERM ----------------------------------------
+
+    def kill(self) -> None:
+        """SIGKILL: the input, the message in service, the output queues and delay lines, the routing
+        state and the clients' sessions are lost at once."""
+        self.state = DOWN
+        self.input.clear()
+        self.sessions.clear()
+        for link in self.links.values():
+            link.close()
+
+    def stop(self, gone: Callable[[], None]) -> None:
+        """SIGTERM, as ``python -m scotbed.broker`` stops: no more client input and its sessions end;
+        the input is served to the end (at most ``STOP_INPUT_S``), then the output queues get
+        ``STOP_GRACE_S`` to drain over the links that are up, both polled as the process polls; then
+        what is left is lost as in a kill, and ``gone`` is called."""
+        self.state = STOPPING
+        self.sessions.clear()
+        self._wait_input(self.clock.now_ns + round(STOP_INPUT_S * 1e9), gone)
+
+    def _wait_input(self, deadline_ns: int, gone: Callable[[], None]) -> None:
+        if (self.busy or self.input) and self.clock.now_ns < deadline_ns:
+            self.clock.after(round(INPUT_POLL_S * 1e9), self._wait_input, deadline_ns, gone)
+            return
+        self._wait_drained(self.clock.now_ns + round(STOP_GRACE_S * 1e9), gone)
+
+    def _wait_drained(self, deadline_ns: int, gone: Callable[[], None]) -> None:
+        if not self.drained() and self.clock.now_ns < deadline_ns:
+            self.clock.after(round(DRAIN_POLL_S * 1e9), self._wait_drained, deadline_ns, gone)
+            return
+        self.kill()
+        gone()
+
+    def drained(self) -> bool:
+        """Nothing served or waiting, every link empty (sent and arrived) or down (the runtime's)."""
+        if self.busy or self.input:
+            return False
+        return all(not (link.queue or link.flight) or link.down for link in self.links.values())
+
     # --- the handlers (scotbed.broker.runtime.Broker's, without the process around them) ------------
 
-    def handle(self, from_hop: str | None, msg: Message) -> None:
+    def handle(self, from_hop: str | None, msg: Message, replayed: bool = False) -> None:
+        """One message at the end of its service; a replayed one is logged nowhere and its forwards only
+        recorded in the sent logs (the neighbours hold them already)."""
         link = from_hop or ""
         if isinstance(msg, Publication):
             self.emit(contract.NOTIF_IN, pub_id=msg.pub_id, link=link, hops=msg.hops)
             self._publication(msg, self.algo.on_publication(msg, from_hop))
         elif isinstance(msg, Subscription):
-            self.emit(contract.SUB_IN, sub_id=msg.sub_id, link=link, hops=msg.hops)
-            self._forward(self.algo.on_subscription(msg, from_hop))
+            if not replayed:
+                self.emit(contract.SUB_IN, sub_id=msg.sub_id, link=link, hops=msg.hops)
+            self._forward(self.algo.on_subscription(msg, from_hop), replayed)
         else:
-            self.emit(contract.UNSUB_IN, sub_id=msg.sub_id, link=link, hops=msg.hops)
-            self._forward(self.algo.on_unsubscription(msg, from_hop))
+            if not replayed:
+                self.emit(contract.UNSUB_IN, sub_id=msg.sub_id, link=link, hops=msg.hops)
+            self._forward(self.algo.on_unsubscription(msg, from_hop), replayed)
 
     def _publication(self, pub: Publication, d: Decision) -> None:
         if d.match_us is not None:
@@ -220,7 +342,7 @@ class SimBroker:
             receive(sub_id, pub, self.clock.now_ns)
         self._forward(d)
 
-    def _forward(self, d: Decision) -> None:
+    def _forward(self, d: Decision, replayed: bool = False) -> None:
         backlog = self.cfg.limits.max_link_backlog
         for f in d.forwards:
             link = self.links.get(f.hop)
@@ -228,6 +350,10 @@ class SimBroker:
             if link is None:
                 self.emit(contract.DROP, link=f.hop, reason="not_a_neighbour")
                 continue
+            if not isinstance(msg, Publication):
+                link.sent_log.record(msg, msg)
+                if replayed:
+                    continue
             if len(link.queue) >= backlog:
                 self.emit(contract.DROP, link=f.hop, reason="backlog_overflow", **_id_of(msg))
                 continue
@@ -264,24 +390,61 @@ class Network:
     ) -> None:
         self.clock = clock
         self.cost = cost
-        rng = random.Random(seed)
-        hop_ns = round(cost.hop_us * 1e3)
-        self.brokers = {c.id: SimBroker(c, clock, emit, rng, hop_ns) for c in configs}
-        for b in self.brokers.values():
-            for link in b.links.values():
-                link.arrive = self._arrival(link.id)
+        self._emit = emit
+        self._rng = random.Random(seed)
+        self._hop_ns = round(cost.hop_us * 1e3)
+        self.configs = {c.id: c for c in configs}
+        self.brokers: dict[str, SimBroker] = {}
+        for c in configs:
+            self._start(c.id)
         periods = {c.log.sample_interval_ms for c in configs}
         self.sample_ns = round(min(periods) * 1e6) if periods and min(periods) > 0 else 0
         self._next_sample_ns = clock.now_ns + self.sample_ns
         clock.on_advance = self.sample_until
 
-    def _arrival(self, dst: str) -> Callable[[str, Message], None]:
-        broker = self.brokers[dst]
+    def _start(self, bid: str) -> SimBroker:
+        """A new process of broker ``bid``: empty state, its links wired to whatever runs then."""
+        b = self.brokers[bid] = SimBroker(self.configs[bid], self.clock, self._emit, self._rng, self._hop_ns)
+        for link in b.links.values():
+            link.arrive = self._arrival(link.id)
+        return b
 
-        def arrive(src: str, msg: Message) -> None:
-            broker.submit(src, copy_with(msg, hops=msg.hops + 1))
+    def _arrival(self, dst: str) -> Callable[[str, Message, bool], None]:
+        def arrive(src: str, msg: Message, replayed: bool) -> None:
+            self.brokers[dst].submit(src, copy_with(msg, hops=msg.hops + 1), replayed=replayed)
 
         return arrive
+
+    def serving(self, bid: str) -> bool:
+        """Whether broker ``bid`` takes clients (what a client's health probe asks)."""
+        return self.brokers[bid].state == UP
+
+    def kill(self, bid: str) -> None:
+        """SIGKILL broker ``bid`` (:meth:`SimBroker.kill`); its neighbours' links to it hold."""
+        self._unreachable(bid)
+        self.brokers[bid].kill()
+
+    def stop(self, bid: str, gone: Callable[[], None]) -> None:
+        """SIGTERM broker ``bid`` (:meth:`SimBroker.stop`): its server stops at once, so its neighbours'
+        links to it hold from now on; ``gone`` is called once the process has exited."""
+        self._unreachable(bid)
+        self.brokers[bid].stop(gone)
+
+    def _unreachable(self, bid: str) -> None:
+        for n in self.brokers[bid].links:
+            self.brokers[n].links[bid].peer_down()
+
+    def restart(self, bid: str) -> None:
+        """A new process of the stopped or killed ``bid``: every link to a running neighbour is up at
+        once, the neighbour's replay at its head (:meth:`SimLink.rejoin`); a link to a neighbour that is
+        down holds until that one restarts."""
+        b = self._start(bid)
+        for n, link in b.links.items():
+            nb = self.brokers[n]
+            if nb.state == UP:
+                nb.links[bid].rejoin(n)
+            else:
+                link.peer_down()
 
     def link_fault(self, f: FaultSpec) -> None:
         """A link action of the fault timeline on both directions of ``f.broker``—``f.neighbour``."""
@@ -303,5 +466,6 @@ class Network:
         """Log every broker's samples due before ``t_ns``."""
         while self.sample_ns and self._next_sample_ns < t_ns:
             for b in self.brokers.values():
-                b.sample(self._next_sample_ns)
+                if b.state != DOWN:  # a process that is gone samples nothing
+                    b.sample(self._next_sample_ns)
             self._next_sample_ns += self.sample_ns
