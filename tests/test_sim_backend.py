@@ -10,6 +10,8 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
 import pytest
 import yaml
 from scotbed_cli import scotbed
@@ -503,3 +505,37 @@ def test_a_calibration_is_checked_before_anything_runs(tmp_path: Path) -> None:
         assert proc.returncode == 2 and "Traceback" not in proc.stderr
         assert says in proc.stderr
     assert not any(runs.iterdir())  # --out is made, no run directory in it
+
+
+@pytest.mark.spark
+def test_a_campaign_on_the_sim_backend_pools_its_repetitions(tmp_path: Path, spark: Any) -> None:
+    """A campaign file with ``backend: sim``: SNR and DNR × 2 repetitions (each its own seed) at the
+    brokers' service time, every run correct in virtual time, and each aggregate point the mean of its
+    two runs, as numpy computes it."""
+    campaign = tmp_path / "c.yaml"
+    campaign.write_text(
+        f"name: simc\nbase: {QUICKSTART}\nbackend: sim\nmatrix: {{routing: [snr, dnr]}}\nrepetitions: 2\n"
+        f"set: {json.dumps(SERVICE_DOMINANT)}\n"
+    )
+    out = tmp_path / "out"
+    done = scotbed(tmp_path, "campaign", str(campaign), "--out", str(out), "--quiet")
+    assert done.returncode == 0, done.stderr
+    runs = out / "simc" / "runs"
+    summaries = {d.name: json.loads((d / contract.SUMMARY).read_text()) for d in runs.iterdir()}
+    assert set(summaries) == {f"routing={r},r{i}" for r in ("snr", "dnr") for i in (0, 1)}
+    for s in summaries.values():
+        assert s["correctness"]["ok"] and s["validity"]["clock"] == "virtual"
+        assert s["notifications"]["delivered"] == s["notifications"]["expected_deliveries"] > 0
+    assert summaries["routing=snr,r0"]["notifications"] != summaries["routing=snr,r1"]["notifications"]
+    table = pd.read_parquet(out / "simc" / "analysis" / "aggregate.parquet")
+    assert set(table["series"]) == {"snr", "dnr"} and (table["n"] == 2).all()
+    for _, row in table.iterrows():
+        values = [_dotted(summaries[f"routing={row['series']},r{r}"], row["metric"]) for r in (0, 1)]
+        assert row["mean"] == pytest.approx(float(np.mean(values)), rel=1e-12), row["metric"]
+
+
+def _dotted(doc: dict[str, Any], path: str) -> float:
+    node: Any = doc
+    for part in path.split("."):
+        node = node[part]
+    return float(node)
