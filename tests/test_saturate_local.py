@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -69,21 +70,44 @@ def test_saturate_refuses_a_corrupt_index_in_one_line(tmp_path: Path) -> None:
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "index is corrupt" in proc.stderr
 
 
-def test_saturate_on_the_sim_backend_finds_the_links_capacity(tmp_path: Path) -> None:
-    """The same search in virtual time: flooding sends each notification over each link of the path
-    once, so links of 20 envelopes/s sustain 20 notifications/s (1,200 a minute) and, within the
-    criterion's tolerance of 1 envelope/s of queue growth, not 21/s (1,260 a minute); the bisection
-    brackets that edge."""
+def _sim_search(tmp_path: Path, spec_text: str) -> tuple[str, dict[float, dict[str, Any]]]:
+    """``scotbed saturate`` of ``spec_text`` (600 notifications) on the sim backend, 2 % apart at the
+    end; its output and every probe's verdict by rate."""
     spec = tmp_path / "sat.yaml"
-    spec.write_text(SPEC.replace("notifications_per_publisher: 80", "notifications_per_publisher: 600"))
+    spec.write_text(spec_text.replace("notifications_per_publisher: 80", "notifications_per_publisher: 600"))
     env = {**os.environ, "SCOTBED_STATE_DIR": str(tmp_path / "state")}
     cmd = [sys.executable, "-m", "scotbed.orchestrator.cli", "saturate", str(spec), "--out", str(tmp_path)]
     cmd += ["--backend", "sim", "--lo", "300", "--hi", "12000", "--tolerance", "0.02", "--max-probes", "12"]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900, check=True).stdout
-    sdir = tmp_path / "sat-saturate-workload.rate_per_minute"
-    probes = json.loads((sdir / "index.json").read_text())["probes"]
-    verdicts = {p["rate"]: p["verdict"]["sustainable"] for p in probes.values()}
-    lo = max(r for r, ok in verdicts.items() if ok)
-    hi = min(r for r, ok in verdicts.items() if not ok)
+    index = tmp_path / "sat-saturate-workload.rate_per_minute" / "index.json"
+    return out, {p["rate"]: p["verdict"] for p in json.loads(index.read_text())["probes"].values()}
+
+
+def _bracket(verdicts: dict[float, dict[str, Any]]) -> tuple[float, float]:
+    lo = max(r for r, v in verdicts.items() if v["sustainable"])
+    return lo, min(r for r, v in verdicts.items() if not v["sustainable"])
+
+
+def test_saturate_on_the_sim_backend_finds_the_links_capacity(tmp_path: Path) -> None:
+    """The search in virtual time: flooding sends each notification over each link of the path once,
+    so links of 20 envelopes/s sustain 20 notifications/s (1,200 a minute) and, within the
+    criterion's tolerance of 1 message/s of queue growth, not 21/s (1,260 a minute); the bisection
+    brackets that edge (found: [1259.8, 1282.6), the slopes taken over a window)."""
+    out, verdicts = _sim_search(tmp_path, SPEC)
+    lo, hi = _bracket(verdicts)
     assert f"maximum sustainable workload.rate_per_minute in [{lo:g}, {hi:g})" in out
-    assert 1200 * 0.98 <= lo < hi <= 1260 * 1.05, verdicts  # found [1259.8, 1282.6): slopes over a window
+    assert 1200 * 0.98 <= lo < hi <= 1260 * 1.05, verdicts
+    assert "->" in verdicts[max(verdicts)]["worst_queue"]  # a link's output queue
+
+
+def test_a_broker_too_slow_for_the_rate_is_a_growing_input_queue(tmp_path: Path) -> None:
+    """Brokers that take 50 ms per message and links without a limit: flooding serves each notification
+    once at each broker, so the path sustains 20 notifications/s and not 21/s; past that the
+    publisher's broker's input queue grows (no output queue does), and the search brackets the edge."""
+    _, verdicts = _sim_search(
+        tmp_path, SPEC.replace("links: {capacity_msgs_per_s: 20}", "brokers: {service_us: 50000}")
+    )
+    lo, hi = _bracket(verdicts)
+    assert 1200 * 0.98 <= lo < hi <= 1260 * 1.05, verdicts
+    over = verdicts[max(verdicts)]
+    assert over["worst_queue"].endswith(" input") and over["max_growth"] > 100

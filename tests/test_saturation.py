@@ -60,7 +60,7 @@ def test_bisection_brackets_the_threshold_and_a_resumed_search_asks_the_same_rat
     assert len(asked) == 5
 
 
-def test_read_run_takes_intended_times_deliveries_and_output_queues(tmp_path) -> None:
+def test_read_run_takes_intended_times_deliveries_and_every_queue(tmp_path) -> None:
     import json
 
     from scotbed.orchestrator.saturation import read_run
@@ -80,4 +80,4 @@ def test_read_run_takes_intended_times_deliveries_and_output_queues(tmp_path) ->
     intended, deliveries, queues = read_run(tmp_path)
     assert intended == {"p0": 4, "p1": 8}
     assert deliveries == [("p0", 6)]
-    assert queues == {"b-a-0->b-b-0": [(2, 3)]}  # the input queue (link "") is not an output queue
+    assert queues == {"b-a-0 input": [(1, 7)], "b-a-0->b-b-0": [(2, 3)]}  # link "": the input queue

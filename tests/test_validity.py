@@ -439,10 +439,10 @@ def test_the_same_run_is_valid_unless_an_idle_process_on_the_host_lags_as_well(t
         assert v.verdict == HOST_BOUND and v.suggested_time_scale is None, f"{v.line()} ({seen})"
 
 
-def test_lag_from_other_work_on_the_host_gets_no_time_scale_suggestion() -> None:
+def test_lag_the_average_demand_does_not_explain_gets_no_time_scale_suggestion() -> None:
     v = assess(_samples(4, 10, lag=50.0, cpu=0.05), WINDOW, Delay(200.0, 2.0), cores=2)
     assert v.verdict == HOST_BOUND and v.suggested_time_scale is None
-    assert "no time_scale removes" in v.reasons[-1] and "suggested" not in v.line()
+    assert "no time_scale follows from the demand" in v.reasons[-1] and "suggested" not in v.line()
 
 
 # --- the verdict sentence: one line that states the figures the rule compares ----------------------

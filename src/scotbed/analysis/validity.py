@@ -31,9 +31,10 @@ brokers and clients (whose work is per message too) over its cores. The suggeste
 current one times
 ``max(host demand, hottest broker's demand) / target_utilisation`` (a broker uses at most one core),
 rounded up to two significant digits: the smallest at which the estimated utilisation stays at the
-target. A host-bound run whose brokers' demand is already within the target gets no suggestion: its
-lag comes from other work on the host. docs/host-bound.md says how results at different time scales
-compare.
+target. A host-bound run whose demand, averaged over the window, is already within the target gets no
+suggestion: its lag comes from other work on the host or from bursts of its own that the average
+hides (a subscription wave, an HRP burst). docs/host-bound.md says how results at different time
+scales compare.
 """
 
 from __future__ import annotations
@@ -221,8 +222,9 @@ def assess(
     if bound and (suggested is None or suggested <= time_scale):
         suggested = None
         reasons.append(
-            "the run's own CPU demand (brokers and clients) is within the target utilisation: the lag "
-            "comes from other work on the host, which no time_scale removes"
+            "the run's own CPU demand (brokers and clients), averaged over the window, is within the "
+            "target utilisation: the lag comes from other work on the host or from bursts of the run's "
+            "own that the average hides, so no time_scale follows from the demand"
         )
     return Validity(
         verdict=HOST_BOUND if bound else VALID,

@@ -6,8 +6,9 @@ measuring window (the publish phase after a warm-up fraction):
 
 1. delivery keeps up with generation: of the deliveries of notifications due in the window, at least
    ``keep_up_min`` happen before the window ends plus ``slack_s``;
-2. no output queue grows: the least-squares slope of every output queue's sampled length over the
-   window is at most ``growth_max`` envelopes/s, or the queue never exceeds ``queue_floor`` envelopes.
+2. no queue grows: the least-squares slope of every queue's sampled length over the window, each
+   broker's input queue (a broker too slow for its load) and each output queue (a link too slow),
+   is at most ``growth_max`` messages/s, or the queue never exceeds ``queue_floor`` messages.
 
 The bisection keeps ``lo`` sustainable and ``hi`` not, and stops when ``hi - lo <= tolerance * lo`` or
 after ``max_probes`` runs; probes already measured (a resumed search) are reused, and the rates it asks
@@ -18,7 +19,7 @@ are short runs with no Spark analysis: the verdict comes from the raw event logs
 Every probe is recorded in ``OUT/<name>-saturate/index.json`` as soon as it ends, so running the same
 command again resumes: the bisection asks for the same rates and recalls the ones already measured.
 ``--versus KEY=VALUE`` runs a second search with that override (e.g. ``routing=flooding``) and reports
-the ratio of the two rates. The plot ``queue-growth.png`` shows the largest output-queue growth against
+the ratio of the two rates. The plot ``queue-growth.png`` shows the largest queue growth against
 the rate of every probe. What it finds goes to stdout (with ``--log-json`` as one ``result`` JSON line,
 the criterion and the probes as JSON lines on stderr; with ``--quiet`` only the results).
 
@@ -64,15 +65,15 @@ class Criterion:
     warmup_fraction: float = 0.3  # of the publish span, not measured
     keep_up_min: float = 0.95  # fraction of the window's deliveries made in time
     slack_s: float = 1.0  # a delivery within this long after the window's end is in time
-    growth_max: float = 1.0  # envelopes/s an output queue may grow by over the window
+    growth_max: float = 1.0  # messages/s a queue may grow by over the window
     queue_floor: int = 20  # a queue never longer than this does not count as growing
 
     def describe(self) -> str:
         return (
             f"sustainable = over the publish phase after its first {self.warmup_fraction:.0%}, "
             f">= {self.keep_up_min:.0%} of the deliveries made by the window's end + {self.slack_s:g} s, "
-            f"and every output queue grows <= {self.growth_max:g} envelopes/s "
-            f"(or stays <= {self.queue_floor} envelopes)"
+            f"and every input and output queue grows <= {self.growth_max:g} messages/s "
+            f"(or stays <= {self.queue_floor} messages)"
         )
 
 
@@ -80,9 +81,9 @@ class Criterion:
 class Verdict:
     sustainable: bool
     keep_up: float  # fraction of the window's deliveries made in time (1.0 when there were none)
-    max_growth: float  # the largest output-queue slope (envelopes/s) among queues above the floor
-    worst_queue: str  # broker->link of that slope ("" when none)
-    max_queue: int  # the longest output queue sampled in the window
+    max_growth: float  # the largest queue slope (messages/s) among queues above the floor
+    worst_queue: str  # that queue: "broker->link", or "broker input" ("" when none)
+    max_queue: int  # the longest queue sampled in the window
     window_s: float
 
     def to_json(self) -> dict[str, Any]:
@@ -109,7 +110,7 @@ def judge(
     criterion: Criterion,
 ) -> Verdict:
     """``intended_ns``: pub_id -> when it was due; ``deliveries``: (pub_id, ts_ns);
-    ``queues``: "broker->link" -> [(ts_ns, length)] of every output queue."""
+    ``queues``: "broker->link" or "broker input" -> [(ts_ns, length)] of every queue."""
     if not intended_ns:
         return Verdict(False, 0.0, 0.0, "", 0, 0.0)
     first, last = min(intended_ns.values()), max(intended_ns.values())
@@ -168,7 +169,7 @@ def bisect_rate(search: Search, probe: Callable[[float], bool]) -> tuple[float |
 
 
 def read_run(run_dir: Path) -> tuple[dict[str, int], list[tuple[str, int]], dict[str, list[tuple[int, int]]]]:
-    """Intended times, deliveries and output-queue samples of a run directory (see judge)."""
+    """Intended times, deliveries and queue samples (input and output) of a run directory (see judge)."""
     intended: dict[str, int] = {}
     pubs = run_dir / contract.PUBLICATIONS
     if pubs.exists():
@@ -185,13 +186,14 @@ def read_run(run_dir: Path) -> tuple[dict[str, int], list[tuple[str, int]], dict
             e = json.loads(line)
             if e["ev"] == contract.DELIVER:
                 deliveries.append((e["pub_id"], int(e["ts_ns"])))
-            elif e["ev"] == contract.QUEUE and e.get("link"):
-                queues.setdefault(f"{e['node']}->{e['link']}", []).append((int(e["ts_ns"]), int(e["len"])))
+            elif e["ev"] == contract.QUEUE:
+                name = f"{e['node']}->{e['link']}" if e.get("link") else f"{e['node']} input"
+                queues.setdefault(name, []).append((int(e["ts_ns"]), int(e["len"])))
     return intended, deliveries, queues
 
 
 def plot(probes: dict[str, dict[str, Any]], out: Path) -> Path:
-    """Largest output-queue growth vs rate, one series per search (sustainable probes filled)."""
+    """Largest queue growth vs rate, one series per search (sustainable probes filled)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -212,7 +214,7 @@ def plot(probes: dict[str, dict[str, Any]], out: Path) -> Path:
                 r["rate"], r["verdict"]["max_growth"], "o", color=line.get_color(), markerfacecolor=filled
             )
     ax.set_xlabel("rate (the --param value)")
-    ax.set_ylabel("largest output-queue growth (envelopes/s)")
+    ax.set_ylabel("largest queue growth (messages/s)")
     ax.set_title("filled: sustainable")
     ax.legend()
     fig.tight_layout()
