@@ -2,6 +2,7 @@
 
     python benchmarks/matching.py --subs 1000 10000 100000 [--json] [--seconds 2]
     python benchmarks/matching.py --subs 10000 100000 --engines counting pst pst@70cf670
+    python benchmarks/matching.py --from-run RUN_DIR --engines counting counting@REF
 
 Subscriptions (10 attributes: symbol, exchange, open, high, low, close,
 volume, change, change_pct, day; 500 symbols) are a mix a stock-ticker
@@ -10,8 +11,11 @@ an exchange with a big move, a symbol prefix with a change band. Quotes are
 random over the same 500 symbols. Every engine sees the same quotes and must
 return the same match sets (checked on each measured event).
 
-``pst@REF`` measures the PST engine of git revision REF in the same run (70cf670: before issue 14's
-rewrite). Targets for ``pst`` (issue 14): at 10k and 100k subscriptions at least 10x ``pst@70cf670``
+``ENGINE@REF`` (``pst``, ``counting``) measures that engine as it was at git revision REF in the same
+run (``pst@70cf670``: before issue 14's rewrite). ``--from-run RUN_DIR`` takes the filters and the
+notifications of a finished run's workload files instead (``workload/subscriptions.jsonl``,
+``workload/publications.jsonl``): the table one broker holds under SNR, matched against what was
+published. Targets for ``pst`` (issue 14): at 10k and 100k subscriptions at least 10x ``pst@70cf670``
 and at least x0.5 counting.
 """
 
@@ -95,10 +99,28 @@ def measure(
     }
 
 
-def run(subs: int, engines: list[str], seconds: float, seed: int) -> dict[str, Any]:
+def generated(subs: int, seed: int) -> tuple[list[Filter], list[dict[str, Any]]]:
     rng = random.Random(seed)
-    filters = [subscription(rng) for _ in range(subs)]
-    events = [quote(rng) for _ in range(20_000)]
+    return [subscription(rng) for _ in range(subs)], [quote(rng) for _ in range(20_000)]
+
+
+def from_run(run_dir: Path) -> tuple[list[Filter], list[dict[str, Any]]]:
+    """The filters subscribed in a run (the last one per sub_id) and the attributes it published."""
+    filters: dict[str, Filter] = {}
+    with (run_dir / "workload" / "subscriptions.jsonl").open() as fh:
+        for line in fh:
+            rec = json.loads(line)
+            if rec["op"] == "subscribe":
+                filters[rec["sub_id"]] = Filter.from_json(rec["filter"])
+    with (run_dir / "workload" / "publications.jsonl").open() as fh:
+        events = [json.loads(line)["attrs"] for line, _ in zip(fh, range(20_000), strict=False)]
+    return list(filters.values()), events
+
+
+def run(
+    filters: list[Filter], events: list[dict[str, Any]], engines: list[str], seconds: float
+) -> dict[str, Any]:
+    subs = len(filters)
     out: dict[str, Any] = {"subscriptions": subs, "engines": {}}
     base = None
     for engine in engines:
@@ -122,21 +144,26 @@ def run(subs: int, engines: list[str], seconds: float, seed: int) -> dict[str, A
     return out
 
 
+#: the engines ``ENGINE@REF`` can load from git: their module under scotbed/matching and class
+AT_REF = {"pst": ("pst", "PstMatcher"), "counting": ("counting", "CountingMatcher")}
+
+
 def _engine(name: str) -> Matcher:
-    """An engine by name; ``pst@REF`` is the PST engine as it was at git revision REF."""
+    """An engine by name; ``ENGINE@REF`` is that engine as it was at git revision REF."""
     if "@" not in name:
         return make_matcher(name)
     engine, ref = name.split("@", 1)
-    if engine != "pst":
-        raise SystemExit(f"only pst@REF is supported, got {name!r}")
-    path = "src/scotbed/matching/pst.py"
+    if engine not in AT_REF:
+        raise SystemExit(f"ENGINE@REF: ENGINE is one of {', '.join(AT_REF)}, got {name!r}")
+    module_name, class_name = AT_REF[engine]
+    path = f"src/scotbed/matching/{module_name}.py"
     root = Path(__file__).resolve().parent.parent
     source = subprocess.run(
         ["git", "show", f"{ref}:{path}"], cwd=root, check=True, capture_output=True, text=True
     ).stdout
-    module = types.ModuleType(f"pst_at_{ref}")
+    module = types.ModuleType(f"{engine}_at_{ref}")
     exec(compile(source, f"{ref}:{path}", "exec"), module.__dict__)  # our own history, by revision
-    engine_: Matcher = module.PstMatcher()
+    engine_: Matcher = getattr(module, class_name)()
     return engine_
 
 
@@ -146,9 +173,11 @@ def main() -> None:
     ap.add_argument("--engines", nargs="+", default=["naive", "counting", "pst"])
     ap.add_argument("--seconds", type=float, default=2.0, help="measuring time per engine and size")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--from-run", type=Path, metavar="RUN_DIR", help="a run's filters and notifications")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    results = [run(n, args.engines, args.seconds, args.seed) for n in args.subs]
+    inputs = [from_run(args.from_run)] if args.from_run else [generated(n, args.seed) for n in args.subs]
+    results = [run(filters, events, args.engines, args.seconds) for filters, events in inputs]
     if args.json:
         print(json.dumps(results, indent=1))
         return
