@@ -539,3 +539,30 @@ def _dotted(doc: dict[str, Any], path: str) -> float:
     for part in path.split("."):
         node = node[part]
     return float(node)
+
+
+@pytest.mark.spark
+def test_the_burst_queue_is_the_mean_over_the_hrps_target_links(tmp_path: Path, spark: Any) -> None:
+    """OctopiS §7's burst queue figure on the burst spec under SNR, in virtual time: the mean of the
+    sampled output-queue lengths of the links that carried an HRP notification, from its first copy
+    to its last, as pandas computes it from the logs; the HRP's slow iCOLs queue, so it is not 0."""
+    sets = ["routing=snr", "workload.subscribers=18", "workload.publishers=2"]
+    sets += ["workload.notifications_per_publisher=10", "workload.hrp.notifications=200"]
+    sets += ["workload.hrp.start_s=1", "workload.drain_s=0.5"]
+    options = RunOptions(backend="sim", out=tmp_path / "runs", quiet=True)
+    result = run_spec(REPO / "experiments" / "octopis-burst.yaml", sets, options)
+    assert result.ok, result.verdict
+    events = pd.DataFrame(
+        e for f in sorted((result.run_dir / contract.EVENTS_DIR).glob("b-*.jsonl")) for e in read_events(f)
+    )
+    pubs = pd.read_json(result.run_dir / contract.PUBLICATIONS, lines=True)
+    hrp = set(pubs.loc[pubs["publisher"] == contract.HRP_CLIENT, "pub_id"])
+    outs = events[(events["ev"] == contract.NOTIF_OUT) & events["pub_id"].isin(hrp)]
+    links = set(zip(outs["node"], outs["link"], strict=True))
+    q = events[
+        (events["ev"] == contract.QUEUE) & events["ts_ns"].between(outs["ts_ns"].min(), outs["ts_ns"].max())
+    ]
+    q = q[[(n, k) in links for n, k in zip(q["node"], q["link"], strict=True)]]
+    got = result.summary["queues"]["hrp_target_mean_len"]
+    assert len(hrp) == 200 and len(q) > 0 and q["len"].mean() > 1.0
+    assert got == pytest.approx(float(q["len"].mean()), rel=1e-12)

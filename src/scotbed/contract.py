@@ -123,6 +123,8 @@ CLIENT_EVENTS = (SUBSCRIBE, UNSUBSCRIBE, PUBLISH, RECEIVE)
 SESSION = "session"
 #: the event logs of the workload processes are ``events/<CLIENT_PROCESS_PREFIX>…`` (``locust-w0``)
 CLIENT_PROCESS_PREFIX = "locust-"
+#: the high-rate publisher's client name (``workload.hrp``): its publications are the burst
+HRP_CLIENT = "h0"
 
 #: peers (Vinifera, docs/design.md §10): a peer logs ``subscribe`` (``ranges``), ``publish`` (``pub_id``,
 #: ``values``, ``round``), ``deliver`` (``pub_id``, ``hops``, ``tree_hops``) and these, with ``src``/``dst``

@@ -285,6 +285,25 @@ def queue_maxima(facts: pd.DataFrame) -> dict[str, int]:
     }
 
 
+def hrp_target_queue_mean(events: DataFrame, publications: DataFrame) -> float | None:
+    """OctopiS §7's burst queue figure: "the average value of [the queue length] of target links at
+    the brokers in routing paths of notifications from the HRP". The target links are those a copy of
+    an HRP notification left on (``notif_out``); the mean is over their sampled output-queue lengths
+    from the first such copy to the last. None without an HRP notification sent on a link."""
+    hrp = publications.where(F.col("publisher") == contract.HRP_CLIENT).select("pub_id")
+    outs = of(events, contract.NOTIF_OUT).join(F.broadcast(hrp), "pub_id").select("node", "link", "ts_ns")
+    outs = outs.cache()
+    span = outs.agg(F.min("ts_ns").alias("first"), F.max("ts_ns").alias("last")).first()
+    if span is None or span["first"] is None:
+        outs.unpersist()
+        return None
+    links = outs.select("node", "link").distinct()
+    queues = of(events, contract.QUEUE).where(F.col("ts_ns").between(span["first"], span["last"]))
+    row = queues.join(F.broadcast(links), ["node", "link"]).agg(F.avg("len").alias("mean")).first()
+    outs.unpersist()
+    return None if row is None or row["mean"] is None else float(row["mean"])
+
+
 def table_sizes(facts: pd.DataFrame) -> pd.DataFrame:
     """Per broker: the largest and the last sampled routing-table size."""
     return _rows(facts, contract.TABLE)[["node", "max_size", "final_size"]]
@@ -335,9 +354,9 @@ def sorted_as_spark(rows: Any, keys: list[str]) -> pd.DataFrame:
 
 def publication_times(events: DataFrame, publications: DataFrame | None) -> DataFrame:
     """pub_id -> intended_ns, sent_ns: from the client ``publish`` events, else the workload file; and
-    hrp_first_ns, hrp_last_ns: its workload lines' intended times when a high-rate publisher (a
-    publisher whose name contains ``hrp``) sent it, so that the burst is one more aggregate of these
-    rows, not a query of its own.
+    hrp_first_ns, hrp_last_ns: its workload lines' intended times when the high-rate publisher
+    (``contract.HRP_CLIENT``) sent it, so that the burst is one more aggregate of these rows, not a
+    query of its own.
 
     Both sources in one group-by of their union: one shuffle, where a group-by of each and a join of
     the two make two.
@@ -348,8 +367,7 @@ def publication_times(events: DataFrame, publications: DataFrame | None) -> Data
         F.coalesce(F.col("sent_ns"), F.col("ts_ns")).alias("s_ev"),
     )
     if publications is not None:
-        # a case-blind regex, not lower(): Spark's collation-aware lower() loads ICU (1.2 s on a cold JVM)
-        hrp = F.col("publisher").rlike("(?i)hrp")
+        hrp = F.col("publisher") == contract.HRP_CLIENT
         wl = publications.select(
             "pub_id",
             F.col("intended_ns").alias("i_wl"),

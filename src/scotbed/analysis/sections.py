@@ -129,7 +129,11 @@ def stability_section(d: RunData) -> S.Stability:
 
 def queues_section(d: RunData) -> S.Queues:
     d.tables["queues"] = d.series[0]
-    return S.Queues(**M.queue_maxima(d.node_facts))
+    pubs = d.publications
+    hrp = None
+    if d.run.spec.workload.hrp is not None and pubs is not None:
+        hrp = M.hrp_target_queue_mean(d.events, pubs)
+    return S.Queues(**M.queue_maxima(d.node_facts), hrp_target_mean_len=hrp)
 
 
 def tables_section(d: RunData) -> S.Tables:

@@ -95,6 +95,7 @@ class Stability(Plain):
 class Queues(Plain):
     max_output_len: int
     max_input_len: int
+    hrp_target_mean_len: float | None = None  # with an HRP: the mean over its target links (OctopiS §7)
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ class SynthSpec:
     flooding: bool = False  # every link; else reverse-path forwarding towards interested brokers only
     rate_per_s: float = 100.0  # publications per second, all publishers together
     hop_ms: float = 1.0
-    burst_publications: int = 0  # publications of the high-rate publisher "hrp-0"
+    burst_publications: int = 0  # publications of the high-rate publisher (contract.HRP_CLIENT)
     burst_rate_per_s: float = 1000.0
     burst_extra_ms: float = 400.0  # extra delay while the burst runs, decaying linearly after it
     burst_decay_s: float = 0.5
@@ -140,7 +140,7 @@ def synthesise(out: Path, spec: SynthSpec = SynthSpec()) -> dict[str, Any]:
         if in_burst:
             if burst_start_ns is None:
                 burst_start_ns = t
-            publisher, pid = "hrp-0", f"h{i_burst}"
+            publisher, pid = contract.HRP_CLIENT, f"h{i_burst}"
             i_burst += 1
             if i_burst == n_burst:
                 burst_end_ns = t

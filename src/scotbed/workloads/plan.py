@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from scotbed import contract
 from scotbed.bounds import MAX_CHURN_CYCLES
 from scotbed.errors import UserError
 from scotbed.experiment.workload_params import (
@@ -257,7 +258,7 @@ def client_names(subscribers: int, publishers: int, hrp: bool) -> tuple[list[str
     return (
         [f"s{k:0{width_s}d}" for k in range(subscribers)],
         [f"p{k:0{width_p}d}" for k in range(publishers)],
-        ["h0"] if hrp else [],
+        [contract.HRP_CLIENT] if hrp else [],
     )
 
 
@@ -371,13 +372,13 @@ def _plan_hrp(
     """The high-rate publisher ``h0`` and the interest of ``interested_fraction`` of the subscribers
     (on other brokers than the HRP's) in its private symbol."""
     sym = HRP_SYMBOL.format(0)
-    elsewhere = [n for n in sub_names if where_is[n] != where_is["h0"]] or list(sub_names)
+    elsewhere = [n for n in sub_names if where_is[n] != where_is[contract.HRP_CLIENT]] or list(sub_names)
     k_int = max(1, round(hrp.interested_fraction * n_sub)) if n_sub else 0
     for n in sorted(rng.sample(elsewhere, min(k_int, len(elsewhere)))):
         subs[n].append((f"sub-{n}-{len(subs[n])}", Filter.parse(f'symbol = "{sym}"')))
     return PublisherPlan(
-        name="h0",
-        broker=where_is["h0"],
+        name=contract.HRP_CLIENT,
+        broker=where_is[contract.HRP_CLIENT],
         count=hrp.notifications,
         rate_per_s=hrp.rate_per_minute / 60.0 / scale,
         start_s=hrp.start_s * scale,
