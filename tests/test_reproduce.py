@@ -257,3 +257,9 @@ def test_a_change_short_of_all_or_nothing_is_not_printed_as_100_per_cent() -> No
         "+100 %",
         "n/a",
     ]
+
+
+def test_a_change_short_of_none_is_not_printed_as_0_per_cent() -> None:
+    from scotbed.orchestrator.reproduce.doc import _pct
+
+    assert [_pct(x) for x in (0.0032, -0.0004, 0.0, 0.012)] == ["+0.32 %", "-0.04 %", "+0 %", "+1 %"]

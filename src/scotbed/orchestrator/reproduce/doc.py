@@ -51,11 +51,14 @@ def chosen_records(rows: list[Row], records: dict[str, RowRecord]) -> dict[str, 
 
 
 def _pct(x: float) -> str:
-    """Whole per cents, but never a rounded ±100 % for a change that is not all or nothing."""
+    """Whole per cents, but never a rounded ±100 % for a change that is not all or nothing, nor a
+    rounded 0 % for one that is not none (the paper's "0.32 % more" stays 0.32 %)."""
     if math.isnan(x):
         return "n/a"
-    whole = f"{x * 100:+.0f} %"
-    return f"{x * 100:+.2f} %" if abs(round(x * 100)) == 100 and abs(x) != 1 else whole
+    whole = round(x * 100)
+    if (abs(whole) == 100 and abs(x) != 1) or (whole == 0 and x != 0):
+        return f"{x * 100:+.2f} %"
+    return f"{x * 100:+.0f} %"
 
 
 def _paper(e: Effect) -> str:
