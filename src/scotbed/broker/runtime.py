@@ -274,8 +274,7 @@ class Broker:
             self.busy = True
             try:
                 if self.server.active:  # one message per service time (scotbed.broker.service)
-                    entries = self.algo.table_size() if self.server.counts_entries else 0
-                    await self.server.serve(self.server.cost_s(item[1], entries))
+                    await self.server.serve(self.server.cost_s(item[1], self.algo.table_size))
                     self.handle(item)
                     self.server.ended(backlog=not q.empty())
                     continue

@@ -64,13 +64,11 @@ class Server:
     def active(self) -> bool:
         return self.service_s > 0 or self.match_us_per_entry > 0
 
-    @property
-    def counts_entries(self) -> bool:
-        """A notification's service depends on the routing table's size."""
-        return self.match_us_per_entry > 0
-
-    def cost_s(self, msg: object, entries: int = 0) -> float:
-        """``msg``'s service time, in seconds (:func:`service_us`)."""
+    def cost_s(self, msg: object, table_size: Callable[[], int] | None = None) -> float:
+        """``msg``'s service time, in seconds (:func:`service_us`); ``table_size`` is asked only when the
+        matching cost model is on and ``msg`` is a notification."""
+        charged = self.match_us_per_entry > 0 and isinstance(msg, Publication)
+        entries = table_size() if charged and table_size is not None else 0
         return service_us(msg, self.service_us, self.match_us_per_entry, entries) / 1e6
 
     def wait_s(self, now: float, cost_s: float | None = None) -> float:

@@ -250,8 +250,7 @@ class SimBroker:
     def _serve_next(self) -> None:
         from_hop, msg, done, replayed = self.input.popleft()
         self.busy = True
-        entries = self.algo.table_size() if self.server.counts_entries else 0
-        cost_ns = round(self.server.cost_s(msg, entries) * 1e9)
+        cost_ns = round(self.server.cost_s(msg, self.algo.table_size) * 1e9)
         self.clock.after(cost_ns, self._served, from_hop, msg, done, replayed)
 
     def _served(
