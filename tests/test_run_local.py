@@ -21,6 +21,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from scotbed.orchestrator.reproduce.effects import metric
 from scotbed.orchestrator.run import RunOptions, run_spec
 from scotbed.orchestrator.state import load_all, same_process
 
@@ -258,7 +259,7 @@ def test_campaign_resumes_after_an_interruption_and_pools_its_repetitions(tmp_pa
     assert set(table["parameter"]) == {"routing"} and (table["n"] == 2).all()
     for _, row in table.iterrows():
         values = [
-            _dotted(
+            metric(
                 json.loads(
                     (runs / f"routing={row['series']},r{r}" / "analysis" / "summary.json").read_text()
                 ),
@@ -269,10 +270,3 @@ def test_campaign_resumes_after_an_interruption_and_pools_its_repetitions(tmp_pa
         assert row["mean"] == pytest.approx(sum(values) / 2, rel=1e-12), row["metric"]
     html = report.read_text()
     assert all(f'href="runs/routing={r},r{i}/report.html"' in html for r in ("snr", "bid") for i in (0, 1))
-
-
-def _dotted(doc: dict[str, Any], path: str) -> float:
-    node: Any = doc
-    for part in path.split("."):
-        node = node[part]
-    return float(node)

@@ -23,6 +23,7 @@ from scotbed.filters import Filter
 from scotbed.orchestrator.backends.sim.calibration import write
 from scotbed.orchestrator.backends.sim.clock import Clock
 from scotbed.orchestrator.calibrate import calibrate
+from scotbed.orchestrator.reproduce.effects import metric
 from scotbed.orchestrator.run import RunOptions, RunResult, run_spec
 
 REPO = Path(__file__).resolve().parent.parent
@@ -530,15 +531,8 @@ def test_a_campaign_on_the_sim_backend_pools_its_repetitions(tmp_path: Path, spa
     table = pd.read_parquet(out / "simc" / "analysis" / "aggregate.parquet")
     assert set(table["series"]) == {"snr", "dnr"} and (table["n"] == 2).all()
     for _, row in table.iterrows():
-        values = [_dotted(summaries[f"routing={row['series']},r{r}"], row["metric"]) for r in (0, 1)]
+        values = [metric(summaries[f"routing={row['series']},r{r}"], row["metric"]) for r in (0, 1)]
         assert row["mean"] == pytest.approx(float(np.mean(values)), rel=1e-12), row["metric"]
-
-
-def _dotted(doc: dict[str, Any], path: str) -> float:
-    node: Any = doc
-    for part in path.split("."):
-        node = node[part]
-    return float(node)
 
 
 @pytest.mark.spark
