@@ -263,3 +263,13 @@ def test_a_change_short_of_none_is_not_printed_as_0_per_cent() -> None:
     from scotbed.orchestrator.reproduce.doc import _pct
 
     assert [_pct(x) for x in (0.0032, -0.0004, 0.0, 0.012)] == ["+0.32 %", "-0.04 %", "+0 %", "+1 %"]
+
+
+def test_rows_share_notes_through_a_list_of_texts() -> None:
+    from scotbed.orchestrator.reproduce.rows import _row
+
+    base = {"name": "r", "system": "s", "paper": "p", "status": "built"}
+    assert _row({**base, "notes": ["Shared.", "Own."]}).notes == "Shared. Own."
+    assert _row({**base, "notes": "Own."}).notes == "Own."
+    with pytest.raises(RowsError, match="row r: notes"):
+        _row({**base, "notes": ["Shared.", {"not": "a text"}]})

@@ -62,7 +62,7 @@ def _pct(x: float) -> str:
 
 
 def _paper(e: Effect) -> str:
-    return f"at most {_pct(e.at_most)} (stated, no figure)" if e.at_most is not None else _pct(e.paper)
+    return f"at most {_pct(e.at_most)} (a bound in the text)" if e.at_most is not None else _pct(e.paper)
 
 
 def _measured(j: Judged) -> str:
@@ -190,8 +190,9 @@ def write_doc(path: Path, rows: list[Row], measured: dict[str, Measured]) -> Non
         "scotbed's value is the mean over the repetitions with a 95 % t interval. Verdict: *agrees* when",
         f"the direction matches and the size is within a factor {SIZE_FACTOR:g} of the paper's, *direction",
         "only* when only the direction matches, *disagrees* when the direction is opposite, *inconclusive*",
-        "when the interval spans 0. Where the paper states only a bound in words (no figure in its text),",
-        "*agrees* within the bound, *disagrees* beyond it, *inconclusive* when the interval spans it.",
+        "when the interval spans 0. Where the paper's text states only a bound (in words, such as",
+        '"equally or better", or as a limit, such as "never exceeds 30%"), *agrees* within the bound,',
+        "*disagrees* beyond it, *inconclusive* when the interval spans it.",
         "A run whose validity verdict is host-bound (its delays measure the host, docs/host-bound.md) is",
         "left out of the effects on delays and queue lengths and counted; message counts, table sizes and",
         "loads keep every run. A delay or queue effect that only host-bound runs had reads *host-bound*.",

@@ -22,8 +22,8 @@ class RowsError(UserError):
 class Effect:
     """The paper's stated relative change of ``metric`` (a summary.json path), ``variant`` vs ``baseline``.
 
-    A paper that states only a bound in words ("equally or better") and prints no figure in its text
-    gives ``at_most`` instead of ``paper``: the change it claims is at most that."""
+    A paper whose text states only a bound, in words ("equally or better") or as a limit ("never
+    exceeds 30%"), gives ``at_most`` instead of ``paper``: the change it claims is at most that."""
 
     label: str
     metric: str
@@ -79,8 +79,19 @@ class Row:
         return self.quick_repetitions if quick else self.repetitions
 
 
+def _notes(row: str, notes: Any) -> str:
+    """A row's notes as one text: a list of parts (a YAML anchor shared by several rows, then what is
+    the row's own) is joined with spaces, so an explanation the rows share is written once."""
+    parts = notes if isinstance(notes, list) else [notes]
+    if not all(isinstance(p, str) for p in parts):
+        raise RowsError(f"row {row}: notes: give a text or a list of texts")
+    return " ".join(parts)
+
+
 def _row(doc: dict[str, Any]) -> Row:
     effects = tuple(Effect(**e) for e in doc.pop("effects", []))
+    if "notes" in doc:
+        doc["notes"] = _notes(str(doc.get("name")), doc["notes"])
     tuples: dict[str, Any] = {k: tuple(doc.pop(k)) for k in ("compare", "scale", "quick") if k in doc}
     row = Row(**doc, **tuples, effects=effects)
     for e in row.effects:
