@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from scotbed_cli import scotbed
 
+from scotbed.experiment.spec import Spec, load_spec
 from scotbed.orchestrator.reproduce.doc import chosen_records, write_doc
 from scotbed.orchestrator.reproduce.effects import judge, metric, relative_changes
 from scotbed.orchestrator.reproduce.record import (
@@ -263,6 +264,37 @@ def test_a_change_short_of_none_is_not_printed_as_0_per_cent() -> None:
     from scotbed.orchestrator.reproduce.doc import _pct
 
     assert [_pct(x) for x in (0.0032, -0.0004, 0.0, 0.012)] == ["+0.32 %", "-0.04 %", "+0 %", "+1 %"]
+
+
+def _resolved(row_name: str, quick: bool = False) -> list[tuple[str, Spec]]:
+    """The row's compared names with the spec every campaign cell of it runs (first repetition)."""
+    from scotbed.orchestrator.reproduce.runner import campaign_of
+
+    [row] = select(load_rows(), [row_name])
+    campaign = campaign_of(row, quick)
+    vary = next(iter(campaign.matrix))
+    return [
+        (row.name_of(str(dict(cell.values)[vary])), load_spec(campaign.base, cell.sets))
+        for cell in campaign.cells()
+        if cell.repetition == 0
+    ]
+
+
+@pytest.mark.parametrize("alpha", [0.2, 0.5, 0.8])
+def test_the_self_organising_rows_run_every_heuristic_at_their_alpha(alpha: float) -> None:
+    name = "ci-self-organising" if alpha == 0.5 else f"ci-self-organising-alpha-{alpha}"
+    for quick in (False, True):
+        cells = _resolved(name, quick)
+        assert [n for n, _ in cells] == ["static", "lmst", "lmit", "ci"]
+        for n, spec in cells:
+            assert spec.topology.costs is not None and spec.topology.costs.alpha == alpha
+            so = spec.topology.self_organising
+            assert (so.heuristic if so is not None else "static") == n
+    [row] = select(load_rows(), [name])
+    counted = {(e.baseline, e.metric) for e in row.effects}
+    both = {"selforg.cost_per_notification", "selforg.cost_with_overhead_per_notification"}
+    assert counted >= {(b, m) for b in ("lmst", "lmit") for m in both}  # §5.3: "for all α", both counts
+    assert ("static" in {b for b, _ in counted}) == (alpha == 0.5)  # §5.1 states it at the default only
 
 
 def test_rows_share_notes_through_a_list_of_texts() -> None:
