@@ -89,7 +89,10 @@ def test_quick_end_to_end_writes_the_table_and_resumes(tmp_path: Path) -> None:
     assert all(c["status"] == "done" for c in index.values())
     text = doc.read_text()
     assert text.count("| SBP IMs, snr vs bid | -89 % |") == 1
-    vinifera = "| vinifera vs rendezvous-baseline | Vinifera (Rahimian et al.), §V |"
+    vinifera = (
+        "| vinifera vs rendezvous-baseline, scotbed's variant (K_sw 4 + K_f 4) |"
+        " Vinifera (Rahimian et al.), §V |"
+    )
     assert f"{vinifera} built; not measured yet (`scotbed reproduce vinifera`) |" in text
     assert (
         "| snr, dnr vs bid | OctopiS (SCOT dynamic routing), §7 | measured below (quick scale only) |" in text
@@ -295,6 +298,22 @@ def test_the_self_organising_rows_run_every_heuristic_at_their_alpha(alpha: floa
     both = {"selforg.cost_per_notification", "selforg.cost_with_overhead_per_notification"}
     assert counted >= {(b, m) for b in ("lmst", "lmit") for m in both}  # §5.3: "for all α", both counts
     assert ("static" in {b for b, _ in counted}) == (alpha == 0.5)  # §5.1 states it at the default only
+
+
+def test_the_vinifera_rows_run_the_papers_links_and_scotbeds_variant() -> None:
+    from scotbed.experiment.spec_peers import peer_config
+
+    for quick in (False, True):
+        for name, spec in _resolved("vinifera-paper-k", quick):
+            assert spec.topology.peers is not None
+            n, cfg = spec.topology.peers.n, peer_config(spec)
+            assert (cfg.k_sw, cfg.k_f) == (0, round(math.log2(n)) - 2), (name, quick)  # §V-A
+        for name, spec in _resolved("vinifera", quick):
+            assert (peer_config(spec).k_sw, peer_config(spec).k_f) == (4, 4), (name, quick)
+    names = [r.name for r in load_rows()]
+    assert names.index("vinifera-paper-k") < names.index("vinifera")  # the paper's configuration first
+    paper, variant = select(load_rows(), ["vinifera-paper-k", "vinifera"])
+    assert paper.effects == variant.effects and "scotbed's variant" in variant.figure
 
 
 def test_rows_share_notes_through_a_list_of_texts() -> None:
