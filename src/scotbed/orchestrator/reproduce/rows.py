@@ -34,10 +34,12 @@ class Effect:
 
     @property
     def timed(self) -> bool:
-        """Whether the metric is a time or a queue length, which the host's load decides on a
-        host-bound run (docs/host-bound.md); message counts, table sizes and loads are not."""
+        """Whether the metric is a time (a delay, a share of delays, a duration in ms or s) or a queue
+        length, which the host's load decides on a host-bound run (docs/host-bound.md); message
+        counts, table sizes and loads are not."""
         return any(
-            "delay" in part or part.endswith("_ms") or "queue" in part for part in self.metric.split(".")
+            "delay" in part or part.endswith(("_ms", "_s")) or "queue" in part
+            for part in self.metric.split(".")
         )
 
 
