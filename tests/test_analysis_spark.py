@@ -164,6 +164,24 @@ def test_local_delivery_stats_are_sparks_below_exact_rows(spark: Any) -> None:
             assert got[0][c]["mean"] == pytest.approx(want[0][c]["mean"], rel=1e-12)
 
 
+def test_the_share_under_1s_is_numpys_on_both_paths(spark: Any) -> None:
+    """OctopiS §7's share of deliveries under 1 s: delays on both sides of 1 s, some exactly 1 s (not
+    under) and some unknown (left out), against numpy's share of the known delays below 1000 ms."""
+    import numpy as np
+
+    rnd = random.Random(5)
+    delays = [rnd.choice([1000.0, rnd.uniform(0, 3000)]) for _ in range(400)] + [None] * 7
+    df = spark.createDataFrame(
+        [(d, d, 1) for d in delays], "delay_ms DOUBLE, send_delay_ms DOUBLE, hops BIGINT"
+    )
+    known = np.array([d for d in delays if d is not None])
+    want = float(np.mean(known < 1000))
+    assert 0.1 < want < 0.5  # both sides of 1 s and the tie are present
+    spark_share = M.delivery_stats(df, 1)[0]["delay_ms"]["under_1s"]
+    local_share = M.local_delivery_stats(df.toPandas())[0]["delay_ms"]["under_1s"]
+    assert spark_share == pytest.approx(want, rel=1e-12) and local_share == pytest.approx(want, rel=1e-12)
+
+
 def test_local_delivery_stats_beyond_exact_rows_are_exact_where_spark_approximates(spark: Any) -> None:
     """Past EXACT_ROWS values Spark's summary merges samples; the collected path keeps the exact rank,
     which Spark's figure approximates within its rank error (1 / ACCURACY of the count)."""
