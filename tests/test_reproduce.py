@@ -324,3 +324,23 @@ def test_rows_share_notes_through_a_list_of_texts() -> None:
     assert _row({**base, "notes": "Own."}).notes == "Own."
     with pytest.raises(RowsError, match="row r: notes"):
         _row({**base, "notes": ["Shared.", {"not": "a text"}]})
+
+
+def test_the_octopis_paper_scale_rows_run_in_virtual_time_and_every_new_delay_row_models_the_broker() -> None:
+    """The runner's campaign carries a row's ``backend=sim`` and ``brokers.service_us`` into the spec
+    every cell resolves, so the sim rows' delays come from the time model, not the host."""
+    from scotbed.orchestrator.backends import backend_class
+
+    for name, virtual in (
+        ("octopis-scalability-sim", True),
+        ("octopis-publishers-sim", True),
+        ("octopis-stability", False),
+    ):
+        cells = _resolved(name)
+        assert [n for n, _ in cells] == ["bid", "snr", "dnr"]
+        for n, spec in cells:
+            assert spec.routing == n and backend_class(spec.backend).virtual_time is virtual, name
+            assert spec.brokers.service_us > 0, name
+    [stability] = select(load_rows(), ["octopis-stability"])
+    stabilise = next(e for e in stability.effects if e.metric.startswith("stability."))
+    assert stabilise.timed and stabilise.at_most == 0.0  # a time: a host-bound run is left out of it
