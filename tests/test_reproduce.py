@@ -131,6 +131,28 @@ def test_a_bound_the_paper_states_in_words_is_judged_as_a_bound() -> None:
     assert judge(cheaper, []).verdict == "no data"
 
 
+def test_a_lower_bound_the_paper_states_in_words_is_judged_as_a_lower_bound() -> None:
+    faster = Effect("rate", "saturate.sustainable", "link-matching", "flooding", at_least=0.0)
+    changes = ([0.4], [0.0], [-0.03], [0.4, 0.41, 0.42], [-0.4, -0.41, -0.42], [-0.2, 0.1])
+    assert [judge(faster, c).verdict for c in changes] == [
+        "agrees",
+        "agrees",
+        "disagrees",
+        "agrees",
+        "disagrees",
+        "inconclusive",
+    ]
+    assert judge(faster, []).verdict == "no data"
+
+
+def test_the_paper_column_prints_a_stated_bound_with_its_direction() -> None:
+    from scotbed.orchestrator.reproduce.doc import _paper
+
+    assert _paper(Effect("x", "m", "a", "b", at_least=0.0)) == "at least +0 % (a bound in the text)"
+    assert _paper(Effect("x", "m", "a", "b", at_most=-0.5)) == "at most -50 % (a bound in the text)"
+    assert _paper(IMS) == "-89 %"
+
+
 def test_the_self_organising_row_compares_heuristics_by_their_spec_blocks() -> None:
     from scotbed.orchestrator.reproduce.runner import campaign_of
 
@@ -148,10 +170,17 @@ def test_an_effect_gives_the_paper_figure_or_a_bound() -> None:
     from scotbed.orchestrator.reproduce.rows import _row
 
     base = {"name": "r", "system": "s", "paper": "p", "status": "built", "compare": ["a", "b"]}
-    for effect in ({"paper": -0.5, "at_most": 0.0}, {}):
-        bad = {"label": "x", "metric": "m", "variant": "a", "baseline": "b", **effect}
-        with pytest.raises(RowsError, match="figure or at_most"):
-            _row({**base, "effects": [bad]})
+    effect = {"label": "x", "metric": "m", "variant": "a", "baseline": "b"}
+    for given in (
+        {"paper": -0.5, "at_most": 0.0},
+        {"at_most": 0.0, "at_least": 0.0},
+        {"paper": 1.0, "at_least": 0.0},
+        {},
+    ):
+        with pytest.raises(RowsError, match="figure, at_most or at_least, one of them"):
+            _row({**base, "effects": [{**effect, **given}]})
+    for given in ({"paper": -0.5}, {"at_most": 0.0}, {"at_least": 0.0}):
+        assert _row({**base, "effects": [{**effect, **given}]}).effects[0].label == "x"
 
 
 REPO = Path(__file__).resolve().parents[1]

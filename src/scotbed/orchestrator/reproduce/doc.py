@@ -62,7 +62,11 @@ def _pct(x: float) -> str:
 
 
 def _paper(e: Effect) -> str:
-    return f"at most {_pct(e.at_most)} (a bound in the text)" if e.at_most is not None else _pct(e.paper)
+    if e.at_most is not None:
+        return f"at most {_pct(e.at_most)} (a bound in the text)"
+    if e.at_least is not None:
+        return f"at least {_pct(e.at_least)} (a bound in the text)"
+    return _pct(e.paper)
 
 
 def _measured(j: Judged) -> str:
@@ -89,11 +93,15 @@ def plot_row(m: Measured, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(3.2 + BAR_IN * len(labels), 3.9))
     xs = range(len(labels))
     ax.bar(xs, means, yerr=err, capsize=4, color="#4c78a8", label="scotbed (95 % CI)")
-    paper = [(x, j.effect.paper * 100) for x, j in zip(xs, m.judged, strict=True) if j.effect.at_most is None]
-    bound = [
-        (x, j.effect.at_most * 100) for x, j in zip(xs, m.judged, strict=True) if j.effect.at_most is not None
-    ]
-    for points, marker, label in ((paper, "D", "paper"), (bound, "v", "paper's bound (at most)")):
+    effects = [(x, j.effect) for x, j in zip(xs, m.judged, strict=True)]
+    paper = [(x, e.paper * 100) for x, e in effects if e.bound is None]
+    at_most = [(x, e.at_most * 100) for x, e in effects if e.at_most is not None]
+    at_least = [(x, e.at_least * 100) for x, e in effects if e.at_least is not None]
+    for points, marker, label in (
+        (paper, "D", "paper"),
+        (at_most, "v", "paper's bound (at most)"),
+        (at_least, "^", "paper's bound (at least)"),
+    ):
         if points:
             ax.scatter(*zip(*points, strict=True), marker=marker, color="#e45756", zorder=3, label=label)
     ax.axhline(0, color="black", linewidth=0.8)

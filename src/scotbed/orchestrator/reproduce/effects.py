@@ -48,7 +48,8 @@ class Judged:
 def judge(effect: Effect, changes: list[float]) -> Judged:
     """``agrees`` (direction and size within :data:`SIZE_FACTOR`), ``direction only``, ``disagrees``
     (opposite direction), ``inconclusive`` (the interval spans zero), ``no data``; against a stated
-    bound ``at_most``: ``agrees`` within it, ``disagrees`` beyond, ``inconclusive`` across it."""
+    bound (``at_most`` or ``at_least``): ``agrees`` on its side, ``disagrees`` beyond it,
+    ``inconclusive`` when the interval spans it."""
     ci = mean_ci(changes)
     if ci.n == 0 or math.isnan(ci.mean):
         return Judged(effect, ci, NO_DATA)
@@ -56,6 +57,10 @@ def judge(effect: Effect, changes: list[float]) -> Judged:
         if ci.n > 1 and ci.low <= effect.at_most < ci.high:
             return Judged(effect, ci, "inconclusive")
         return Judged(effect, ci, "agrees" if ci.mean <= effect.at_most else "disagrees")
+    if effect.at_least is not None:
+        if ci.n > 1 and ci.low < effect.at_least <= ci.high:
+            return Judged(effect, ci, "inconclusive")
+        return Judged(effect, ci, "agrees" if ci.mean >= effect.at_least else "disagrees")
     if ci.n > 1 and ci.low <= 0 <= ci.high:
         return Judged(effect, ci, "inconclusive")
     if (ci.mean < 0) != (effect.paper < 0):

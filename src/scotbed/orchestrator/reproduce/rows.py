@@ -22,8 +22,9 @@ class RowsError(UserError):
 class Effect:
     """The paper's stated relative change of ``metric`` (a summary.json path), ``variant`` vs ``baseline``.
 
-    A paper whose text states only a bound, in words ("equally or better") or as a limit ("never
-    exceeds 30%"), gives ``at_most`` instead of ``paper``: the change it claims is at most that."""
+    A paper whose text states only a bound, in words ("equally or better", "much higher rates") or as
+    a limit ("never exceeds 30%"), gives it instead of ``paper``: ``at_most`` (the change it claims
+    is at most that) or ``at_least`` (the change it claims is at least that)."""
 
     label: str
     metric: str
@@ -31,6 +32,12 @@ class Effect:
     baseline: str
     paper: float = math.nan
     at_most: float | None = None
+    at_least: float | None = None
+
+    @property
+    def bound(self) -> float | None:
+        """The stated bound, either direction (None when the paper gives a figure)."""
+        return self.at_most if self.at_most is not None else self.at_least
 
     @property
     def timed(self) -> bool:
@@ -97,9 +104,10 @@ def _row(doc: dict[str, Any]) -> Row:
     tuples: dict[str, Any] = {k: tuple(doc.pop(k)) for k in ("compare", "scale", "quick") if k in doc}
     row = Row(**doc, **tuples, effects=effects)
     for e in row.effects:
-        if math.isnan(e.paper) == (e.at_most is None):
+        given = (not math.isnan(e.paper), e.at_most is not None, e.at_least is not None)
+        if sum(given) != 1:
             raise RowsError(
-                f"row {row.name}: effect {e.label}: give the paper's figure or at_most, one of them"
+                f"row {row.name}: effect {e.label}: give the paper's figure, at_most or at_least, one of them"
             )
         if {e.variant, e.baseline} - set(row.compare):
             raise RowsError(f"row {row.name}: effect {e.label}: {e.variant}/{e.baseline} not in compare")
