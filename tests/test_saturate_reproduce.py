@@ -99,4 +99,5 @@ def test_the_table_prints_the_network_loading_bound_and_judges_the_searched_rate
     want = "| max sustainable rate, link-matching vs flooding | at least +0 % (a bound in the text) | +50 % ["
     assert want in doc.read_text()  # +50 %, +100 % and a tie: the interval spans the bound
     assert "| inconclusive |" in doc.read_text()
+    assert "6 finished, 180 s of runs; no oracle verdict (saturate searches" in doc.read_text()
     assert (tmp_path / "reproduction" / f"{row.name}.png").stat().st_size > 0

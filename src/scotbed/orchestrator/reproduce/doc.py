@@ -126,6 +126,8 @@ def _runs_line(record: RowRecord) -> str:
     runs = record.runs
     incorrect = [r.cell for r in runs if r.correct is False]
     correct = f"not correct (oracle): {', '.join(incorrect)}" if incorrect else "every run correct"
+    if runs and all(r.correct is None for r in runs):  # a saturate probe runs no analysis, so no oracle
+        correct = "no oracle verdict (saturate searches: each probe is judged from its event logs)"
     validity = Counter(r.validity for r in runs if r.validity)
     left_out = {HOST_BOUND: " (left out of the delay and queue effects)"}
     valid = ", ".join(f"{n} {v}{left_out.get(v, '')}" for v, n in sorted(validity.items()))
