@@ -154,7 +154,7 @@ def test_the_paper_column_prints_a_stated_bound_with_its_direction() -> None:
 
 
 def test_the_self_organising_row_compares_heuristics_by_their_spec_blocks() -> None:
-    from scotbed.orchestrator.reproduce.runner import campaign_of
+    from scotbed.orchestrator.reproduce.cells import campaign_of
 
     [row] = select(load_rows(), ["ci-self-organising"])
     campaign = campaign_of(row, quick=False)
@@ -300,7 +300,7 @@ def test_a_change_short_of_none_is_not_printed_as_0_per_cent() -> None:
 
 def _resolved(row_name: str, quick: bool = False) -> list[tuple[str, Spec]]:
     """The row's compared names with the spec every campaign cell of it runs (first repetition)."""
-    from scotbed.orchestrator.reproduce.runner import campaign_of
+    from scotbed.orchestrator.reproduce.cells import campaign_of
 
     [row] = select(load_rows(), [row_name])
     campaign = campaign_of(row, quick)
@@ -373,3 +373,26 @@ def test_the_octopis_paper_scale_rows_run_in_virtual_time_and_every_new_delay_ro
     [stability] = select(load_rows(), ["octopis-stability"])
     stabilise = next(e for e in stability.effects if e.metric.startswith("stability."))
     assert stabilise.timed and stabilise.at_most == 0.0  # a time: a host-bound run is left out of it
+
+
+def test_the_table_says_whether_a_rows_runs_were_of_the_spec_it_resolves_to_today(tmp_path: Path) -> None:
+    """A record whose runs' fingerprints are the row's cells' today reads unchanged; one run of another
+    spec (an edited spec file, scale or default) is counted and the row is marked for a re-run."""
+    from scotbed.orchestrator.reproduce.cells import campaign_of, cell_fingerprints
+
+    row = next(r for r in load_rows() if r.name == "octopis-scalability")
+    today = cell_fingerprints(campaign_of(row, quick=False, repetitions=2))
+    record = _record([20, 15]).model_copy(update={"spec_commit": "c0ffee"})
+    fresh = record.model_copy(
+        update={"runs": [r.model_copy(update={"spec_fingerprint": today[r.cell]}) for r in record.runs]}
+    )
+    doc = tmp_path / "r.md"
+    write_doc(doc, [row], chosen_records([row], {row.name: fresh}))
+    line = next(x for x in doc.read_text().splitlines() if x.startswith("- Spec:"))
+    assert "`experiments/octopis-static.yaml` last changed at commit `c0ffee` when measured" in line
+    assert "unchanged since: every run's resolved spec is the row's today" in line
+    edited = fresh.model_copy(update={"runs": [*fresh.runs[:-1], record.runs[-1]]})
+    write_doc(doc, [row], chosen_records([row], {row.name: edited}))
+    line = next(x for x in doc.read_text().splitlines() if x.startswith("- Spec:"))
+    assert "changed after this measurement: 1 of 4 runs' resolved specs differ" in line
+    assert "`scotbed reproduce octopis-scalability` measures it again" in line

@@ -8,11 +8,12 @@ from pathlib import Path
 import yaml
 
 from scotbed.orchestrator.campaign import CampaignIndex
+from scotbed.orchestrator.reproduce.cells import campaign_of
 from scotbed.orchestrator.reproduce.doc import chosen_records, write_doc
 from scotbed.orchestrator.reproduce.effects import judge, relative_changes
 from scotbed.orchestrator.reproduce.record import RowRecord, RunFigures
 from scotbed.orchestrator.reproduce.rows import load_rows
-from scotbed.orchestrator.reproduce.runner import _summaries, campaign_of
+from scotbed.orchestrator.reproduce.runner import _summaries
 from scotbed.orchestrator.saturation import sweep_fingerprint
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from scotbed.analysis.validity import HOST_BOUND
+from scotbed.orchestrator.reproduce.cells import SpecToday, spec_today
 from scotbed.orchestrator.reproduce.effects import NO_DATA, SIZE_FACTOR, Judged, judge, relative_changes
 from scotbed.orchestrator.reproduce.record import QUICK_SUFFIX, RowRecord
 from scotbed.orchestrator.reproduce.rows import Effect, Row
@@ -26,10 +27,11 @@ class Measured:
     row: Row
     record: RowRecord
     judged: list[Judged]
+    spec: SpecToday
 
     @classmethod
     def of(cls, row: Row, record: RowRecord) -> Measured:
-        return cls(row, record, [_judged(e, record) for e in row.effects])
+        return cls(row, record, [_judged(e, record) for e in row.effects], spec_today(row, record))
 
 
 def _judged(e: Effect, record: RowRecord) -> Judged:
@@ -147,6 +149,26 @@ def _provenance_line(record: RowRecord) -> str:
     )
 
 
+def _spec_line(m: Measured) -> str:
+    """The commit that last changed the row's spec file when it was measured, and whether the row still
+    resolves to the specs its runs had: a change since (to the spec or the row's scale) is stated, so
+    a figure is never read as today's spec's when it is not."""
+    commit = m.record.spec_commit
+    when = f"last changed at commit `{commit}` when measured" if commit else "its last change not recorded"
+    spec = m.spec
+    if spec.same is None:
+        today = "the row's spec no longer resolves: the figures are of an earlier spec"
+    elif spec.changed:
+        today = (
+            f"changed after this measurement: {spec.runs - spec.same} of {spec.runs} runs' resolved specs "
+            "differ from the row's today (the spec file, the row's scale or a default the spec resolves "
+            f"with; `scotbed reproduce {m.row.name}` measures it again)"
+        )
+    else:
+        today = "unchanged since: every run's resolved spec is the row's today"
+    return f"- Spec: `{m.row.spec}` {when}; {today}"
+
+
 def _row_section(m: Measured, doc_dir: Path) -> list[str]:
     row, record = m.row, m.record
     plot = doc_dir / PLOTS / f"{record.stem}.png"
@@ -172,6 +194,7 @@ def _row_section(m: Measured, doc_dir: Path) -> list[str]:
         f"- Scale{' (quick)' if record.quick else ''}: `{scale}`",
         _runs_line(record),
         _provenance_line(record),
+        _spec_line(m),
         f"- Data: `{PLOTS}/{record.stem}.json`",
         f"- Why scotbed may differ: {row.notes}",
         "",
@@ -207,7 +230,9 @@ def write_doc(path: Path, rows: list[Row], measured: dict[str, Measured]) -> Non
         "left out of the effects on delays and queue lengths and counted; message counts, table sizes and",
         "loads keep every run. A delay or queue effect that only host-bound runs had reads *host-bound*.",
         "Each row names the commit it was measured at, the host's cores and its load average during the",
-        "runs, and every run's validity verdict (a host-bound run's delays measure the host).",
+        "runs, and every run's validity verdict (a host-bound run's delays measure the host). Its spec line",
+        "says whether the row's spec or scale changed after it was measured (each run's resolved spec",
+        "against the row's today).",
         "",
         "| system | paper | status |",
         "|---|---|---|",

@@ -53,6 +53,7 @@ class RowRecord(BaseModel):
     cores: int
     load_1min: list[float]  # sampled before and after every run this invocation made
     runs: list[RunFigures]
+    spec_commit: str | None = None  # the last commit that changed the row's spec file, when measured
 
     def summaries(self, effect: Effect) -> dict[tuple[str, int], dict[str, Any]]:
         """Each run's figure of the effect's metric as a summary.json fragment, by (compared value,
@@ -85,6 +86,14 @@ def git_commit(repo: Path) -> str:
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return head + ("+dirty" if dirty else "")
+
+
+def last_change(repo: Path, path: Path) -> str:
+    """The last commit that changed ``path`` (``unknown`` outside git or for a file git does not track)."""
+    try:
+        return _git(repo, "log", "-1", "--format=%H", "--", str(path)) or "unknown"
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
 
 
 def _git(repo: Path, *args: str) -> str:

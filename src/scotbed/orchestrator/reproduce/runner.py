@@ -16,36 +16,21 @@ from scotbed.orchestrator.campaign import (
     Campaign,
     CampaignIndex,
     Cell,
-    Sweep,
     fingerprint,
     run_campaign,
 )
+from scotbed.orchestrator.reproduce.cells import REPO, campaign_of
 from scotbed.orchestrator.reproduce.doc import PLOTS, chosen_records, write_doc
 from scotbed.orchestrator.reproduce.effects import metric
 from scotbed.orchestrator.reproduce.record import (
     RowRecord,
     RunFigures,
     git_commit,
+    last_change,
     load_records,
     write_record,
 )
 from scotbed.orchestrator.reproduce.rows import Row, RowsError, load_rows, select
-
-REPO = Path(__file__).resolve().parents[4]
-
-
-def campaign_of(row: Row, quick: bool, repetitions: int | None = None) -> Campaign:
-    """The row as a campaign: its spec × its compared values of ``vary`` (routing unless the row says)
-    × repetitions (the row's unless overridden), at the row's scale."""
-    assert row.spec is not None
-    return Campaign(
-        name=f"{row.name}-quick" if quick else row.name,
-        base=(REPO / row.spec).resolve(),
-        matrix={row.vary: [row.value(n) for n in row.compare]},
-        repetitions=repetitions or row.reps(quick),
-        sets=list(row.sets(quick)),
-        saturate=Sweep.from_doc(row.saturate) if row.saturate else None,
-    )
 
 
 def saturated(campaign: Campaign, out: Path, args: Any, on_cell: Any, progress: Any) -> Path:
@@ -150,6 +135,7 @@ def measure(row: Row, quick: bool, out: Path, args: Any, progress: Any) -> RowRe
         cores=os.cpu_count() or 0,
         load_1min=[round(x, 2) for x in load],
         runs=[_run_figures(row, name, rep, x) for (name, rep), x in sorted(found.items())],
+        spec_commit=last_change(REPO, campaign.base),
     )
 
 
