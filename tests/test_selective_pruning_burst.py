@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from scotbed import topology
-from scotbed.analysis.pruning import block, core_brokers
+from scotbed.analysis.pruning import block, core_brokers, inner_brokers
 from scotbed.filters import Filter
 from scotbed.workloads.pruning_burst import (
     MONITOR_PREFIX,
@@ -106,6 +106,13 @@ def test_core_brokers_only_on_a_tiered_overlay() -> None:
     demo = topology.Scot(topology.paper_fig2(), 3).to_json()  # the quickstart's SCOT: a path a–f
     assert {"b-a-0", "b-b-0", "b-c-0", "b-d-0", "b-e-0"} <= {b["id"] for b in demo["brokers"]}
     assert core_brokers(demo) == []
+    assert inner_brokers(demo) == []
+
+
+def test_inner_brokers_are_the_tier_between_core_and_edges() -> None:
+    doc = topology.tree(topology.paper_tiered_small()).to_json()
+    assert inner_brokers(doc) == ["b-n0-0", "b-n1-0", "b-n2-0", "b-n3-0"]
+    assert len(inner_brokers(topology.tree(topology.paper_tiered()).to_json())) == 18  # 23 inner less A-E
 
 
 def test_the_block_from_per_broker_tables() -> None:
@@ -128,6 +135,13 @@ def test_the_block_from_per_broker_tables() -> None:
         "core_table_final_mean": 3.0,
         "table_final_total": 16,
     }
+    fp = pd.DataFrame(
+        {"node": ["b-a-0", "b-b-0", "b-n0-0", "b-s0-0"], "ims": [100, 300, 50, 7], "fp_ims": [1, 0, 9, 7]}
+    )
+    traffic = block(released, queues, tables, core, {"count": 0}, fp, ["b-n0-0"])
+    assert traffic["publication_traffic_core"] == {"copies": 400, "false_positive_share": 1 / 400}
+    assert traffic["publication_traffic_core_inner"] == {"copies": 450, "false_positive_share": 10 / 450}
+    assert "publication_traffic_core" not in got  # no oracle, no traffic figures
 
 
 def test_match_all_monitors_move_under_fresh_sub_ids_one_edge_on() -> None:
