@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from scotbed import topology
-from scotbed.analysis.pruning import block, core_brokers
+from scotbed.analysis.pruning import block, core_brokers, inner_brokers
 from scotbed.filters import Filter
 from scotbed.workloads.pruning_burst import (
     MONITOR_PREFIX,
@@ -58,6 +58,31 @@ def test_the_scenario_places_and_covers_as_the_paper_does() -> None:
     assert unsubs == [f"r{r}" for r in range(8)]
 
 
+def _edges_of(lines: list[dict[str, object]]) -> dict[str, str]:
+    return {str(x["sub_id"]): str(x["broker"]) for x in lines if x["op"] == "subscribe"}
+
+
+def test_random_placement_draws_every_family_member_from_the_subscriber_edges_by_seed() -> None:
+    """§V-A: subscribers "randomly distributed among the remaining edge brokers": roots and children
+    drawn uniformly from the 8 subscriber edges, the same for the same seed, and nothing else moves
+    (the publications are those of the round-robin placement)."""
+    sc = BurstScenario(clustered=False, random_placement=True)
+    lines = script(sc)
+    placed = {k: v for k, v in _edges_of(lines).items() if k.startswith("r")}
+    assert len(placed) == sc.roots * (sc.children + 1)
+    per_edge = Counter(placed.values())
+    assert set(per_edge) == {f"b-s{k}-0" for k in range(8)}
+    assert len(set(per_edge.values())) > 1  # not the round-robin's equal shares
+    assert _edges_of(script(replace(sc, seed=8))) != _edges_of(lines)
+    assert _edges_of(script(sc)) == _edges_of(lines)
+    round_robin = script(replace(sc, random_placement=False))
+    assert [x for x in lines if x["op"] != "subscribe"] == [x for x in round_robin if x["op"] != "subscribe"]
+    clustered = script(replace(sc, clustered=True))
+    for r in range(sc.roots):  # clustered and random: a family on one randomly drawn edge
+        family = {v for k, v in _edges_of(clustered).items() if k == f"r{r}" or k.startswith(f"r{r}c")}
+        assert len(family) == 1
+
+
 LINK_LIMITED = [
     "--width",
     "58",
@@ -71,6 +96,8 @@ LINK_LIMITED = [
     "160",
 ]
 SCATTERED = ["--clustered", "false"]
+RANDOM = [*SCATTERED, "--random-placement", "true"]
+RANDOM_SCENARIO = BurstScenario(clustered=False, random_placement=True)
 LINK_LIMITED_SCENARIO = BurstScenario(width=58, children=19, burst_interval_ms=500.0, monitors=0, history=160)
 SCRIPTS = [
     ("selective-pruning-burst", LINK_LIMITED, LINK_LIMITED_SCENARIO),
@@ -81,6 +108,22 @@ SCRIPTS = [
     ),
     ("selective-pruning-burst-slow-core", [], BurstScenario()),
     ("selective-pruning-burst-scattered-slow-core", SCATTERED, BurstScenario(clustered=False)),
+    ("selective-pruning-burst-random-slow-core", RANDOM, RANDOM_SCENARIO),
+    (
+        "selective-pruning-burst-random-slow-core-burst3",
+        [*RANDOM, "--burst", "3", "--burst-interval-ms", "666.667"],
+        replace(RANDOM_SCENARIO, burst=3, burst_interval_ms=666.667),
+    ),
+    (
+        "selective-pruning-burst-random-slow-core-children10",
+        [*RANDOM, "--roots", "58", "--children", "10", "--width", "121"],
+        replace(RANDOM_SCENARIO, roots=58, children=10, width=121),
+    ),
+    (
+        "selective-pruning-burst-random-slow-core-children50",
+        [*RANDOM, "--roots", "13", "--children", "50", "--width", "101"],
+        replace(RANDOM_SCENARIO, roots=13, children=50, width=101),
+    ),
 ]
 
 
@@ -106,6 +149,13 @@ def test_core_brokers_only_on_a_tiered_overlay() -> None:
     demo = topology.Scot(topology.paper_fig2(), 3).to_json()  # the quickstart's SCOT: a path a–f
     assert {"b-a-0", "b-b-0", "b-c-0", "b-d-0", "b-e-0"} <= {b["id"] for b in demo["brokers"]}
     assert core_brokers(demo) == []
+    assert inner_brokers(demo) == []
+
+
+def test_inner_brokers_are_the_tier_between_core_and_edges() -> None:
+    doc = topology.tree(topology.paper_tiered_small()).to_json()
+    assert inner_brokers(doc) == ["b-n0-0", "b-n1-0", "b-n2-0", "b-n3-0"]
+    assert len(inner_brokers(topology.tree(topology.paper_tiered()).to_json())) == 18  # 23 inner less A-E
 
 
 def test_the_block_from_per_broker_tables() -> None:
@@ -128,6 +178,13 @@ def test_the_block_from_per_broker_tables() -> None:
         "core_table_final_mean": 3.0,
         "table_final_total": 16,
     }
+    fp = pd.DataFrame(
+        {"node": ["b-a-0", "b-b-0", "b-n0-0", "b-s0-0"], "ims": [100, 300, 50, 7], "fp_ims": [1, 0, 9, 7]}
+    )
+    traffic = block(released, queues, tables, core, {"count": 0}, fp, ["b-n0-0"])
+    assert traffic["publication_traffic_core"] == {"copies": 400, "false_positive_share": 1 / 400}
+    assert traffic["publication_traffic_core_inner"] == {"copies": 450, "false_positive_share": 10 / 450}
+    assert "publication_traffic_core" not in got  # no oracle, no traffic figures
 
 
 def test_match_all_monitors_move_under_fresh_sub_ids_one_edge_on() -> None:

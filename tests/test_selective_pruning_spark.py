@@ -76,3 +76,38 @@ def test_the_longest_input_queue_is_the_peak_between_samples(spark: Any, tmp_pat
     q = facts[facts["ev"] == "queue"]
     per_node = {str(n): int(v) for n, v in zip(q["node"], q["max_in_len"], strict=True)}
     assert per_node == {"b-e-0": 40, "b-d-0": 5}
+
+
+@pytest.mark.parametrize("collect", [False, True], ids=["spark", "collected"])
+def test_core_and_inner_publication_traffic_is_the_python_rule_on_the_same_log(
+    spark: Any, tmp_path: Path, collect: bool
+) -> None:
+    """Fig. 7 (c): one publication's useful path E→D→C→n2→s4 and a kept tree's copies C→B→n1 that no
+    subscriber below wants; the copies the core (and inner) brokers sent, and the false-positive share,
+    as the plain-Python rule (:mod:`scotbed.analysis.forwarding`) counts them on the same copies."""
+    from collections import Counter
+
+    from scotbed import topology
+    from scotbed.analysis.forwarding import false_positive_edges
+    from scotbed.analysis.traffic import traffic_per_broker
+
+    hops = [
+        ("b-p0-0", "b-e-0"), ("b-e-0", "b-d-0"), ("b-d-0", "b-c-0"), ("b-c-0", "b-n2-0"),
+        ("b-n2-0", "b-s4-0"), ("b-c-0", "b-b-0"), ("b-b-0", "b-n1-0"),
+    ]  # fmt: skip
+    rows = [E(i, s, "notif_out", pub_id="h0", link=d, hops=i) for i, (s, d) in enumerate(hops)]
+    f = tmp_path / "events.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ev, _ = read_events(spark, [str(f)])
+    interested = spark.createDataFrame([("h0", "b-s4-0")], "pub_id STRING, broker STRING")
+    brokers = sorted({b for h in hops for b in h})
+    _, fp = traffic_per_broker(ev, interested, brokers, collect)
+    doc = topology.tree(topology.paper_tiered_small()).to_json()
+    core, inner = pruning.core_brokers(doc), pruning.inner_brokers(doc)
+    sent = Counter(s for s, _ in hops)
+    wasted = Counter(s for s, _ in false_positive_edges(hops, ["b-s4-0"]))
+    for group in (core, [*core, *inner]):
+        copies = sum(sent[b] for b in group)
+        want = {"copies": copies, "false_positive_share": sum(wasted[b] for b in group) / copies}
+        assert pruning.publication_traffic(fp, group) == want
+    assert pruning.publication_traffic(fp, core) == {"copies": 5, "false_positive_share": 0.4}

@@ -35,6 +35,7 @@ from scotbed.analysis.rundir import RunDir
 from scotbed.analysis.series import bins, sample_series
 from scotbed.analysis.size import is_small
 from scotbed.analysis.store import Store, store_events
+from scotbed.analysis.traffic import traffic_per_broker
 
 # Runs with less event text than this keep their parsed events in Spark's memory cache, not in Parquet
 # (a small run pays Parquet's fixed cost of writing files; from about 91 MB of text the Parquet store is
@@ -393,6 +394,17 @@ class RunData:
     @shared_input
     def engine(self) -> str:
         return oracle.pick_engine(self.settings.engine)
+
+    @shared_input
+    def traffic(self) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+        """(relay, false_positive_traffic) per broker (:func:`scotbed.analysis.traffic.traffic_per_broker`),
+        read by the ``traffic`` and ``pruning`` sections; None when the oracle could not run."""
+        o = self.oracle
+        if o is None:
+            return None
+        brokers = o.brokers | set(self.node_facts["node"].dropna())
+        collect = self.line_counts[0] <= COLLECTED_EVENTS
+        return traffic_per_broker(self.events, o.expected.select("pub_id", "broker"), brokers, collect)
 
     @shared_input
     def oracle(self) -> Oracle | None:

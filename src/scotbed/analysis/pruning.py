@@ -13,9 +13,11 @@ Only a run on a tiered factor (:func:`scotbed.topology.tiered`: core brokers aâ€
   to process (``brokers.service_us_at``) the burst waits in their input queues, as in the paper;
   with capacity-limited links it waits at the sender's output queue instead;
 - *probe delay*: the delivery delay of the probe publications (``pub_id`` starting ``probe``);
-- *core routing tables*: the last sampled table size of each core broker.
-
-The false-positive traffic share is the ``traffic`` section's (one home).
+- *core routing tables*: the last sampled table size of each core broker;
+- *publication traffic* of the core brokers and of the core and inner brokers together (Fig. 7 (c)):
+  the publication copies they sent over the whole run and the share of them that were false
+  positives, from the ``traffic`` section's per-broker table (:mod:`scotbed.analysis.traffic`, the one
+  home of what a false-positive copy is); absent when the oracle could not run.
 """
 
 from __future__ import annotations
@@ -38,6 +40,22 @@ def core_brokers(topology_doc: Mapping[str, Any]) -> list[str]:
     if topology_doc.get("acyclic") not in topology.TIERED_FACTORS:
         return []
     return [topology.broker_id(v, 0) for v in topology.TIERED_CORE]
+
+
+def inner_brokers(topology_doc: Mapping[str, Any]) -> list[str]:
+    """The tiered inner brokers ``n<k>`` (below the core, above the edges: :func:`scotbed.topology.tiered`),
+    in vertex order; [] when the factor is not tiered."""
+    if topology_doc.get("acyclic") not in topology.TIERED_FACTORS:
+        return []
+    return [str(b["id"]) for b in topology_doc["brokers"] if str(b["vertex"]).startswith("n")]
+
+
+def publication_traffic(fp_traffic: pd.DataFrame, brokers: Sequence[str]) -> dict[str, Any]:
+    """copies, false_positive_share: the publication copies ``brokers`` sent and the share of them that
+    were false positives, from the ``traffic`` section's table (node, ims, fp_ims)."""
+    mine = fp_traffic[fp_traffic["node"].isin(list(brokers))]
+    copies, fp = int(mine["ims"].sum()), int(mine["fp_ims"].sum())
+    return {"copies": copies, "false_positive_share": fp / copies if copies else 0.0}
 
 
 def first_unsubscribe_ns(sub_table: pd.DataFrame) -> int | None:
@@ -81,8 +99,11 @@ def block(
     tables: pd.DataFrame,
     core: Sequence[str],
     probe: dict[str, Any],
+    fp_traffic: pd.DataFrame | None = None,
+    inner: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The summary block from the per-broker tables (pure)."""
+    """The summary block from the per-broker tables (pure); ``fp_traffic`` is the ``traffic`` section's
+    (node, ims, fp_ims), None when the oracle could not run."""
     per_core = dict.fromkeys(core, 0) | {
         n: int(r) for n, r in zip(released["node"], released["released"], strict=True) if n in core
     }
@@ -96,4 +117,11 @@ def block(
         "probe_delay_ms": probe,
         "core_table_final_mean": sum(final.get(n, 0) for n in core) / len(core) if core else 0.0,
         "table_final_total": sum(final.values()),
-    }
+    } | (
+        {}
+        if fp_traffic is None
+        else {
+            "publication_traffic_core": publication_traffic(fp_traffic, core),
+            "publication_traffic_core_inner": publication_traffic(fp_traffic, [*core, *inner]),
+        }
+    )

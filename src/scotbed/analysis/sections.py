@@ -18,10 +18,9 @@ from scotbed import contract
 from scotbed.analysis import corrupt_logs, fidelity, links, propagation, pruning, validity
 from scotbed.analysis import metrics as M
 from scotbed.analysis import summary as S
-from scotbed.analysis.context import COLLECTED_EVENTS, RunData
+from scotbed.analysis.context import RunData
 from scotbed.analysis.matching_steps import MatchingSteps, steps_by_hops
 from scotbed.analysis.stats import time_to_stabilise
-from scotbed.analysis.traffic import traffic_per_broker
 from scotbed.selforg.analysis.section import selforg_section
 from scotbed.vinifera.analysis.section import peers_section
 
@@ -147,12 +146,9 @@ def tables_section(d: RunData) -> S.Tables:
 
 
 def traffic_section(d: RunData) -> S.Traffic:
-    o = d.oracle
-    if o is None:
+    if d.traffic is None:
         return S.Traffic()
-    brokers = o.brokers | set(d.node_facts["node"].dropna())
-    collect = d.line_counts[0] <= COLLECTED_EVENTS
-    relay, fp = traffic_per_broker(d.events, o.expected.select("pub_id", "broker"), brokers, collect)
+    relay, fp = d.traffic
     d.tables["relay"] = relay
     d.tables["false_positive_traffic"] = fp
     visits, relay_only = int(relay["visits"].sum()), int(relay["relay_only"].sum())
@@ -203,7 +199,10 @@ def pruning_section(d: RunData) -> S.Pruning:
     d.tables["released_subscriptions"] = released
     d.tables["core_queues"] = queues
     sizes = M.table_sizes(d.node_facts)
-    return S.Pruning(pruning.block(released, queues, sizes, core, pruning.probe_delay(d.deliveries)))
+    probe = pruning.probe_delay(d.deliveries)
+    fp = None if d.traffic is None else d.traffic[1]
+    inner = pruning.inner_brokers(d.run.topology)
+    return S.Pruning(pruning.block(released, queues, sizes, core, probe, fp, inner))
 
 
 def matching_steps_section(d: RunData) -> MatchingSteps:

@@ -10,7 +10,10 @@ Phases, each line with ``"settle": false`` so the brokers see the real pacing:
 1. every root (``x between [lo, lo + width - 1]``), its ``children`` (equal slices of the root's
    range but its top ``gap`` values: the root's publications its children miss) and one
    probe monitor (``probe exists``) per subscriber edge; ``clustered`` places a family on one
-   edge, otherwise the children are spread round-robin over all subscriber edges;
+   edge (§V-E's clustered workload), otherwise the children are spread round-robin over all
+   subscriber edges; ``random_placement`` places every root and child on a subscriber edge drawn
+   uniformly at random (seeded by ``seed``), §V-A's "subscribers are randomly distributed among the
+   remaining edge brokers";
 2. ``history`` publications from the publisher edges, uniform over the roots' ranges (the
    subscriber host brokers' publication history), one every ``history_interval_ms``; then a settle;
 3. the burst: ``burst`` roots unsubscribed ``burst_interval_ms`` apart, while ``probes`` probe
@@ -56,6 +59,7 @@ class BurstScenario:
     children: int = 39
     gap: int = 1
     clustered: bool = True
+    random_placement: bool = False
     history: int = 480
     history_interval_ms: float = 100.0
     after: int = 100
@@ -116,6 +120,21 @@ def _moves(sc: BurstScenario, edges: list[str]) -> list[list[dict[str, Any]]]:
     return steps
 
 
+def _placements(sc: BurstScenario, edges: list[str]) -> Iterator[tuple[str, list[str]]]:
+    """Each family's root edge and its children's edges: clustered (all on the root's), round-robin, or
+    uniformly at random. The random draws have a generator of their own, so that the publications'
+    values are the same under every placement."""
+    placer = random.Random(f"placement-{sc.seed}")
+    for r in range(sc.roots):
+        if sc.random_placement:
+            home = placer.choice(edges)
+            kids = [home if sc.clustered else placer.choice(edges) for _ in range(sc.children)]
+        else:
+            home = edges[r % len(edges)]
+            kids = [home if sc.clustered else edges[(r + c + 1) % len(edges)] for c in range(sc.children)]
+        yield home, kids
+
+
 def script(sc: BurstScenario) -> list[dict[str, Any]]:
     """The scenario's script lines, in order."""
     factor = topology.NAMED_FACTORS[sc.factor]()
@@ -125,9 +144,8 @@ def script(sc: BurstScenario) -> list[dict[str, Any]]:
     lines: list[dict[str, Any]] = []
     quiet = {"settle": False}
     slice_ = (sc.width - sc.gap) // sc.children
-    for r in range(sc.roots):
+    for r, (home, kids) in enumerate(_placements(sc, edges)):
         lo = r * sc.width
-        home = edges[r % len(edges)]
         lines.append(
             {
                 "op": "subscribe",
@@ -137,8 +155,7 @@ def script(sc: BurstScenario) -> list[dict[str, Any]]:
                 **quiet,
             }
         )
-        for c in range(sc.children):
-            broker = home if sc.clustered else edges[(r + c + 1) % len(edges)]
+        for c, broker in enumerate(kids):
             a = lo + c * slice_
             flt = _between(a, a + slice_ - 1)
             lines.append({"op": "subscribe", "sub_id": f"r{r}c{c}", "broker": broker, "filter": flt, **quiet})
