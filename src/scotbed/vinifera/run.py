@@ -97,7 +97,9 @@ def peer_table(spec: Spec, cfg: PeerConfig, rng: random.Random) -> PeerTable:
     return {k: (ids[k], subs.subscription()) for k in range(n)}
 
 
-def drive(spec: Spec, cfg: PeerConfig, peers: Peers, rng: random.Random, progress: Progress) -> dict[int, int]:
+def drive(
+    spec: Spec, cfg: PeerConfig, peers: Peers, rng: random.Random, progress: Progress
+) -> dict[int, int]:
     """Bootstrap, warm up and publish (the run's steps, one home for processes and simulator);
     returns the failed peers: name -> the first round each missed."""
     w = spec.workload.peers or PeersWorkloadSpec()

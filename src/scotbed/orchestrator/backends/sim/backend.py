@@ -17,8 +17,8 @@ from typing import Any, ClassVar
 from scotbed import contract
 from scotbed.broker.eventlog import EventLog
 from scotbed.config import BrokerConfig
-from scotbed.experiment.spec_peers import MAX_SIMULATED_PEERS
 from scotbed.experiment.spec_faults import FaultSpec
+from scotbed.experiment.spec_peers import MAX_SIMULATED_PEERS
 from scotbed.orchestrator import provenance
 from scotbed.orchestrator.backends.base import BackendDefaults, BackendError, DeployRequest, WorkloadRun
 from scotbed.orchestrator.backends.sim import calibration
