@@ -234,7 +234,6 @@ def test_a_cut_link_holds_its_messages_in_virtual_time_and_loses_none(tmp_path: 
 @pytest.mark.parametrize(
     ("spec", "says"),
     [
-        ("vinifera.yaml", "runs no peers yet; Vinifera's 1,000-peer simulator is scotbed.vinifera.sim"),
         (
             "self-organising.yaml",
             "runs no self-organising overlay yet; its simulator is scotbed.selforg.sim",

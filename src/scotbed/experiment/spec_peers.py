@@ -22,8 +22,10 @@ if TYPE_CHECKING:
     from scotbed.experiment.spec import Spec
 
 PEERS = contract.PEERS_KIND
-#: processes on one host: more is a simulation's job (benchmarks/vinifera.py)
-MAX_PEERS = 100
+#: peer processes a backend of processes runs (one host's limit): more is the simulator's job
+MAX_PEER_PROCESSES = 100
+#: peers the round simulator runs (``--backend sim``): the paper's 1,000 and ten times more
+MAX_SIMULATED_PEERS = 10_000
 _DEFAULT = PeerConfig()
 #: PeerConfig fields a spec may set through routing_params (the rest come from the blocks below)
 TUNABLE = ("k_sw", "k_f", "view_size", "shuffle_len", "refresh", "crt_ttl", "beta", "ring_cache", "max_hops")
@@ -41,7 +43,11 @@ class _Strict(BaseModel):
 class PeersSpec(_Strict):
     """The peers: how many, their id space and the attribute domains (every peer subscribes once)."""
 
-    n: int = Field(ge=2, le=MAX_PEERS, description="peer processes")
+    n: int = Field(
+        ge=2,
+        le=MAX_SIMULATED_PEERS,
+        description="peers (a backend bounds it further: its max_peers, checked by preflight)",
+    )
     id_space: int = Field(
         default=_DEFAULT.id_space, ge=16, le=bounds.MAX_PEER_ID_SPACE, description="M, the ring's id space"
     )
@@ -53,7 +59,7 @@ class ChurnSpec(_Strict):
     """Every ``every`` rounds of the publish phase, ``leaves`` random peers fail (SIGKILL)."""
 
     every: int = Field(ge=1, le=bounds.MAX_PEER_ROUNDS, description="rounds between failures")
-    leaves: int = Field(default=1, ge=1, le=MAX_PEERS, description="peers failing each time")
+    leaves: int = Field(default=1, ge=1, le=MAX_SIMULATED_PEERS, description="peers failing each time")
 
 
 class PeersWorkloadSpec(_Strict):

@@ -37,6 +37,10 @@ def check(spec: Spec, backend: str | None = None, with_workload: bool = True) ->
     name = backend or spec.backend
     if (why := backend_class(name).refuses(spec)) is not None:
         raise SpecError(f"backend: the {name} backend {why}")
+    peers = spec.topology.peers
+    if peers is not None and peers.n > (most := backend_class(name).max_peers):
+        more = "" if backend_class(name).virtual_time else "; more run in the simulator: --backend sim"
+        raise SpecError(f"topology.n: {peers.n} peers; the {name} backend runs at most {most}{more}")
     security.validate(spec)
     if spec.topology.kind == spec_peers.PEERS:
         w = spec.workload.peers or spec_peers.PeersWorkloadSpec()

@@ -181,8 +181,10 @@ class Lifecycle:
         run_dir = self._make_run_dir(spec, run_id, backend_name)
         assert self.state is not None
         if spec.topology.kind == spec_peers.PEERS:
-            from scotbed.vinifera.run import run_peers
+            from scotbed.vinifera.run import run_peers, simulate_peers
 
+            if backend_class(backend_name).virtual_time:
+                return RunResult(run_id, run_dir, *simulate_peers(spec, run_dir, self.progress))
             image = self.options.image or BROKER_IMAGE
             launcher = backend.peer_launcher(run_id, image, self.state, spec.timeouts.ready_s)
             return RunResult(run_id, run_dir, *run_peers(spec, run_dir, self.progress, launcher))

@@ -10,6 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from statistics import mean
+from typing import Any
+
+#: the load values at which a summary reports the CDF (share of peers at or below)
+CDF_POINTS = (0.0, 0.1, 0.2, 0.3, 0.6, 1.0)
 
 
 @dataclass
@@ -83,3 +87,27 @@ def load_cdf(values: Iterable[float], points: Sequence[float]) -> list[float]:
 def idle_share(values: Iterable[float]) -> float:
     v = list(values)
     return sum(1 for x in v if x == 0) / len(v) if v else 0.0
+
+
+def summary(records: Sequence[EventRecord], peers: Iterable[int]) -> dict[str, Any]:
+    """The ``peers`` block of summary.json from per-event records: the keys and definitions of the
+    processes' Spark analysis (:mod:`scotbed.vinifera.analysis.section`), so a simulated run and a run
+    of processes give one summary. ``peers``: every peer of the run, failed ones too (the load's
+    denominator is the peers that took part, as the processes' logs name them)."""
+    ld = loads(records, peers)
+    want = sum(len(r.interested) for r in records)
+    got = sum(len(r.interested & r.deliveries.keys()) for r in records)
+    return {
+        "events": len(records),
+        "hit_ratio": hit_ratio(records),
+        "hit_ratio_by_round": hit_ratio_by_round(records),
+        "missed": want - got,
+        "extra_deliveries": sum(r.extra_deliveries for r in records),
+        "dropped": sum(r.dropped for r in records),
+        "overhead": overhead(records),
+        "path_length": float(path_length(records)),
+        "tree_depth": float(tree_depth(records)),
+        "idle_share": idle_share(ld.values()),
+        "max_load": max(ld.values(), default=0.0),
+        "load_cdf": dict(zip(CDF_POINTS, load_cdf(ld.values(), CDF_POINTS), strict=True)),
+    }

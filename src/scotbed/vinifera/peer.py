@@ -32,6 +32,12 @@ from scotbed.vinifera.ring import Interval, contains, cw, in_any, ophash, owned,
 RV_MEMORY = 256
 
 
+def peer_rng(seed: int, name: int) -> random.Random:
+    """Peer ``name``'s own random stream in a run of ``seed``: the same in a peer process and in the
+    simulator's run of the same spec, so the two start from the same peers."""
+    return random.Random(seed * 7919 + name)
+
+
 class Peer:
     """A peer: broker and client in one (ring links, friends, small-world links, Cyclon view, CRT)."""
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from scotbed.config import BrokerConfig
 from scotbed.errors import ScotbedError
+from scotbed.experiment.spec_peers import MAX_PEER_PROCESSES
 from scotbed.orchestrator.images import BROKER_IMAGE
 from scotbed.orchestrator.plan import Addressing
 from scotbed.orchestrator.state import RunState
@@ -155,6 +156,7 @@ class BackendClass(Protocol):
     renders: bool  # ``scotbed render --target NAME`` writes its files (:meth:`render`)
     sweeps_unasked: bool  # ``scotbed down`` without ``--backend`` sweeps its unrecorded leftovers
     virtual_time: bool  # runs the brokers in virtual time: no processes, the deployment plays any workload
+    max_peers: int  # the most peers (topology.n of a peers run) it runs
 
     def refuses(self, spec: Any) -> str | None:
         """Why this backend cannot run ``spec`` (a sentence after the backend's name), or None."""
@@ -187,6 +189,8 @@ class BackendDefaults:
     renders: ClassVar[bool] = False
     sweeps_unasked: ClassVar[bool] = False
     virtual_time: ClassVar[bool] = False
+    #: peer processes on this host (or its containers): more is the simulator's job (``--backend sim``)
+    max_peers: ClassVar[int] = MAX_PEER_PROCESSES
     #: "module:function" that makes a peers run's launcher, called as ``(backend, run_id, image, state,
     #: ready_timeout_s)``; named rather than imported because a launcher module builds on its backend's
     peers: ClassVar[str] = ""

@@ -24,9 +24,8 @@ from pyspark.sql import functions as F
 from scotbed import contract
 from scotbed.analysis.context import RunData
 from scotbed.analysis.rundir import RunDir
+from scotbed.vinifera.metrics import CDF_POINTS
 
-#: the load values at which the summary reports the CDF (share of peers at or below)
-CDF_POINTS = (0.0, 0.1, 0.2, 0.3, 0.6, 1.0)
 #: the peers' log fields the section reads (``ranges`` and ``values`` kept as their JSON text)
 PEER_DDL = (
     "ts_ns BIGINT, node STRING, ev STRING, pub_id BIGINT, hops BIGINT, tree_hops BIGINT, "

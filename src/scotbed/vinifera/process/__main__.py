@@ -13,7 +13,6 @@ import argparse
 import asyncio
 import json
 import logging
-import random
 import signal
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from scotbed.broker.eventlog import EventLog
 from scotbed.routing import peer_class
 from scotbed.v1 import scotbed_pb2_grpc as pbg
 from scotbed.vinifera import codec
+from scotbed.vinifera.peer import peer_rng
 from scotbed.vinifera.process.node import PeerNode
 
 
@@ -32,7 +32,7 @@ async def serve(run: dict[str, Any], name: int) -> None:
     me = next(p for p in run["peers"] if p["name"] == name)
     cfg = codec.config_in(run["config"])
     sub = codec.sub_in(me["sub"])
-    peer = peer_class(run["routing"])(name, int(me["id"]), sub, cfg, random.Random(run["seed"] * 7919 + name))
+    peer = peer_class(run["routing"])(name, int(me["id"]), sub, cfg, peer_rng(run["seed"], name))
     events = EventLog(contract.peer_node(name), me["log"])
     if sub is not None:
         events.emit(contract.SUBSCRIBE, ranges=codec.sub_out(sub))

@@ -18,6 +18,7 @@ from scotbed import contract
 from scotbed.broker.eventlog import EventLog
 from scotbed.config import BrokerConfig
 from scotbed.experiment.spec_faults import FaultSpec
+from scotbed.experiment.spec_peers import MAX_SIMULATED_PEERS
 from scotbed.orchestrator import provenance
 from scotbed.orchestrator.backends.base import BackendDefaults, BackendError, DeployRequest, WorkloadRun
 from scotbed.orchestrator.backends.sim import calibration
@@ -46,11 +47,14 @@ SIM_ADDRESSING = Addressing(dial="{id}:1", listen="{id}:1")
 class SimBackend(BackendDefaults):
     """Brokers in virtual time, with the whole fault timeline of a generated workload: link faults, and a
     broker killed, stopped and restarted as a broker process is (:mod:`.network`: state and sessions
-    lost, the neighbours' resends and replays; :mod:`.clients`: the sessions opened again). No peers or
-    self-organising overlays, and no fault timeline with a scripted workload."""
+    lost, the neighbours' resends and replays; :mod:`.clients`: the sessions opened again). Peers
+    (Vinifera) run in the round simulator (:func:`scotbed.vinifera.run.simulate_peers`), up to
+    :data:`~scotbed.experiment.spec_peers.MAX_SIMULATED_PEERS`. No self-organising overlays, and no
+    fault timeline with a scripted workload."""
 
     supports_faults: ClassVar[bool] = True
     virtual_time: ClassVar[bool] = True
+    max_peers: ClassVar[int] = MAX_SIMULATED_PEERS
 
     def __init__(self, cost: HostCost = NO_COST) -> None:
         self.cost = cost
@@ -63,11 +67,6 @@ class SimBackend(BackendDefaults):
 
     @classmethod
     def refuses(cls, spec: Any) -> str | None:
-        if spec.topology.kind == "peers":
-            return (
-                "runs no peers yet; Vinifera's 1,000-peer simulator is scotbed.vinifera.sim "
-                "(benchmarks/vinifera.py)"
-            )
         if spec.faults and spec.workload.script is not None:
             return "runs a fault timeline with a generated workload only (its times count from the release)"
         if spec.topology.self_organising is not None:
