@@ -81,9 +81,11 @@ def link_matching(hops: int) -> str:
     return f"link-matching-{hops}-hops"
 
 
-def summaries(seed: int, **parameters: Any) -> dict[str, dict[str, Any]]:
+def summaries(
+    seed: int, subscriptions: int, brokers: int, notifications: int, matching: float = 0.01
+) -> dict[str, dict[str, Any]]:
     """:func:`steps_by_hops` as one summary per series (``matching.steps``): the centralised PST's under
     :data:`CENTRALISED`, link matching's at each hop count under :func:`link_matching`."""
-    s = steps_by_hops(seed=seed, **parameters)
+    s = steps_by_hops(subscriptions, brokers, notifications, seed, matching)
     series = {CENTRALISED: s.centralised} | {link_matching(h): v for h, v in s.link_matching.items()}
     return {name: {"matching": {"steps": v}} for name, v in series.items()}
