@@ -20,7 +20,7 @@ from scotbed.orchestrator.reproduce.record import (
     load_records,
     write_record,
 )
-from scotbed.orchestrator.reproduce.rows import Effect, RowsError, load_rows, select
+from scotbed.orchestrator.reproduce.rows import Effect, Row, RowsError, load_rows, select
 from scotbed.routing import ALGORITHMS
 
 IMS = Effect("SBP IMs", "subscriptions.ims_total", "snr", "bid", -0.89)
@@ -67,8 +67,9 @@ def test_every_system_of_design_section_1_has_a_row() -> None:
         assert re.search(rf"\b{re.escape(name)}\b", listed), name
     assert {r.name for r in rows if r.runnable} >= {"octopis-scalability", "octopis-burst"}
     for r in rows:
+        if r.spec is not None:
+            assert (Path(__file__).resolve().parents[1] / r.spec).is_file()
         if r.runnable:
-            assert (Path(__file__).resolve().parents[1] / str(r.spec)).is_file()
             assert r.effects and set(r.compare) >= {e.variant for e in r.effects}
 
 
@@ -396,3 +397,126 @@ def test_the_table_says_whether_a_rows_runs_were_of_the_spec_it_resolves_to_toda
     line = next(x for x in doc.read_text().splitlines() if x.startswith("- Spec:"))
     assert "changed after this measurement: 1 of 4 runs' resolved specs differ" in line
     assert "`scotbed reproduce octopis-scalability` measures it again" in line
+
+
+def _steps_row(**doc: object) -> Row:
+    """The link-matching-steps row at a small scale (300 subscriptions on 4 brokers, 2 seeds)."""
+    from scotbed.orchestrator.reproduce.rows import _row
+
+    [row] = select(load_rows(), ["link-matching-steps"])
+    small = ["subscriptions=300", "brokers=4", "notifications=10", "matching=0.05", "seed=5"]
+    return _row(
+        {
+            "name": row.name,
+            "system": row.system,
+            "paper": row.paper,
+            "status": row.status,
+            "computed": row.computed,
+            "compare": ["centralised", "link-matching-0-hops", "link-matching-3-hops"],
+            "repetitions": 2,
+            "scale": small,
+            "effects": [
+                {
+                    "label": "steps",
+                    "metric": "matching.steps",
+                    "variant": "link-matching-3-hops",
+                    "baseline": "centralised",
+                    "at_least": 0.0,
+                },
+            ],
+            **doc,
+        }
+    )
+
+
+def test_a_computed_row_records_every_seeds_series_with_no_spec_oracle_or_validity(tmp_path: Path) -> None:
+    from scotbed.analysis.link_matching_steps import steps_by_hops
+    from scotbed.orchestrator.reproduce.runner import compute
+
+    row = _steps_row()
+    record = compute(row, quick=False, repetitions=None)
+    assert [(r.cell, r.repetition) for r in record.runs] == [
+        (f"{name},seed={seed}", k)
+        for k, seed in enumerate((5, 6))
+        for name in ("centralised", "link-matching-0-hops", "link-matching-3-hops")
+    ]
+    assert all(r.correct is None and r.validity == "" for r in record.runs)
+    assert record.scale == list(row.scale) and record.command == "scotbed reproduce link-matching-steps"
+    assert record.spec_commit is not None
+    direct = steps_by_hops(300, 4, 10, 6, 0.05)
+    figures = {r.compare: r.figures["matching.steps"] for r in record.runs if r.repetition == 1}
+    assert figures == {
+        "centralised": direct.centralised,
+        "link-matching-0-hops": direct.link_matching[0],
+        "link-matching-3-hops": direct.link_matching[3],
+    }
+    assert len({r.spec_fingerprint for r in record.runs}) == 2  # one per seed
+    assert compute(row, quick=False, repetitions=None).runs[0].figures == record.runs[0].figures  # pure
+    doc = tmp_path / "r.md"
+    write_doc(doc, [row], chosen_records([row], {row.name: record}))
+    text = doc.read_text()
+    assert "- Runs: computed, no broker runs: 6 figures from seeds 5, 6, " in text
+    assert "no spec, no validity verdict, no oracle" in text
+    assert "- Parameters: `subscriptions=300 brokers=4 notifications=10 matching=0.05 seed=5`" in text
+    assert "unchanged since: the row's parameters and seeds are those of every figure" in text
+    bigger = _steps_row(scale=["subscriptions=400", "brokers=4", "notifications=10", "seed=5"])
+    write_doc(doc, [bigger], chosen_records([bigger], {row.name: record}))
+    assert "its parameters or seeds changed after this measurement" in doc.read_text()
+
+
+def _steps(centralised: float, link_matching: dict[int, float], seeds: int = 3) -> RowRecord:
+    """A link-matching-steps record whose every seed computed the same steps."""
+    series = {"centralised": centralised} | {f"link-matching-{h}-hops": v for h, v in link_matching.items()}
+    runs = [
+        RunFigures(
+            cell=f"{name},seed={k + 1}",
+            compare=name,
+            repetition=k,
+            seconds=1.0,
+            correct=None,
+            validity="",
+            spec_fingerprint="cd" * 8,
+            figures={"matching.steps": v * (1 + k / 10)},
+        )
+        for k in range(seeds)
+        for name, v in series.items()
+    ]
+    return _record([]).model_copy(update={"row": "link-matching-steps", "runs": runs, "repetitions": seeds})
+
+
+def test_the_matching_steps_row_judges_the_slides_bounds_at_4_5_and_6_hops(tmp_path: Path) -> None:
+    [row] = select(load_rows(), ["link-matching-steps"])
+    hops = {4: "at_most", 5: "at_least", 6: "at_least"}
+    effects = {int(e.variant.split("-")[2]): e for e in row.effects}
+    assert {h: "at_most" if effects[h].at_most == 0.0 else "at_least" for h in hops} == hops
+    assert {e.baseline for e in row.effects} == {"centralised"} and row.computed == "link-matching-steps"
+    as_slides = _steps(100.0, {4: 95.0, 5: 130.0, 6: 160.0})  # "not more" up to 4 hops, "more" beyond
+    fewer = _steps(100.0, {4: 60.0, 5: 70.0, 6: 80.0})
+    for record, want in ((as_slides, ["agrees"] * 3), (fewer, ["agrees", "disagrees", "disagrees"])):
+        judged = {
+            j.effect.variant: j.verdict for j in chosen_records([row], {row.name: record})[row.name].judged
+        }
+        assert [judged[f"link-matching-{h}-hops"] for h in hops] == want
+    doc = tmp_path / "r.md"
+    write_doc(doc, [row], chosen_records([row], {row.name: fewer}))
+    text = doc.read_text()
+    want = (
+        "| cumulative matching steps, 5 hops, link-matching-5-hops vs centralised |"
+        " at least +0 % (a bound in the text) | -30 % [-30 %, -30 %] (n = 3) | disagrees |"
+    )
+    assert want in text
+    assert "- Computation: `link-matching-steps` (`scotbed.analysis.link_matching_steps`)" in text
+
+
+def test_a_computed_row_names_a_registered_computation_and_no_spec() -> None:
+    from scotbed.orchestrator.reproduce.rows import _row
+
+    base = {"name": "r", "system": "s", "paper": "p", "status": "built"}
+    for given in ({"computed": "nope"}, {"computed": "link-matching-steps", "spec": "experiments/x.yaml"}):
+        with pytest.raises(RowsError, match="row r: computed: one of link-matching-steps"):
+            _row({**base, **given})
+    assert _row({**base, "computed": "link-matching-steps"}).runnable
+    with pytest.raises(RowsError, match="unexpected keyword argument 'hops'"):
+        from scotbed.orchestrator.reproduce.runner import compute
+
+        compute(_steps_row(scale=["subscriptions=30", "brokers=2", "notifications=1", "hops=3"]), False, 1)

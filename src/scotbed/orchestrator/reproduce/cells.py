@@ -13,6 +13,7 @@ from pathlib import Path
 
 from scotbed.experiment.spec import SpecError
 from scotbed.orchestrator.campaign import Campaign, Sweep, fingerprint
+from scotbed.orchestrator.reproduce import computed
 from scotbed.orchestrator.reproduce.record import RowRecord
 from scotbed.orchestrator.reproduce.rows import Row
 
@@ -57,9 +58,13 @@ class SpecToday:
 
 
 def spec_today(row: Row, record: RowRecord) -> SpecToday:
-    """Compare each run's recorded fingerprint with its cell's today."""
+    """Compare each run's recorded fingerprint with its cell's today (a computed row's: its
+    computation, parameters and seed)."""
     try:
-        today = cell_fingerprints(campaign_of(row, record.quick, record.repetitions))
+        if row.computed is not None:
+            today = computed.cell_fingerprints(row, record.quick, record.repetitions)
+        else:
+            today = cell_fingerprints(campaign_of(row, record.quick, record.repetitions))
     except SpecError:
         return SpecToday(len(record.runs), None)
     same = sum(today.get(r.cell) == r.spec_fingerprint for r in record.runs)

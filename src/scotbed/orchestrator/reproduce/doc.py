@@ -11,6 +11,7 @@ from pathlib import Path
 
 from scotbed.analysis.validity import HOST_BOUND
 from scotbed.orchestrator.reproduce.cells import SpecToday, spec_today
+from scotbed.orchestrator.reproduce.computed import COMPUTATIONS
 from scotbed.orchestrator.reproduce.effects import NO_DATA, SIZE_FACTOR, Judged, judge, relative_changes
 from scotbed.orchestrator.reproduce.record import QUICK_SUFFIX, RowRecord
 from scotbed.orchestrator.reproduce.rows import Effect, Row
@@ -124,8 +125,14 @@ def _tick_label(j: Judged) -> str:
     return "\n".join(lines)
 
 
-def _runs_line(record: RowRecord) -> str:
+def _runs_line(row: Row, record: RowRecord) -> str:
     runs = record.runs
+    if row.computed is not None:
+        seeds = sorted({r.cell.rpartition("seed=")[2] for r in runs}, key=int)
+        return (
+            f"- Runs: computed, no broker runs: {len(runs)} figures from seeds {', '.join(seeds)}, "
+            f"{sum(r.seconds for r in runs):.0f} s of computing; no spec, no validity verdict, no oracle"
+        )
     incorrect = [r.cell for r in runs if r.correct is False]
     correct = f"not correct (oracle): {', '.join(incorrect)}" if incorrect else "every run correct"
     if runs and all(r.correct is None for r in runs):  # a saturate probe runs no analysis, so no oracle
@@ -156,6 +163,14 @@ def _spec_line(m: Measured) -> str:
     commit = m.record.spec_commit
     when = f"last changed at commit `{commit}` when measured" if commit else "its last change not recorded"
     spec = m.spec
+    if m.row.computed is not None:
+        today = (
+            f"its parameters or seeds changed after this measurement (`scotbed reproduce {m.row.name}` "
+            "computes it again)"
+            if spec.changed
+            else "unchanged since: the row's parameters and seeds are those of every figure"
+        )
+        return f"- Computation: `{m.row.computed}` ({_module(m.row.computed)}) {when}; {today}"
     if spec.same is None:
         today = "the row's spec no longer resolves: the figures are of an earlier spec"
     elif spec.changed:
@@ -167,6 +182,10 @@ def _spec_line(m: Measured) -> str:
     else:
         today = "unchanged since: every run's resolved spec is the row's today"
     return f"- Spec: `{m.row.spec}` {when}; {today}"
+
+
+def _module(name: str) -> str:
+    return f"`{COMPUTATIONS[name].partition(':')[0]}`"
 
 
 def _row_section(m: Measured, doc_dir: Path) -> list[str]:
@@ -184,15 +203,23 @@ def _row_section(m: Measured, doc_dir: Path) -> list[str]:
         lines.append(
             f"| {e.label}, {e.variant} vs {e.baseline} | {_paper(e)} | {_measured(j)} | {j.verdict} |"
         )
-    scale = " ".join(f"--set {s}" for s in record.scale) or "the spec as is"
+    if row.computed is not None:
+        runs = f"computes `{row.computed}` for {', '.join(row.compare)}, {record.repetitions} repetition(s)"
+        scale = f"Parameters{' (quick)' if record.quick else ''}: `{' '.join(record.scale)}`"
+    else:
+        runs = (
+            f"runs `{row.spec}` with {row.vary} in {', '.join(row.compare)}, "
+            f"{record.repetitions} repetition(s), seeds from the spec's seed"
+        )
+        sets = " ".join(f"--set {s}" for s in record.scale) or "the spec as is"
+        scale = f"Scale{' (quick)' if record.quick else ''}: `{sets}`"
     lines += [
         "",
         f"![{row.name}]({PLOTS}/{plot.name})",
         "",
-        f"- Command: `{record.command}` (runs `{row.spec}` with {row.vary} in {', '.join(row.compare)}, "
-        f"{record.repetitions} repetition(s), seeds from the spec's seed)",
-        f"- Scale{' (quick)' if record.quick else ''}: `{scale}`",
-        _runs_line(record),
+        f"- Command: `{record.command}` ({runs})",
+        f"- {scale}",
+        _runs_line(row, record),
         _provenance_line(record),
         _spec_line(m),
         f"- Data: `{PLOTS}/{record.stem}.json`",

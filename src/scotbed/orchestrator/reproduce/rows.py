@@ -58,6 +58,7 @@ class Row:
     status: str
     figure: str = ""
     spec: str | None = None
+    computed: str | None = None  # instead of a spec: a pure computation's name (:mod:`.computed`)
     compare: tuple[str, ...] = ()
     repetitions: int = 1
     scale: tuple[str, ...] = ()
@@ -79,7 +80,7 @@ class Row:
 
     @property
     def runnable(self) -> bool:
-        return self.spec is not None
+        return self.spec is not None or self.computed is not None
 
     def sets(self, quick: bool) -> tuple[str, ...]:
         return (*self.scale, *self.quick) if quick else self.scale
@@ -103,6 +104,13 @@ def _row(doc: dict[str, Any]) -> Row:
         doc["notes"] = _notes(str(doc.get("name")), doc["notes"])
     tuples: dict[str, Any] = {k: tuple(doc.pop(k)) for k in ("compare", "scale", "quick") if k in doc}
     row = Row(**doc, **tuples, effects=effects)
+    if row.computed is not None:
+        from scotbed.orchestrator.reproduce.computed import COMPUTATIONS
+
+        if row.spec is not None or row.computed not in COMPUTATIONS:
+            raise RowsError(
+                f"row {row.name}: computed: one of {', '.join(COMPUTATIONS)}, and no spec beside it"
+            )
     for e in row.effects:
         given = (not math.isnan(e.paper), e.at_most is not None, e.at_least is not None)
         if sum(given) != 1:

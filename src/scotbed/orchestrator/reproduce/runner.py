@@ -19,6 +19,7 @@ from scotbed.orchestrator.campaign import (
     fingerprint,
     run_campaign,
 )
+from scotbed.orchestrator.reproduce import computed
 from scotbed.orchestrator.reproduce.cells import REPO, campaign_of
 from scotbed.orchestrator.reproduce.doc import PLOTS, chosen_records, write_doc
 from scotbed.orchestrator.reproduce.effects import metric
@@ -123,19 +124,37 @@ def measure(row: Row, quick: bool, out: Path, args: Any, progress: Any) -> RowRe
     found = {
         (row.name_of(v), r): x for (v, r), x in _summaries(campaign, CampaignIndex(cdir / INDEX)).items()
     }
-    override = f" --repetitions {campaign.repetitions}" if campaign.repetitions != row.reps(quick) else ""
+    runs = [_run_figures(row, name, rep, x) for (name, rep), x in sorted(found.items())]
+    return _record(row, quick, campaign.repetitions, load, runs, campaign.base)
+
+
+def compute(row: Row, quick: bool, repetitions: int | None) -> RowRecord:
+    """A computed row's record (:mod:`.computed`): its series for every repetition's seed."""
+    assert row.computed is not None
+    reps = repetitions or row.reps(quick)
+    load = [os.getloadavg()[0]]
+    runs = computed.compute(row, quick, reps)
+    load.append(os.getloadavg()[0])
+    return _record(row, quick, reps, load, runs, computed.source(row.computed))
+
+
+def _record(
+    row: Row, quick: bool, repetitions: int, load: list[float], runs: list[RunFigures], source: Path
+) -> RowRecord:
+    """The record of the row's runs; ``source``: the spec file (or computation module) it ran."""
+    override = f" --repetitions {repetitions}" if repetitions != row.reps(quick) else ""
     return RowRecord(
         row=row.name,
         quick=quick,
         command=f"scotbed reproduce {row.name}{' --quick' if quick else ''}{override}",
-        repetitions=campaign.repetitions,
+        repetitions=repetitions,
         scale=list(row.sets(quick)),
         commit=git_commit(REPO),
         date_utc=datetime.now(UTC).strftime("%Y-%m-%d"),
         cores=os.cpu_count() or 0,
         load_1min=[round(x, 2) for x in load],
-        runs=[_run_figures(row, name, rep, x) for (name, rep), x in sorted(found.items())],
-        spec_commit=last_change(REPO, campaign.base),
+        runs=runs,
+        spec_commit=last_change(REPO, source),
     )
 
 
@@ -160,11 +179,15 @@ def main(args: Any) -> int:
         out = Path(args.out)
         writable_dir(out)
         with SignalGuard(), shared_session():
-            for row in chosen:
-                if row.runnable:
-                    path = write_record(data_dir, measure(row, args.quick, out, args, progress))
-                    measured.append(row.name)
-                    progress.info(f"{row.name}: recorded in {path}")
+            for row in (r for r in chosen if r.runnable):
+                record = (
+                    compute(row, args.quick, getattr(args, "repetitions", None))
+                    if row.computed is not None
+                    else measure(row, args.quick, out, args, progress)
+                )
+                path = write_record(data_dir, record)
+                measured.append(row.name)
+                progress.info(f"{row.name}: recorded in {path}")
     try:
         write_doc(doc, rows, chosen_records(rows, load_records(data_dir)))
     except RowsError as e:
