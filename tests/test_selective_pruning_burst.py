@@ -160,7 +160,7 @@ def test_inner_brokers_are_the_tier_between_core_and_edges() -> None:
 
 def test_the_block_from_per_broker_tables() -> None:
     core = ["b-a-0", "b-b-0"]
-    released = pd.DataFrame({"node": ["b-a-0", "b-s0-0"], "released": [3, 5]})
+    released = pd.DataFrame({"node": ["b-a-0", "b-s0-0"], "released": [3, 5], "subscriptions": [7, 5]})
     queues = pd.DataFrame(
         {"node": ["b-a-0", "b-b-0"], "ts_ns": [1, 1], "input_len": [2, 7], "max_output_len": [9, 0]}
     )
@@ -172,6 +172,7 @@ def test_the_block_from_per_broker_tables() -> None:
         "core": core,
         "released_total": 8,
         "released_per_core": {"b-a-0": 3, "b-b-0": 0},
+        "released_subscriptions_per_core": {"b-a-0": 7, "b-b-0": 0},
         "core_input_queue_max": 7,
         "core_output_queue_max": 9,
         "probe_delay_ms": {"count": 0},

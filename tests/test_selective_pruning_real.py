@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 from test_known_answer import Links, chain, check, msg, play, scenario, simulate
 
+from scotbed.broker.eventlog import read_events
 from scotbed.broker.sim import SimNetwork
 from scotbed.routing.selective_pruning import SelectivePruning
 
@@ -53,6 +54,8 @@ EXPECTED: dict[str, dict[int, Links]] = {
     "selective-pruning": {**_COMMON, 9: msg("unsub", "v0>v1"), 11: chain("notif", "v4 v3 v2 v1")},
 }
 DELIVERIES = {("p1", "R"), ("p1", "B"), ("p2", "R"), ("p2", "C"), ("p3", "B")}
+#: the ``packed`` field the senders log (sender, link): packing's unsubscriptions of R carry B and C
+PACKED = {"covering-packing": {("b-v1-0", "b-v2-0"): 2, ("b-v2-0", "b-v3-0"): 2, ("b-v3-0", "b-v4-0"): 2}}
 
 
 @pytest.mark.parametrize("routing", sorted(EXPECTED))
@@ -91,3 +94,5 @@ def test_real_brokers_send_exactly_the_known_answer(routing: str, tmp_path: Path
     got, receives = play(scot, script, routing, tmp_path)
     check(scot, got, EXPECTED[routing])
     assert receives == Counter(DELIVERIES)
+    events = [e for f in sorted((tmp_path / "events").glob("b-*.jsonl")) for e in read_events(f)]
+    assert {(e["node"], e["link"]): e["packed"] for e in events if "packed" in e} == PACKED.get(routing, {})

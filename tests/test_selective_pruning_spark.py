@@ -32,6 +32,9 @@ def test_released_queues_and_probe_delay(spark: Any, tmp_path: Path) -> None:
         E(130, "b-a-0", "sub_out", sub_id="r0c0", link="b-b-0", hops=2),
         E(140, "b-a-0", "sub_out", sub_id="r0c1", link="b-b-0", hops=2),
         E(150, "b-a-0", "sub_out", sub_id="all0-1", link="b-b-0", hops=2),  # a monitor moved: not released
+        E(160, "b-b-0", "unsub_out", sub_id="r1", link="b-c-0", hops=3, packed=3),  # carries 3 released
+        E(170, "b-b-0", "unsub_out", sub_id="r2", link="b-c-0", hops=3),  # carries none: not released
+        E(180, "b-b-0", "sub_out", sub_id="r1c0", link="b-c-0", hops=3, packed=1),  # one message, 2 subs
         E(0, "b-a-0", "queue", link="", len=2, ce=0.0),
         E(0, "b-a-0", "queue", link="b-b-0", len=5, ce=0.0),
         E(0, "b-a-0", "queue", link="b-n0-0", len=1, ce=0.0),
@@ -50,7 +53,10 @@ def test_released_queues_and_probe_delay(spark: Any, tmp_path: Path) -> None:
     assert since == T0 + 100 * MS  # the monitor's move at 50 ms is not the burst's start
     released = pruning.released_per_broker(ev, since)
     assert dict(zip(released["node"], released["released"], strict=True)) == {
-        "b-a-0": 2, "b-n0-0": 1, "b-s0-0": 1,
+        "b-a-0": 2, "b-b-0": 2, "b-n0-0": 1, "b-s0-0": 1,
+    }  # fmt: skip
+    assert dict(zip(released["node"], released["subscriptions"], strict=True)) == {
+        "b-a-0": 2, "b-b-0": 5, "b-n0-0": 1, "b-s0-0": 1,
     }  # fmt: skip
     q = pruning.core_queue_series(ev, ["b-a-0", "b-b-0"], since)
     got = q[["node", "t_s", "input_len", "max_output_len"]].values.tolist()
@@ -111,3 +117,58 @@ def test_core_and_inner_publication_traffic_is_the_python_rule_on_the_same_log(
         want = {"copies": copies, "false_positive_share": sum(wasted[b] for b in group) / copies}
         assert pruning.publication_traffic(fp, group) == want
     assert pruning.publication_traffic(fp, core) == {"copies": 5, "false_positive_share": 0.4}
+
+
+#: the released messages and subscriptions per sender of selective-path5's ``unsub R`` (lines 9-13):
+#: active covering sends B and C on v1→v2→v3→v4 as 6 messages; packing packs both into the one
+#: unsubscription per link, 3 messages carrying 6 subscriptions; selective pruning keeps R's tree and
+#: releases nothing (tests/test_selective_pruning_real.py derives these by hand)
+_HAND: dict[str, tuple[dict[str, int], dict[str, int]]] = {
+    "covering-active": ({"b-v1-0": 2, "b-v2-0": 2, "b-v3-0": 2}, {"b-v1-0": 2, "b-v2-0": 2, "b-v3-0": 2}),
+    "covering-packing": ({"b-v1-0": 1, "b-v2-0": 1, "b-v3-0": 1}, {"b-v1-0": 2, "b-v2-0": 2, "b-v3-0": 2}),
+    "selective-pruning": ({}, {}),
+}
+
+
+def _released_by_hand(events: list[dict[str, Any]], since_ns: int) -> tuple[dict[str, int], dict[str, int]]:
+    """Per sender, the messages from ``since_ns`` on that carry a subscription (a ``sub_out``, or any
+    message with ``packed``) and the subscriptions they carry, read line by line from the logs."""
+    from collections import Counter
+
+    messages: Counter[str] = Counter()
+    subscriptions: Counter[str] = Counter()
+    for e in events:
+        if e["ev"] not in ("sub_out", "unsub_out") or e["ts_ns"] < since_ns:
+            continue
+        carried = (e["ev"] == "sub_out") + e.get("packed", 0)
+        if carried:
+            messages[e["node"]] += 1
+            subscriptions[e["node"]] += carried
+    return dict(messages), dict(subscriptions)
+
+
+@pytest.mark.parametrize("routing", [*_HAND, "covering-lazy"])
+def test_released_messages_on_the_sim_backend_are_the_logs_counted_by_hand(
+    spark: Any, routing: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`scotbed run --backend sim` of selective-path5: per broker, the NRS messages and the subscriptions
+    they carry are what a line-by-line count of the same logs gives and the hand-derived answer; under
+    packing the count is the packed unsubscriptions (not 0), and lazy covering sends what active does."""
+    from scotbed.orchestrator.run import RunOptions, run_spec
+
+    monkeypatch.setenv("SCOTBED_STATE_DIR", str(tmp_path / "state"))
+    options = RunOptions(backend="sim", out=tmp_path / "runs", quiet=True, analyse=False)
+    spec = Path(__file__).parent.parent / "experiments" / "known-answer" / "selective-path5.yaml"
+    run_dir = run_spec(spec, [f"routing={routing}"], options).run_dir
+    files = sorted((run_dir / "events").glob("*.jsonl"))
+    ev, _ = read_events(spark, [str(f) for f in files])
+    since = pruning.first_unsubscribe_ns(M.subscription_facts(ev).toPandas())
+    assert since is not None
+    released = pruning.released_per_broker(ev, since)
+    got = (
+        dict(zip(released["node"], released["released"].astype(int), strict=True)),
+        dict(zip(released["node"], released["subscriptions"].astype(int), strict=True)),
+    )
+    lines = [json.loads(x) for f in files for x in f.read_text().splitlines() if x.strip()]
+    assert got == _released_by_hand(lines, since)
+    assert got == _HAND.get(routing, _HAND["covering-active"])

@@ -48,6 +48,7 @@ EVENT_FIELDS: tuple[tuple[str, str], ...] = (
     ("steps", "BIGINT"),
     ("kind", "STRING"),
     ("phase", "STRING"),
+    ("packed", "BIGINT"),
 )
 EVENT_DDL = ", ".join(f"`{n}` {t}" for n, t in EVENT_FIELDS)
 CORRUPT = "_corrupt_record"  # Spark's column for a line that is not valid JSON under the schema

@@ -2,11 +2,19 @@
 
 Only a run on a tiered factor (:func:`scotbed.topology.tiered`: core brokers a–e) gets them.
 
-- *released subscription messages* per broker: ``sub_out`` from the first client
-  ``unsubscribe`` on (a mobile monitor's move is no start), but the monitors' own
-  re-subscriptions. In a run whose other subscriptions all precede its unsubscriptions (the burst
-  scenario, :mod:`scotbed.workloads.pruning_burst`) these are exactly the previously covered subscriptions
-  the unsubscriptions released (the paper's triggered NRS messages);
+- *released subscription messages* per broker (the paper's triggered NRS messages, Fig. 7 (d)): the
+  messages a broker sent from the first client ``unsubscribe`` on (a mobile monitor's move is no
+  start) that carry a subscription, but the monitors' own re-subscriptions: every ``sub_out``, and
+  every ``unsub_out`` that packs subscriptions (``packed``, covering-packing sends the subscriptions an
+  unsubscription releases inside it). A packed message counts once, as §V-B counts them: packing,
+  "by combining the NRS messages associated with an unsubscribe operation, reduces this to fewer
+  than 300 messages" (Fig. 7 (d)), so the figure counts messages, one per hop each traverses
+  (§V-A: "the number of hops traversed by the NRS subscription messages"), at the sender;
+- *released subscriptions* per broker: the subscriptions those messages carry, each packed one
+  counted (§V-A: with packing "each subscription or unsubscription still needs to be processed
+  individually by the recipient brokers"); without packing it equals the message count.
+  In a run whose other subscriptions all precede its unsubscriptions (the burst scenario,
+  :mod:`scotbed.workloads.pruning_burst`) both count exactly what the unsubscriptions released;
 - *core queues* over time (from the first unsubscription, ``t_s``): each core broker's input queue
   (``queue`` with link ""), its longest since the previous sample (``peak``; a log without it
   gives the sampled length), and the longest output queue there. Where the core brokers are slow
@@ -68,10 +76,14 @@ def first_unsubscribe_ns(sub_table: pd.DataFrame) -> int | None:
 
 
 def released_per_broker(events: DataFrame, since_ns: int) -> pd.DataFrame:
-    """node, released: subscription messages each broker sent from ``since_ns`` on."""
-    df = of(events, contract.SUB_OUT).where(F.col("ts_ns") >= since_ns)
-    df = df.where(~F.col("sub_id").startswith(MONITOR_PREFIX)).groupBy("node").count()
-    out = cast(pd.DataFrame, df.toPandas()).rename(columns={"count": "released"})
+    """node, released, subscriptions: the messages carrying subscriptions each broker sent from
+    ``since_ns`` on, and the subscriptions they carried (module docstring)."""
+    df = of(events, contract.SUB_OUT, contract.UNSUB_OUT).where(F.col("ts_ns") >= since_ns)
+    own = (F.col("ev") == contract.SUB_OUT) & ~F.col("sub_id").startswith(MONITOR_PREFIX)
+    carried = F.when(own, 1).otherwise(0) + F.coalesce(F.col("packed"), F.lit(0))
+    df = df.select("node", carried.alias("carried")).where(F.col("carried") > 0)
+    per = df.groupBy("node").agg(F.count("*").alias("released"), F.sum("carried").alias("subscriptions"))
+    out = cast(pd.DataFrame, per.toPandas()).astype({"released": "int64", "subscriptions": "int64"})
     return out.sort_values("node", kind="stable").reset_index(drop=True)
 
 
@@ -104,14 +116,17 @@ def block(
 ) -> dict[str, Any]:
     """The summary block from the per-broker tables (pure); ``fp_traffic`` is the ``traffic`` section's
     (node, ims, fp_ims), None when the oracle could not run."""
-    per_core = dict.fromkeys(core, 0) | {
-        n: int(r) for n, r in zip(released["node"], released["released"], strict=True) if n in core
-    }
+
+    def per_core(column: str) -> dict[str, int]:
+        got = {str(n): int(v) for n, v in zip(released["node"], released[column], strict=True)}
+        return {n: got.get(n, 0) for n in core}
+
     final = {n: int(s) for n, s in zip(tables["node"], tables["final_size"], strict=True)}
     return {
         "core": list(core),
         "released_total": int(released["released"].sum()),
-        "released_per_core": per_core,
+        "released_per_core": per_core("released"),
+        "released_subscriptions_per_core": per_core("subscriptions"),
         "core_input_queue_max": int(queues["input_len"].max()) if len(queues) else 0,
         "core_output_queue_max": int(queues["max_output_len"].max()) if len(queues) else 0,
         "probe_delay_ms": probe,

@@ -11,7 +11,9 @@ message it acknowledged has been processed.
 
 Event fields the analysis relies on:
 
-- ``sub_in``/``sub_out``/``unsub_in``/``unsub_out``: ``sub_id``, ``link``;
+- ``sub_in``/``sub_out``/``unsub_in``/``unsub_out``: ``sub_id``, ``link``; a ``sub_out`` or
+  ``unsub_out`` whose message packs subscriptions (covering-packing) also ``packed``, how many it
+  carries besides its own ``sub_id`` (:func:`packed_field`);
 - ``notif_in``/``notif_out``: ``pub_id``, ``link``, ``hops`` (+ ``dynamic`` on ``notif_out``);
 - ``match``: ``pub_id``, ``us``, ``n`` (+ ``steps``, PST nodes visited, with a tree engine);
   ``deliver``: ``pub_id``, ``sub_id``;
@@ -51,6 +53,17 @@ def _value(v: Any) -> str:
     if t is float and math.isfinite(v):
         return float.__repr__(v)
     return _dumps(v)
+
+
+def packed_field(msg: object) -> dict[str, int]:
+    """``{"packed": n}`` for a message that packs ``n`` > 0 subscriptions, else ``{}``.
+
+    One inter-broker message is one ``*_out`` event whatever it carries, so the subscriptions packed
+    into it are counted on that event: the analysis can tell a packed unsubscription that carries
+    released subscriptions (the selective-pruning paper's NRS messages) from a bare one.
+    """
+    n = len(getattr(msg, "packed", ()))
+    return {"packed": n} if n else {}
 
 
 def line_of(ts_ns: int, node_json: str, ev: str, fields: dict[str, Any]) -> str:

@@ -49,7 +49,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from scotbed.broker.envelopes import delivery, encode, notification_pb, table_entry
-from scotbed.broker.eventlog import EventLog
+from scotbed.broker.eventlog import EventLog, packed_field
 from scotbed.broker.limits import envelope_fits
 from scotbed.broker.linkout import LinkOut
 from scotbed.broker.looplag import LoopProbe
@@ -453,7 +453,7 @@ class Broker:
                 assert isinstance(msg, Publication)
                 emit(ev, pub_id=msg.pub_id, link=f.hop, hops=msg.hops, dynamic=msg.dynamic)
             else:
-                emit(ev, sub_id=getattr(msg, "sub_id", ""), link=f.hop, hops=msg.hops)
+                emit(ev, sub_id=getattr(msg, "sub_id", ""), link=f.hop, hops=msg.hops, **packed_field(msg))
 
     def _sendable(self, env: pb.Envelope, id_field: str, msg: Message) -> tuple[pb.Envelope, int] | None:
         """``(env, its bytes)``, or None (dropped and counted) when it is larger than any batch may be.

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from scotbed import contract
+from scotbed.broker.eventlog import packed_field
 from scotbed.broker.linkout import CeWindow
 from scotbed.broker.rejoin import RoutingLog
 from scotbed.broker.runtime import DRAIN_POLL_S, INPUT_POLL_S, STOP_GRACE_S, STOP_INPUT_S
@@ -362,7 +363,7 @@ class SimBroker:
                 )
             else:
                 ev = contract.SUB_OUT if isinstance(msg, Subscription) else contract.UNSUB_OUT
-                self.emit(ev, sub_id=msg.sub_id, link=f.hop, hops=msg.hops)
+                self.emit(ev, sub_id=msg.sub_id, link=f.hop, hops=msg.hops, **packed_field(msg))
             link.put(self.id, msg)
 
     # --- periodic samples ----------------------------------------------------------------------
