@@ -526,7 +526,7 @@ PAPER_SCALE = ("ci-paper-alpha-0.2", "ci-paper-alpha-0.5", "ci-paper-alpha-0.8")
 
 
 def _selforg(row: Row, costs: dict[str, float], seeds: int = 3) -> RowRecord:
-    """A record of ``row`` whose every seed computed ``costs`` (per series) in both of its metrics."""
+    """A record of ``row`` whose every seed computed ``costs`` (per series) in each of its metrics."""
     runs = [
         RunFigures(
             cell=f"{name},seed={k + 1}",
@@ -548,6 +548,7 @@ def test_the_paper_scale_self_organising_rows_compute_the_papers_configuration_a
     from scotbed.orchestrator.reproduce.computed import parameters
 
     rows = select(load_rows(), list(PAPER_SCALE))
+    assert [r.name for r in rows] == list(PAPER_SCALE)
     for row in rows:
         given = parameters(row, quick=False)
         assert row.computed == "selforg-paper" and row.repetitions == 3
@@ -598,3 +599,28 @@ def test_the_alpha_05_row_judges_fig_4s_and_fig_5s_claims(tmp_path: Path) -> Non
     assert want in text
     assert "- Computation: `selforg-paper` (`scotbed.selforg.paper`)" in text
     assert "less than 3% of the cost of the adapted network" in text
+
+
+def test_the_eta_row_judges_fig_5s_best_neighbourhood_broadcasts_and_reconfigurations(tmp_path: Path) -> None:
+    from scotbed.orchestrator.reproduce.computed import parameters
+
+    [row] = select(load_rows(), ["ci-paper-eta"])
+    assert row.computed == "selforg-paper-eta" and parameters(row, quick=False)["etas"] == [2, 4, 6]
+    reconfiguring = [e for e in row.effects if e.variant.endswith("-reconfiguration")]
+    assert [(e.baseline, e.at_most) for e in reconfiguring] == [(f"ci-eta-{k}", -0.97) for k in (2, 4, 6)]
+    best_at_4 = {"static": 100.0, "ci-eta-2": 90.0, "ci-eta-4": 80.0, "ci-eta-6": 85.0}
+    best_at_4 |= {f"ci-eta-{k}-reconfiguration": 2.0 for k in (2, 4, 6)}
+    judged = chosen_records([row], {row.name: _selforg(row, best_at_4)})[row.name].judged
+    verdicts = {(j.effect.variant, j.effect.baseline, j.effect.metric): j.verdict for j in judged}
+    counted = "selforg.cost_with_overhead_per_notification"
+    assert (
+        verdicts[("ci-eta-2", "ci-eta-4", counted)] == verdicts[("ci-eta-6", "ci-eta-4", counted)] == "agrees"
+    )
+    # the same figure in every metric: the broadcasts at η 2 cost more than at η 4 here, against the text
+    assert verdicts[("ci-eta-4", "ci-eta-2", "selforg.broadcast_per_notification")] == "disagrees"
+    assert verdicts[("ci-eta-6", "ci-eta-4", "selforg.broadcast_per_notification")] == "agrees"
+    doc = tmp_path / "r.md"
+    write_doc(doc, [row], chosen_records([row], {row.name: _selforg(row, best_at_4)}))
+    text = doc.read_text()
+    assert "- Computation: `selforg-paper-eta` (`scotbed.selforg.paper`)" in text
+    assert "The biggest cost advantage is gained for η=4" in text

@@ -8,7 +8,16 @@ from typing import Any
 
 import pytest
 
-from scotbed.selforg.paper import RECONFIGURATION, Run, costs, runs, setup, summaries, window_buckets
+from scotbed.selforg.paper import (
+    RECONFIGURATION,
+    Run,
+    costs,
+    eta_summaries,
+    runs,
+    setup,
+    summaries,
+    window_buckets,
+)
 from scotbed.selforg.sim import NOTIFY, OVERHEAD
 
 #: 12 brokers, 4 types, 1,500 ticks: links redrawn at 500, brokers at 1,000, buckets of 100 ticks
@@ -82,3 +91,16 @@ def test_a_seed_repeats_exactly_and_another_seed_draws_another(small: dict[str, 
     assert summaries(3, **SMALL) == small
     assert summaries(4, **SMALL)["static"] != small["static"]
     assert {f"ci-{w}" for w in window_buckets(setup(3, "ci", **SMALL))} <= set(small)
+
+
+def test_fig_5s_runs_redraw_nothing_and_a_bigger_neighbourhood_broadcasts_more() -> None:
+    out = eta_summaries(3, [1, 2], **SMALL)
+    assert set(out) == {
+        f"{name}{part}" for name in ("static", "ci-eta-1", "ci-eta-2") for part in ("", "-reconfiguration")
+    }
+    one, two = out["ci-eta-1"]["selforg"], out["ci-eta-2"]["selforg"]
+    assert two["broadcast_per_notification"] > one["broadcast_per_notification"] > 0
+    static = runs(3, (None,), redrawn=False, **SMALL)["static"]
+    assert static.setup.redraws == ()
+    assert out["static"]["selforg"] == costs(static.outcome) | {"swaps": 0}
+    assert out["static"] != summaries(3, **SMALL)["static"]  # the same tree and load, costs never redrawn

@@ -53,12 +53,14 @@ def setup(
     brokers: int = 100,
     types: int = 50,
     bucket: float = 1000.0,
+    redrawn: bool = True,
 ) -> Setup:
-    """§5's setup for one heuristic: links redrawn at a third of ``duration``, brokers at two thirds."""
+    """§5's setup for one heuristic: links redrawn at a third of ``duration``, brokers at two thirds
+    (§5.1's; none with ``redrawn`` False, as §5.2's run to 25,000 ticks, before §5.1's first)."""
     load = Workload(
         brokers=brokers, types=types, publish_rate=rate, unsubscribe_rate=unsubscribe_rate, alpha=alpha
     )
-    redraws = ((duration / 3, "links"), (2 * duration / 3, "brokers"))
+    redraws = ((duration / 3, "links"), (2 * duration / 3, "brokers")) if redrawn else ()
     return Setup(
         load=load, heuristic=heuristic, eta=eta, duration=duration, bucket=bucket, redraws=redraws, seed=seed
     )
@@ -130,10 +132,49 @@ def summaries(
     )
     out: dict[str, dict[str, Any]] = {}
     for name, run in runs(seed, (None, *HEURISTICS), **parameters).items():
-        o = run.outcome
-        out[name] = {"selforg": costs(o) | {"swaps": len(o.swaps)}}
+        out |= series(name, run.outcome)
         for window, b in window_buckets(run.setup).items():
-            out[f"{name}-{window}"] = {"selforg": costs(o, range(b, b + 1))}
-        reconfiguration = out[name]["selforg"]["reconfiguration_per_notification"]
-        out[f"{name}-{RECONFIGURING}"] = {"selforg": {"cost_per_notification": reconfiguration}}
+            out[f"{name}-{window}"] = {"selforg": costs(run.outcome, range(b, b + 1))}
+    return out
+
+
+def series(name: str, out: Outcome) -> dict[str, dict[str, Any]]:
+    """A run's :func:`costs` over the whole run and its swaps as series ``name``, and the cost of its
+    reconfiguration messages as ``{name}-reconfiguration``'s ``selforg.cost_per_notification``."""
+    whole = costs(out)
+    return {
+        name: {"selforg": whole | {"swaps": len(out.swaps)}},
+        f"{name}-{RECONFIGURING}": {
+            "selforg": {"cost_per_notification": whole["reconfiguration_per_notification"]}
+        },
+    }
+
+
+def eta_summaries(
+    seed: int,
+    etas: list[int],
+    alpha: float | None,
+    duration: float,
+    rate: float,
+    unsubscribe_rate: float,
+    brokers: int = 100,
+    types: int = 50,
+    bucket: float = 1000.0,
+) -> dict[str, dict[str, Any]]:
+    """§5.2's experiment (Fig. 5): the static tree and CI with each neighbourhood size η in ``etas``,
+    on one tree, cost table and workload with no redraw, as series ``static`` and ``ci-eta-{η}`` (and
+    ``ci-eta-{η}-reconfiguration``, as :func:`series`)."""
+    parameters = dict(
+        alpha=alpha,
+        duration=duration,
+        rate=rate,
+        unsubscribe_rate=unsubscribe_rate,
+        brokers=brokers,
+        types=types,
+        bucket=bucket,
+        redrawn=False,
+    )
+    out = series(STATIC, runs(seed, (None,), **parameters)[STATIC].outcome)
+    for eta in etas:
+        out |= series(f"ci-eta-{eta}", runs(seed, ("ci",), eta=eta, **parameters)["ci"].outcome)
     return out
