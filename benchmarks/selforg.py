@@ -7,7 +7,8 @@ subscriber brokers each (picked by per-broker load values), subscriptions replac
 exponential lifetime (rate 0.0004), η = 4, broadcasts every 250 ticks, caches of 8192 ids, Bloom
 filters of 100,000 bits and 5 hashes. Link costs are uniform in [0, (1 − α)·Γ] and broker costs in
 [0, α·Γ], Γ = 20 (§5.3); all link costs are redrawn at 1/3 of the run and all broker costs at 2/3
-(§5.1). Every heuristic runs on the same random tree, costs, workload and redraws. The default
+(§5.1). Every heuristic runs on the same random tree, costs, workload and redraws, driven by
+scotbed.selforg.paper (which the reproduction rows ci-paper-alpha-* compute). The default
 publication rate is a tenth of the paper's so a run takes minutes here, and the unsubscription rate
 a tenth too, which keeps the paper's ~50 notifications per subscription.
 
@@ -24,14 +25,8 @@ import statistics
 import time
 
 from scotbed.selforg.heuristics import HEURISTICS
-from scotbed.selforg.sim import NOTIFY, OVERHEAD, Outcome, Setup, Simulation
-from scotbed.selforg.simload import Workload
-
-
-def per_notification(out: Outcome, buckets: int) -> list[float]:
-    cost = out.cost[NOTIFY]
-    count = out.published
-    return [cost.get(b, 0.0) / count[b] if count.get(b) else 0.0 for b in range(buckets)]
+from scotbed.selforg.paper import per_notification, runs
+from scotbed.selforg.sim import NOTIFY, OVERHEAD
 
 
 def main() -> None:
@@ -45,36 +40,36 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
     buckets = int(args.duration // args.bucket)
-    redraws = ((args.duration / 3, "links"), (2 * args.duration / 3, "brokers"))
     for alpha in args.alpha:
-        load = Workload(
-            brokers=args.brokers, publish_rate=args.rate, unsubscribe_rate=args.unsubscribe_rate, alpha=alpha
-        )
         print(f"\nalpha = {alpha}  (delivery cost per notification, buckets of {args.bucket:g} ticks)")
-        rows = {}
-        for name in [None, *HEURISTICS]:
-            t0 = time.monotonic()
-            setup = Setup(
-                load=load, heuristic=name, duration=args.duration, bucket=args.bucket, redraws=redraws
-            )
-            out = Simulation(setup).run()
-            label = name or "static"
-            rows[label] = out
-            series = per_notification(out, buckets)
+        t0 = time.monotonic()
+        done = runs(
+            args.seed,
+            (None, *HEURISTICS),
+            alpha=alpha,
+            duration=args.duration,
+            rate=args.rate,
+            unsubscribe_rate=args.unsubscribe_rate,
+            brokers=args.brokers,
+            bucket=args.bucket,
+        )
+        for label, run in done.items():
+            out = run.outcome
+            series = [per_notification(out, (NOTIFY,), range(b, b + 1)) for b in range(buckets)]
             overhead = sum(out.total(k) for k in OVERHEAD)
             wrong = sum(1 for k, n in out.delivered.items() if n != 1) + len(out.expected - out.delivered)
             print(
-                f"{label:7s} mean {out.total(NOTIFY) / sum(out.published.values()):7.1f}  "
+                f"{label:7s} mean {per_notification(out, (NOTIFY,)):7.1f}  "
                 f"overhead/delivery {overhead / out.total(NOTIFY):6.3f}  swaps {len(out.swaps):4d}  "
                 f"oracle {'ok' if wrong == 0 else f'{wrong} WRONG'}  "
                 f"delay {statistics.fmean(out.delays):5.1f} "
-                f"p99 {statistics.quantiles(out.delays, n=100)[98]:5.0f}  ({time.monotonic() - t0:4.0f} s)  "
+                f"p99 {statistics.quantiles(out.delays, n=100)[98]:5.0f}  "
                 + " ".join(f"{v:5.0f}" for v in series)
             )
-        base = rows["static"].total(NOTIFY)
+        base = done["static"].outcome.total(NOTIFY)
         print(
-            "delivery cost vs static: "
-            + ", ".join(f"{k} {v.total(NOTIFY) / base:.3f}" for k, v in rows.items())
+            f"({time.monotonic() - t0:4.0f} s) delivery cost vs static: "
+            + ", ".join(f"{k} {v.outcome.total(NOTIFY) / base:.3f}" for k, v in done.items())
         )
 
 

@@ -520,3 +520,107 @@ def test_a_computed_row_names_a_registered_computation_and_no_spec() -> None:
         from scotbed.orchestrator.reproduce.runner import compute
 
         compute(_steps_row(scale=["subscriptions=30", "brokers=2", "notifications=1", "hops=3"]), False, 1)
+
+
+PAPER_SCALE = ("ci-paper-alpha-0.2", "ci-paper-alpha-0.5", "ci-paper-alpha-0.8")
+
+
+def _selforg(row: Row, costs: dict[str, float], seeds: int = 3) -> RowRecord:
+    """A record of ``row`` whose every seed computed ``costs`` (per series) in each of its metrics."""
+    runs = [
+        RunFigures(
+            cell=f"{name},seed={k + 1}",
+            compare=name,
+            repetition=k,
+            seconds=1.0,
+            correct=None,
+            validity="",
+            spec_fingerprint="ef" * 8,
+            figures={e.metric: costs[name] * (1 + k / 100) for e in row.effects},
+        )
+        for k in range(seeds)
+        for name in row.compare
+    ]
+    return _record([]).model_copy(update={"row": row.name, "runs": runs, "repetitions": seeds})
+
+
+def test_the_paper_scale_self_organising_rows_compute_the_papers_configuration_at_their_alpha() -> None:
+    from scotbed.orchestrator.reproduce.computed import parameters
+
+    rows = select(load_rows(), list(PAPER_SCALE))
+    assert [r.name for r in rows] == list(PAPER_SCALE)
+    for row in rows:
+        given = parameters(row, quick=False)
+        assert row.computed == "selforg-paper" and row.repetitions == 3
+        assert given["alpha"] == float(row.name.rsplit("-", 1)[1])
+        # the paper's 100 brokers, 50 types and η 4 are the computation's defaults: no row sets them
+        assert {"brokers", "types", "eta"}.isdisjoint(given) and given["rate"] == 0.02
+        against_others = {(e.baseline, e.metric) for e in row.effects if e.variant == "ci"}
+        assert {"lmst", "lmit"} <= {b for b, _ in against_others}
+        assert {m for _, m in against_others} == {
+            "selforg.cost_per_notification",
+            "selforg.cost_with_overhead_per_notification",
+        }
+    low, mid, high = rows
+    for row in (low, high):  # §5.3 compares with the static tree at no α but the default
+        assert all(e.baseline != "static" for e in row.effects)
+    assert {e.variant for e in mid.effects if e.baseline == "static"} == {"lmst", "lmit", "ci"}
+
+
+def test_the_alpha_05_row_judges_fig_4s_and_fig_5s_claims(tmp_path: Path) -> None:
+    [row] = select(load_rows(), ["ci-paper-alpha-0.5"])
+    as_paper = {"static": 100.0, "lmst": 80.0, "lmit": 85.0, "ci": 70.0, "ci-reconfiguration": 2.0}
+    for h in ("lmst", "lmit", "ci"):  # a rise at each redraw, then a recovery below it
+        as_paper |= {
+            f"{h}-before-links-redraw": 70.0,
+            f"{h}-after-links-redraw": 90.0,
+            f"{h}-before-brokers-redraw": 72.0,
+            f"{h}-after-brokers-redraw": 88.0,
+            f"{h}-end": 71.0,
+        }
+    judged = chosen_records([row], {row.name: _selforg(row, as_paper)})[row.name].judged
+    assert {j.verdict for j in judged} == {"agrees"} and len(judged) == len(row.effects)
+    costly = as_paper | {"ci": 90.0, "ci-reconfiguration": 9.0, "ci-end": 95.0}
+    judged = chosen_records([row], {row.name: _selforg(row, costly)})[row.name].judged
+    verdicts = {(j.effect.variant, j.effect.baseline, j.effect.metric): j.verdict for j in judged}
+    cost = "selforg.cost_per_notification"
+    assert verdicts[("ci", "static", cost)] == "agrees"
+    assert verdicts[("ci", "lmst", cost)] == verdicts[("ci", "lmit", cost)] == "disagrees"
+    assert verdicts[("ci-reconfiguration", "ci", cost)] == "disagrees"  # 10 % of the adapted network's
+    counted = "selforg.cost_with_overhead_per_notification"
+    assert verdicts[("ci-end", "ci-after-brokers-redraw", counted)] == "disagrees"
+    doc = tmp_path / "r.md"
+    write_doc(doc, [row], chosen_records([row], {row.name: _selforg(row, costly)}))
+    text = doc.read_text()
+    want = (
+        "| reconfiguration messages' cost against the adapted network's (Fig. 5), ci-reconfiguration vs ci"
+        " | at most -97 % (a bound in the text) | -90 % [-90 %, -90 %] (n = 3) | disagrees |"
+    )
+    assert want in text
+    assert "- Computation: `selforg-paper` (`scotbed.selforg.paper`)" in text
+    assert "less than 3% of the cost of the adapted network" in text
+
+
+def test_the_eta_row_judges_fig_5s_best_neighbourhood_broadcasts_and_reconfigurations(tmp_path: Path) -> None:
+    from scotbed.orchestrator.reproduce.computed import parameters
+
+    [row] = select(load_rows(), ["ci-paper-eta"])
+    assert row.computed == "selforg-paper-eta" and parameters(row, quick=False)["etas"] == [2, 4, 6]
+    reconfiguring = [e for e in row.effects if e.variant.endswith("-reconfiguration")]
+    assert [(e.baseline, e.at_most) for e in reconfiguring] == [(f"ci-eta-{k}", -0.97) for k in (2, 4, 6)]
+    best_at_4 = {"static": 100.0, "ci-eta-2": 90.0, "ci-eta-4": 80.0, "ci-eta-6": 85.0}
+    best_at_4 |= {f"ci-eta-{k}-reconfiguration": 2.0 for k in (2, 4, 6)}
+    judged = chosen_records([row], {row.name: _selforg(row, best_at_4)})[row.name].judged
+    verdicts = {(j.effect.variant, j.effect.baseline, j.effect.metric): j.verdict for j in judged}
+    counted = "selforg.cost_with_overhead_per_notification"
+    assert (
+        verdicts[("ci-eta-2", "ci-eta-4", counted)] == verdicts[("ci-eta-6", "ci-eta-4", counted)] == "agrees"
+    )
+    # the same figure in every metric: the broadcasts at η 2 cost more than at η 4 here, against the text
+    assert verdicts[("ci-eta-4", "ci-eta-2", "selforg.broadcast_per_notification")] == "disagrees"
+    assert verdicts[("ci-eta-6", "ci-eta-4", "selforg.broadcast_per_notification")] == "agrees"
+    doc = tmp_path / "r.md"
+    write_doc(doc, [row], chosen_records([row], {row.name: _selforg(row, best_at_4)}))
+    text = doc.read_text()
+    assert "- Computation: `selforg-paper-eta` (`scotbed.selforg.paper`)" in text
+    assert "The biggest cost advantage is gained for η=4" in text

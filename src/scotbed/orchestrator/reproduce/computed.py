@@ -27,6 +27,8 @@ from scotbed.orchestrator.reproduce.rows import Row, RowsError
 #: row ``computed:`` name -> "module:function" (seed, **parameters) -> series name -> summary
 COMPUTATIONS: dict[str, str] = {
     "link-matching-steps": "scotbed.analysis.link_matching_steps:summaries",
+    "selforg-paper": "scotbed.selforg.paper:summaries",
+    "selforg-paper-eta": "scotbed.selforg.paper:eta_summaries",
 }
 
 Computation = Callable[..., dict[str, dict[str, Any]]]
