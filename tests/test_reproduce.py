@@ -346,6 +346,43 @@ def test_the_vinifera_rows_run_the_papers_links_and_scotbeds_variant() -> None:
     assert paper.effects == variant.effects and "scotbed's variant" in variant.figure
 
 
+def test_the_vinifera_figure_rows_run_the_papers_peers_and_links_and_vary_only_what_they_compare() -> None:
+    """§V: 1,000 peers in the simulator, 50 processes (the host's share); §V-A: Fig. 3's points keep
+    K_sw + K_f = 8, every later figure K_sw 0 and K_f log2(N) − 2; each row changes only its own
+    figure's parameter (friends, attributes, the rate against the capacity X, churn), and a row on
+    processes checks the paper's figures its -sim row checks."""
+    from scotbed.experiment.spec_peers import MAX_PEER_PROCESSES, PeersWorkloadSpec, peer_config
+
+    friends = {"friends-0": (8, 0), "friends-8": (0, 8), "vinifera": (8, 0), "rendezvous-baseline": (8, 0)}
+    figures = ("vinifera-friends", "vinifera-attributes", "vinifera-capacity", "vinifera-churn")
+    rows = {r.name: r for r in load_rows() if r.name.startswith(figures)}
+    sim = [n for n in rows if n.endswith("-sim")]
+    assert len(sim) == 7 and sorted(rows) == sorted([*sim, *(n.removesuffix("-sim") for n in sim)])
+    for name, row in rows.items():
+        simulated = name.endswith("-sim")
+        if not simulated:
+            assert row.effects == rows[f"{name}-sim"].effects, name
+        for quick in (False, True):
+            for compared, spec in _resolved(name, quick):
+                assert (spec.backend == "sim") == simulated and spec.topology.peers is not None, name
+                n, cfg = spec.topology.peers.n, peer_config(spec)
+                w = spec.workload.peers or PeersWorkloadSpec()
+                full, small = (1000, 100) if simulated else (50, 12)
+                assert n == (small if quick else full) and (simulated or n <= MAX_PEER_PROCESSES), name
+                if name.startswith("vinifera-friends"):
+                    assert (cfg.k_sw, cfg.k_f) == friends[compared], (name, compared)
+                else:
+                    assert (cfg.k_sw, cfg.k_f) == (0, round(math.log2(n)) - 2), (name, quick)
+                attributes = int(name.split("-")[2]) if "attributes" in name else 1
+                assert len(spec.topology.peers.attributes) == attributes, name
+                assert (w.churn is not None) == name.startswith("vinifera-churn"), name
+                if "capacity" in name:  # §V-D: rates up to five times X
+                    assert w.capacity is not None
+                    assert w.events_per_round == (w.capacity if compared == "rate-X" else 5 * w.capacity)
+                else:
+                    assert w.capacity is None, name
+
+
 def test_rows_share_notes_through_a_list_of_texts() -> None:
     from scotbed.orchestrator.reproduce.rows import _row
 
