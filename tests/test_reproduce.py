@@ -661,3 +661,30 @@ def test_the_eta_row_judges_fig_5s_best_neighbourhood_broadcasts_and_reconfigura
     text = doc.read_text()
     assert "- Computation: `selforg-paper-eta` (`scotbed.selforg.paper`)" in text
     assert "The biggest cost advantage is gained for η=4" in text
+
+
+def test_a_record_calls_its_commit_dirty_for_changed_code_not_for_the_tables_own_outputs(tmp_path: Path) -> None:
+    """A row measured after another finds that one's record and table rewritten in the checkout: those
+    are outputs of the command, so the commit stays clean; a changed source file makes it dirty."""
+    import subprocess
+
+    from scotbed.orchestrator.reproduce.record import git_commit
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(tmp_path), *args], capture_output=True, text=True, check=True
+        ).stdout.strip()
+
+    git("init", "-q")
+    (tmp_path / "docs" / "reproduction").mkdir(parents=True)
+    (tmp_path / "docs" / "reproduction" / "row.json").write_text("{}")
+    (tmp_path / "docs" / "reproduction.md").write_text("# table\n")
+    (tmp_path / "spec.yaml").write_text("seed: 1\n")
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c")
+    head = git("rev-parse", "HEAD")
+    (tmp_path / "docs" / "reproduction" / "row.json").write_text('{"runs": []}')
+    (tmp_path / "docs" / "reproduction.md").write_text("# table, rewritten\n")
+    assert git_commit(tmp_path) == head
+    (tmp_path / "spec.yaml").write_text("seed: 2\n")
+    assert git_commit(tmp_path) == head + "+dirty"

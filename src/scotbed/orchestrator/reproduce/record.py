@@ -78,11 +78,18 @@ class RowRecord(BaseModel):
         return self.row + (QUICK_SUFFIX if self.quick else "")
 
 
+#: what ``scotbed reproduce`` itself writes into the checkout: a change there is an output, not a change
+#: to what was measured
+OUTPUTS = ("docs/reproduction.md", "docs/reproduction")
+
+
 def git_commit(repo: Path) -> str:
-    """The checkout's commit, ``+dirty`` when it has uncommitted changes; ``unknown`` outside git."""
+    """The checkout's commit, ``+dirty`` when tracked files other than the table and its records
+    (:data:`OUTPUTS`, which a row measured before this one rewrote) differ; ``unknown`` outside git."""
+    exclude = [f":(exclude){p}" for p in OUTPUTS]
     try:
         head = _git(repo, "rev-parse", "HEAD")
-        dirty = _git(repo, "status", "--porcelain", "--untracked-files=no")
+        dirty = _git(repo, "status", "--porcelain", "--untracked-files=no", "--", ".", *exclude)
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return head + ("+dirty" if dirty else "")
