@@ -663,7 +663,7 @@ def test_the_eta_row_judges_fig_5s_best_neighbourhood_broadcasts_and_reconfigura
     assert "The biggest cost advantage is gained for η=4" in text
 
 
-def test_a_record_calls_its_commit_dirty_for_changed_code_not_for_the_tables_own_outputs(tmp_path: Path) -> None:
+def test_a_records_commit_is_dirty_for_changed_code_not_for_the_tables_own_outputs(tmp_path: Path) -> None:
     """A row measured after another finds that one's record and table rewritten in the checkout: those
     are outputs of the command, so the commit stays clean; a changed source file makes it dirty."""
     import subprocess
