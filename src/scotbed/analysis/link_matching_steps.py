@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from scotbed import topology
+from scotbed import routing, topology
 from scotbed.broker.sim import SimNetwork
 from scotbed.matching.pst import PstMatcher
 from scotbed.messages import Publication
@@ -59,7 +59,7 @@ def steps_by_hops(
     ids = [b.id for b in scot.brokers]
     dont_care = g.calibrate(SCHEMA, [0], matching, seed)
     filters = [f for fs in g.subscriptions(SCHEMA, [0] * subscriptions, 1, dont_care, seed) for f in fs]
-    net = SimNetwork(scot, "link-matching", matching="pst")
+    net = SimNetwork(scot, routing.LINK_MATCHING, matching="pst")
     central = PstMatcher()
     for k, f in enumerate(filters):
         net.subscribe(f"s{k}", ids[k % len(ids)], f)

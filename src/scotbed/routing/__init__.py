@@ -49,6 +49,8 @@ DEFAULT_ROUTING = "snr"
 DEFAULT_BROKER_ROUTING = "rpf"
 #: the algorithm without routing state: the baseline that every overlay can run
 BASELINE_ROUTING = "flooding"
+#: the Gryphon link matching (its matching steps are computed by scotbed.analysis.link_matching_steps)
+LINK_MATCHING = "link-matching"
 
 
 def implemented() -> list[str]:

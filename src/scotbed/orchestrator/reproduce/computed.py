@@ -4,7 +4,8 @@ A computation takes a seed and the row's parameters (its ``scale``, or ``scale``
 --quick, as ``key=value``) and returns one summary per series it computes, by name; the row's
 ``compare`` names the series it keeps, so its effects set two series of the same computation against
 each other through the same verdicts as the broker rows. Repetition ``k`` uses seed ``seed + k`` (the
-``seed`` parameter, 1 unless the row sets it). Adding a computation is one line in :data:`COMPUTATIONS`.
+``seed`` parameter, 1 unless the row sets it). Adding a computation is one line in
+:data:`.computations.COMPUTATIONS`.
 """
 
 from __future__ import annotations
@@ -20,16 +21,10 @@ from typing import Any
 
 import yaml
 
+from scotbed.orchestrator.reproduce.computations import COMPUTATIONS
 from scotbed.orchestrator.reproduce.effects import metric
 from scotbed.orchestrator.reproduce.record import RunFigures
 from scotbed.orchestrator.reproduce.rows import Row, RowsError
-
-#: row ``computed:`` name -> "module:function" (seed, **parameters) -> series name -> summary
-COMPUTATIONS: dict[str, str] = {
-    "link-matching-steps": "scotbed.analysis.link_matching_steps:summaries",
-    "selforg-paper": "scotbed.selforg.paper:summaries",
-    "selforg-paper-eta": "scotbed.selforg.paper:eta_summaries",
-}
 
 Computation = Callable[..., dict[str, dict[str, Any]]]
 

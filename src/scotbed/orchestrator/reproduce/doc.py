@@ -11,7 +11,7 @@ from pathlib import Path
 
 from scotbed.analysis.validity import HOST_BOUND
 from scotbed.orchestrator.reproduce.cells import SpecToday, spec_today
-from scotbed.orchestrator.reproduce.computed import COMPUTATIONS
+from scotbed.orchestrator.reproduce.computations import COMPUTATIONS
 from scotbed.orchestrator.reproduce.effects import NO_DATA, SIZE_FACTOR, Judged, judge, relative_changes
 from scotbed.orchestrator.reproduce.record import QUICK_SUFFIX, RowRecord
 from scotbed.orchestrator.reproduce.rows import Effect, Row

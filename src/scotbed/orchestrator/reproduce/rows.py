@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 
 from scotbed.errors import UserError
+from scotbed.orchestrator.reproduce.computations import COMPUTATIONS
 
 ROWS_FILE = Path(__file__).with_name("rows.yaml")
 
@@ -104,13 +105,8 @@ def _row(doc: dict[str, Any]) -> Row:
         doc["notes"] = _notes(str(doc.get("name")), doc["notes"])
     tuples: dict[str, Any] = {k: tuple(doc.pop(k)) for k in ("compare", "scale", "quick") if k in doc}
     row = Row(**doc, **tuples, effects=effects)
-    if row.computed is not None:
-        from scotbed.orchestrator.reproduce.computed import COMPUTATIONS
-
-        if row.spec is not None or row.computed not in COMPUTATIONS:
-            raise RowsError(
-                f"row {row.name}: computed: one of {', '.join(COMPUTATIONS)}, and no spec beside it"
-            )
+    if row.computed is not None and (row.spec is not None or row.computed not in COMPUTATIONS):
+        raise RowsError(f"row {row.name}: computed: one of {', '.join(COMPUTATIONS)}, and no spec beside it")
     for e in row.effects:
         given = (not math.isnan(e.paper), e.at_most is not None, e.at_least is not None)
         if sum(given) != 1:
