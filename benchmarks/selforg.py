@@ -25,7 +25,7 @@ import statistics
 import time
 
 from scotbed.selforg.heuristics import HEURISTICS
-from scotbed.selforg.paper import per_notification, runs
+from scotbed.selforg.paper import Evaluation, per_notification, runs
 from scotbed.selforg.sim import NOTIFY, OVERHEAD
 
 
@@ -46,12 +46,14 @@ def main() -> None:
         done = runs(
             args.seed,
             (None, *HEURISTICS),
-            alpha=alpha,
-            duration=args.duration,
-            rate=args.rate,
-            unsubscribe_rate=args.unsubscribe_rate,
-            brokers=args.brokers,
-            bucket=args.bucket,
+            Evaluation(
+                alpha=alpha,
+                duration=args.duration,
+                rate=args.rate,
+                unsubscribe_rate=args.unsubscribe_rate,
+                brokers=args.brokers,
+                bucket=args.bucket,
+            ),
         )
         for label, run in done.items():
             out = run.outcome

@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
+from reproduce_records import row_record, run_figures
 from scotbed_cli import scotbed
 
 from scotbed.experiment.spec import Spec, load_spec
@@ -118,32 +119,40 @@ def test_quick_end_to_end_writes_the_table_and_resumes(tmp_path: Path) -> None:
     assert json.loads((out / "octopis-scalability-quick" / "index.json").read_text())["cells"] == index
 
 
-def test_a_bound_the_paper_states_in_words_is_judged_as_a_bound() -> None:
-    cheaper = Effect("cost", "selforg.cost_per_notification", "ci", "static", at_most=0.0)
-    assert [
-        judge(cheaper, c).verdict for c in ([-0.4], [0.0], [0.03], [-0.4, -0.41, -0.42], [-0.1, 0.2])
-    ] == [
-        "agrees",
-        "agrees",
-        "disagrees",
-        "agrees",
-        "inconclusive",
-    ]
-    assert judge(cheaper, []).verdict == "no data"
+@pytest.mark.parametrize(
+    ("bound", "verdicts"),
+    [
+        ({"at_most": 0.0}, ["agrees", "agrees", "disagrees", "agrees", "disagrees", "inconclusive"]),
+        ({"at_least": 0.0}, ["disagrees", "agrees", "agrees", "disagrees", "agrees", "inconclusive"]),
+    ],
+)
+def test_a_bound_the_paper_states_in_words_is_judged_as_a_bound(
+    bound: dict[str, float], verdicts: list[str]
+) -> None:
+    effect = Effect("cost", "selforg.cost_per_notification", "ci", "static", **bound)
+    changes = ([-0.4], [0.0], [0.03], [-0.4, -0.41, -0.42], [0.4, 0.41, 0.42], [-0.2, 0.1])
+    assert [judge(effect, c).verdict for c in changes] == verdicts
+    assert judge(effect, []).verdict == "no data"
 
 
-def test_a_lower_bound_the_paper_states_in_words_is_judged_as_a_lower_bound() -> None:
-    faster = Effect("rate", "saturate.sustainable", "link-matching", "flooding", at_least=0.0)
-    changes = ([0.4], [0.0], [-0.03], [0.4, 0.41, 0.42], [-0.4, -0.41, -0.42], [-0.2, 0.1])
-    assert [judge(faster, c).verdict for c in changes] == [
-        "agrees",
-        "agrees",
-        "disagrees",
-        "agrees",
-        "disagrees",
-        "inconclusive",
-    ]
-    assert judge(faster, []).verdict == "no data"
+def test_the_status_table_tallies_each_rows_verdicts_and_links_its_section(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    [octopis] = select(load_rows(), ["octopis-scalability"])
+    effects = (
+        IMS,  # snr's IMs -82 % of bid's, the paper's -89 %
+        Effect("IMs", "subscriptions.ims_total", "snr", "bid", at_least=0.0),
+        Effect("delay", "subscriptions.delay_ms.mean", "snr", "bid", -0.77),  # every run host-bound
+        Effect("notification IMs", "notifications.ims_total", "snr", "bid", -0.12),  # no such figure
+    )
+    row = replace(octopis, effects=effects)
+    doc = tmp_path / "reproduction.md"
+    write_doc(doc, [row], chosen_records([row], {row.name: _record([20, 15, 18], bound=(0, 1, 2))}))
+    text = doc.read_text()
+    tallied = "1 agrees, 1 disagrees, 1 host-bound, 1 no data"
+    assert f"| [measured](#octopis-scalability-octopis-scot-dynamic-routing-7-fig-9-a-d): {tallied} |" in text
+    assert f"Over the 1 measured rows, 4 effects: {tallied}." in text
+    assert "### octopis-scalability: OctopiS (SCOT dynamic routing), §7, Fig. 9 (a)-(d)\n" in text
 
 
 def test_the_paper_column_prints_a_stated_bound_with_its_direction() -> None:
@@ -196,16 +205,8 @@ def test_the_committed_table_is_what_table_only_writes_from_the_committed_record
 
 
 def _run(compare: str, rep: int, ims: float, validity: str = "valid") -> RunFigures:
-    return RunFigures(
-        cell=f"routing={compare},rep={rep}",
-        compare=compare,
-        repetition=rep,
-        seconds=10.0,
-        correct=True,
-        validity=validity,
-        spec_fingerprint="ab" * 8,
-        figures={"subscriptions.ims_total": ims, "subscriptions.delay_ms.mean": ims / 10},
-    )
+    figures = {"subscriptions.ims_total": ims, "subscriptions.delay_ms.mean": ims / 10}
+    return run_figures(f"routing={compare},rep={rep}", compare, rep, figures, validity=validity, correct=True)
 
 
 def _record(snr: list[float], quick: bool = False, bound: tuple[int, ...] = ()) -> RowRecord:
@@ -215,18 +216,7 @@ def _record(snr: list[float], quick: bool = False, bound: tuple[int, ...] = ()) 
         for k, x in enumerate(snr)
         for name, ims in (("bid", 100.0), ("snr", x))
     ]
-    return RowRecord(
-        row="octopis-scalability",
-        quick=quick,
-        command="scotbed reproduce octopis-scalability",
-        repetitions=len(snr),
-        scale=["workload.subscribers=50"],
-        commit="0123abc",
-        date_utc="2026-11-29",
-        cores=2,
-        load_1min=[0.5, 1.5],
-        runs=runs,
-    )
+    return row_record("octopis-scalability", runs, len(snr), quick=quick, scale=("workload.subscribers=50",))
 
 
 def test_a_record_round_trips_and_its_effects_are_judged_from_its_runs(tmp_path: Path) -> None:
@@ -505,20 +495,11 @@ def _steps(centralised: float, link_matching: dict[int, float], seeds: int = 3) 
     """A link-matching-steps record whose every seed computed the same steps."""
     series = {"centralised": centralised} | {f"link-matching-{h}-hops": v for h, v in link_matching.items()}
     runs = [
-        RunFigures(
-            cell=f"{name},seed={k + 1}",
-            compare=name,
-            repetition=k,
-            seconds=1.0,
-            correct=None,
-            validity="",
-            spec_fingerprint="cd" * 8,
-            figures={"matching.steps": v * (1 + k / 10)},
-        )
+        run_figures(f"{name},seed={k + 1}", name, k, {"matching.steps": v * (1 + k / 10)})
         for k in range(seeds)
         for name, v in series.items()
     ]
-    return _record([]).model_copy(update={"row": "link-matching-steps", "runs": runs, "repetitions": seeds})
+    return row_record("link-matching-steps", runs, seeds)
 
 
 def test_the_matching_steps_row_judges_the_slides_bounds_at_4_5_and_6_hops(tmp_path: Path) -> None:
@@ -565,20 +546,13 @@ PAPER_SCALE = ("ci-paper-alpha-0.2", "ci-paper-alpha-0.5", "ci-paper-alpha-0.8")
 def _selforg(row: Row, costs: dict[str, float], seeds: int = 3) -> RowRecord:
     """A record of ``row`` whose every seed computed ``costs`` (per series) in each of its metrics."""
     runs = [
-        RunFigures(
-            cell=f"{name},seed={k + 1}",
-            compare=name,
-            repetition=k,
-            seconds=1.0,
-            correct=None,
-            validity="",
-            spec_fingerprint="ef" * 8,
-            figures={e.metric: costs[name] * (1 + k / 100) for e in row.effects},
+        run_figures(
+            f"{name},seed={k + 1}", name, k, {e.metric: costs[name] * (1 + k / 100) for e in row.effects}
         )
         for k in range(seeds)
         for name in row.compare
     ]
-    return _record([]).model_copy(update={"row": row.name, "runs": runs, "repetitions": seeds})
+    return row_record(row.name, runs, seeds)
 
 
 def test_the_paper_scale_self_organising_rows_compute_the_papers_configuration_at_their_alpha() -> None:

@@ -6,12 +6,12 @@ import math
 from pathlib import Path
 
 import yaml
+from reproduce_records import row_record, run_figures
 
 from scotbed.orchestrator.campaign import CampaignIndex
 from scotbed.orchestrator.reproduce.cells import campaign_of
 from scotbed.orchestrator.reproduce.doc import chosen_records, write_doc
 from scotbed.orchestrator.reproduce.effects import judge, relative_changes
-from scotbed.orchestrator.reproduce.record import RowRecord, RunFigures
 from scotbed.orchestrator.reproduce.rows import load_rows
 from scotbed.orchestrator.reproduce.runner import _summaries
 from scotbed.orchestrator.saturation import sweep_fingerprint
@@ -71,30 +71,10 @@ def test_the_table_prints_the_network_loading_bound_and_judges_the_searched_rate
     rates = {("link-matching", 0): 1200.0, ("flooding", 0): 800.0, ("link-matching", 1): 1600.0}
     rates |= {("flooding", 1): 800.0, ("link-matching", 2): 800.0, ("flooding", 2): 800.0}
     runs = [
-        RunFigures(
-            cell=f"routing={name},rep={rep}",
-            compare=name,
-            repetition=rep,
-            seconds=30.0,
-            correct=None,
-            validity="",
-            spec_fingerprint="ab" * 8,
-            figures={"saturate.sustainable": rate},
-        )
+        run_figures(f"routing={name},rep={rep}", name, rep, {"saturate.sustainable": rate}, seconds=30.0)
         for (name, rep), rate in rates.items()
     ]
-    record = RowRecord(
-        row=row.name,
-        quick=False,
-        command=f"scotbed reproduce {row.name}",
-        repetitions=3,
-        scale=list(row.scale),
-        commit="0123abc",
-        date_utc="2026-11-29",
-        cores=2,
-        load_1min=[0.5, 1.5],
-        runs=runs,
-    )
+    record = row_record(row.name, runs, 3, scale=tuple(row.scale))
     doc = tmp_path / "reproduction.md"
     write_doc(doc, [row], chosen_records([row], {row.name: record}))
     want = "| max sustainable rate, link-matching vs flooding | at least +0 % (a bound in the text) | +50 % ["

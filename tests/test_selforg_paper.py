@@ -10,6 +10,7 @@ import pytest
 
 from scotbed.selforg.paper import (
     RECONFIGURATION,
+    Evaluation,
     Run,
     costs,
     eta_summaries,
@@ -33,7 +34,7 @@ SMALL: dict[str, Any] = {
 
 
 def small_runs(seed: int, *heuristics: str | None) -> dict[str, Run]:
-    return runs(seed, heuristics, **SMALL)
+    return runs(seed, heuristics, Evaluation(**SMALL))
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +73,7 @@ def test_every_heuristic_runs_on_the_same_tree_costs_and_workload() -> None:
 
 
 def test_a_window_is_one_bucket_around_a_redraw_or_the_runs_last() -> None:
-    s = setup(1, "ci", alpha=0.5, duration=30_000, rate=0.02, unsubscribe_rate=0.00004)
+    s = setup(1, "ci", Evaluation(alpha=0.5, duration=30_000, rate=0.02, unsubscribe_rate=0.00004))
     assert window_buckets(s) == {
         "before-links-redraw": 9,
         "after-links-redraw": 10,
@@ -90,7 +91,7 @@ def test_a_window_is_one_bucket_around_a_redraw_or_the_runs_last() -> None:
 def test_a_seed_repeats_exactly_and_another_seed_draws_another(small: dict[str, dict[str, Any]]) -> None:
     assert summaries(3, **SMALL) == small
     assert summaries(4, **SMALL)["static"] != small["static"]
-    assert {f"ci-{w}" for w in window_buckets(setup(3, "ci", **SMALL))} <= set(small)
+    assert {f"ci-{w}" for w in window_buckets(setup(3, "ci", Evaluation(**SMALL)))} <= set(small)
 
 
 def test_fig_5s_runs_redraw_nothing_and_a_bigger_neighbourhood_broadcasts_more() -> None:
@@ -100,7 +101,7 @@ def test_fig_5s_runs_redraw_nothing_and_a_bigger_neighbourhood_broadcasts_more()
     }
     one, two = out["ci-eta-1"]["selforg"], out["ci-eta-2"]["selforg"]
     assert two["broadcast_per_notification"] > one["broadcast_per_notification"] > 0
-    static = runs(3, (None,), redrawn=False, **SMALL)["static"]
+    static = runs(3, (None,), Evaluation(**SMALL), redrawn=False)["static"]
     assert static.setup.redraws == ()
     assert out["static"]["selforg"] == costs(static.outcome) | {"swaps": 0}
     assert out["static"] != summaries(3, **SMALL)["static"]  # the same tree and load, costs never redrawn

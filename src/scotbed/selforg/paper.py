@@ -35,6 +35,21 @@ RECONFIGURING = "reconfiguration"
 
 
 @dataclass(frozen=True)
+class Evaluation:
+    """§5's parameters, shared by every heuristic of one comparison: the cost exponent α (None: the
+    simulator's default), the run's length and bucket in ticks, publications per tick per type,
+    unsubscriptions per subscription per tick, and the network's brokers and notification types."""
+
+    alpha: float | None
+    duration: float
+    rate: float
+    unsubscribe_rate: float
+    brokers: int = 100
+    types: int = 50
+    bucket: float = 1000.0
+
+
+@dataclass(frozen=True)
 class Run:
     """One heuristic's run (``heuristic`` None: the static tree) and the setup it ran."""
 
@@ -43,35 +58,38 @@ class Run:
 
 
 def setup(
-    seed: int,
-    heuristic: str | None,
-    alpha: float | None,
-    duration: float,
-    rate: float,
-    unsubscribe_rate: float,
-    eta: int = 4,
-    brokers: int = 100,
-    types: int = 50,
-    bucket: float = 1000.0,
-    redrawn: bool = True,
+    seed: int, heuristic: str | None, evaluation: Evaluation, eta: int = 4, redrawn: bool = True
 ) -> Setup:
-    """§5's setup for one heuristic: links redrawn at a third of ``duration``, brokers at two thirds
+    """§5's setup for one heuristic: links redrawn at a third of the duration, brokers at two thirds
     (§5.1's; none with ``redrawn`` False, as §5.2's run to 25,000 ticks, before §5.1's first)."""
+    e = evaluation
     load = Workload(
-        brokers=brokers, types=types, publish_rate=rate, unsubscribe_rate=unsubscribe_rate, alpha=alpha
+        brokers=e.brokers,
+        types=e.types,
+        publish_rate=e.rate,
+        unsubscribe_rate=e.unsubscribe_rate,
+        alpha=e.alpha,
     )
-    redraws = ((duration / 3, "links"), (2 * duration / 3, "brokers")) if redrawn else ()
+    redraws = ((e.duration / 3, "links"), (2 * e.duration / 3, "brokers")) if redrawn else ()
     return Setup(
-        load=load, heuristic=heuristic, eta=eta, duration=duration, bucket=bucket, redraws=redraws, seed=seed
+        load=load,
+        heuristic=heuristic,
+        eta=eta,
+        duration=e.duration,
+        bucket=e.bucket,
+        redraws=redraws,
+        seed=seed,
     )
 
 
-def runs(seed: int, heuristics: tuple[str | None, ...], **parameters: Any) -> dict[str, Run]:
+def runs(
+    seed: int, heuristics: tuple[str | None, ...], evaluation: Evaluation, eta: int = 4, redrawn: bool = True
+) -> dict[str, Run]:
     """Each heuristic (None: the static tree) by name, on the tree, costs, workload and redraws that
     ``seed`` draws (the simulator draws them from separate streams, the same for every heuristic)."""
     out = {}
     for name in heuristics:
-        s = setup(seed, name, **parameters)
+        s = setup(seed, name, evaluation, eta, redrawn)
         out[name or STATIC] = Run(s, Simulation(s).run())
     return out
 
@@ -120,18 +138,9 @@ def summaries(
     ``selforg.swaps``); per heuristic also ``{name}-{window}`` (:data:`WINDOWS`: the same figures over
     that one bucket) and ``{name}-reconfiguration``, whose ``selforg.cost_per_notification`` is the
     cost of its reconfiguration messages, so an effect can set it against the adapted network's."""
-    parameters = dict(
-        alpha=alpha,
-        duration=duration,
-        rate=rate,
-        unsubscribe_rate=unsubscribe_rate,
-        eta=eta,
-        brokers=brokers,
-        types=types,
-        bucket=bucket,
-    )
+    evaluation = Evaluation(alpha, duration, rate, unsubscribe_rate, brokers, types, bucket)
     out: dict[str, dict[str, Any]] = {}
-    for name, run in runs(seed, (None, *HEURISTICS), **parameters).items():
+    for name, run in runs(seed, (None, *HEURISTICS), evaluation, eta).items():
         out |= series(name, run.outcome)
         for window, b in window_buckets(run.setup).items():
             out[f"{name}-{window}"] = {"selforg": costs(run.outcome, range(b, b + 1))}
@@ -164,17 +173,8 @@ def eta_summaries(
     """§5.2's experiment (Fig. 5): the static tree and CI with each neighbourhood size η in ``etas``,
     on one tree, cost table and workload with no redraw, as series ``static`` and ``ci-eta-{η}`` (and
     ``ci-eta-{η}-reconfiguration``, as :func:`series`)."""
-    parameters = dict(
-        alpha=alpha,
-        duration=duration,
-        rate=rate,
-        unsubscribe_rate=unsubscribe_rate,
-        brokers=brokers,
-        types=types,
-        bucket=bucket,
-        redrawn=False,
-    )
-    out = series(STATIC, runs(seed, (None,), **parameters)[STATIC].outcome)
+    evaluation = Evaluation(alpha, duration, rate, unsubscribe_rate, brokers, types, bucket)
+    out = series(STATIC, runs(seed, (None,), evaluation, redrawn=False)[STATIC].outcome)
     for eta in etas:
-        out |= series(f"ci-eta-{eta}", runs(seed, ("ci",), eta=eta, **parameters)["ci"].outcome)
+        out |= series(f"ci-eta-{eta}", runs(seed, ("ci",), evaluation, eta, redrawn=False)["ci"].outcome)
     return out

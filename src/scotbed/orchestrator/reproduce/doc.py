@@ -12,13 +12,25 @@ from pathlib import Path
 from scotbed.analysis.validity import HOST_BOUND
 from scotbed.orchestrator.reproduce.cells import SpecToday, spec_today
 from scotbed.orchestrator.reproduce.computations import COMPUTATIONS
-from scotbed.orchestrator.reproduce.effects import NO_DATA, SIZE_FACTOR, Judged, judge, relative_changes
+from scotbed.orchestrator.reproduce.effects import (
+    AGREES,
+    DIRECTION_ONLY,
+    DISAGREES,
+    INCONCLUSIVE,
+    NO_DATA,
+    SIZE_FACTOR,
+    Judged,
+    judge,
+    relative_changes,
+)
 from scotbed.orchestrator.reproduce.record import QUICK_SUFFIX, RowRecord
 from scotbed.orchestrator.reproduce.rows import Effect, Row
 
 PLOTS = "reproduction"  # folder of the per-row plots, next to the document
 BAR_IN = 1.6  # inches per effect in a row's plot
 LABEL_CHARS = 20  # a tick label's line width at font size 8 that fits under one bar of BAR_IN
+#: the verdicts in the order the tallies list them
+VERDICTS = (AGREES, DIRECTION_ONLY, DISAGREES, INCONCLUSIVE, HOST_BOUND, NO_DATA)
 
 
 @dataclass(frozen=True)
@@ -193,7 +205,7 @@ def _row_section(m: Measured, doc_dir: Path) -> list[str]:
     plot = doc_dir / PLOTS / f"{record.stem}.png"
     plot_row(m, plot)
     lines = [
-        f"### {row.name}: {row.paper}, {row.figure}",
+        f"### {_heading(m)}",
         "",
         "| effect | paper | scotbed (mean [95 % CI]) | verdict |",
         "|---|---|---|---|",
@@ -229,12 +241,31 @@ def _row_section(m: Measured, doc_dir: Path) -> list[str]:
     return lines
 
 
+def tally(judged: list[Judged]) -> str:
+    """How many effects got each verdict, in :data:`VERDICTS` order, the verdicts no effect got left out."""
+    counts = Counter(j.verdict for j in judged)
+    return ", ".join(f"{counts[v]} {v}" for v in VERDICTS if counts[v]) or "no effect"
+
+
 def _status(row: Row, measured: dict[str, Measured]) -> str:
     if not row.runnable:
         return row.status
     if row.name not in measured:
         return f"{row.status}; not measured yet (`scotbed reproduce {row.name}`)"
-    return "measured below" + (" (quick scale only)" if measured[row.name].record.quick else "")
+    m = measured[row.name]
+    scale = " at the quick scale only" if m.record.quick else ""
+    return f"[measured]({_anchor(m)}){scale}: {tally(m.judged)}"
+
+
+def _anchor(m: Measured) -> str:
+    """The link to a row's section: GitHub's anchor of its heading (lower case, spaces to hyphens,
+    punctuation other than hyphens and underscores dropped)."""
+    heading = _heading(m).lower().replace(" ", "-")
+    return "#" + "".join(c for c in heading if c.isalnum() or c in "-_")
+
+
+def _heading(m: Measured) -> str:
+    return f"{m.row.name}: {m.row.paper}, {m.row.figure}"
 
 
 def write_doc(path: Path, rows: list[Row], measured: dict[str, Measured]) -> None:
@@ -265,7 +296,8 @@ def write_doc(path: Path, rows: list[Row], measured: dict[str, Measured]) -> Non
         "|---|---|---|",
     ]
     lines += [f"| {r.system} | {r.paper} | {_status(r, measured)} |" for r in rows]
-    lines.append("")
+    every = [j for m in measured.values() for j in m.judged]
+    lines += ["", f"Over the {len(measured)} measured rows, {len(every)} effects: {tally(every)}.", ""]
     for row in rows:
         if row.name in measured:
             lines += _row_section(measured[row.name], doc_dir)

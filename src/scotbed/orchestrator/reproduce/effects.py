@@ -13,6 +13,10 @@ from scotbed.orchestrator.reproduce.rows import Effect
 
 #: "rough size" agrees when the measured change is within this factor of the paper's
 SIZE_FACTOR = 2.0
+AGREES = "agrees"
+DIRECTION_ONLY = "direction only"
+DISAGREES = "disagrees"
+INCONCLUSIVE = "inconclusive"
 NO_DATA = "no data"
 
 
@@ -55,15 +59,15 @@ def judge(effect: Effect, changes: list[float]) -> Judged:
         return Judged(effect, ci, NO_DATA)
     if effect.at_most is not None:  # a bound the paper states in words: within it, or not
         if ci.n > 1 and ci.low <= effect.at_most < ci.high:
-            return Judged(effect, ci, "inconclusive")
-        return Judged(effect, ci, "agrees" if ci.mean <= effect.at_most else "disagrees")
+            return Judged(effect, ci, INCONCLUSIVE)
+        return Judged(effect, ci, AGREES if ci.mean <= effect.at_most else DISAGREES)
     if effect.at_least is not None:
         if ci.n > 1 and ci.low < effect.at_least <= ci.high:
-            return Judged(effect, ci, "inconclusive")
-        return Judged(effect, ci, "agrees" if ci.mean >= effect.at_least else "disagrees")
+            return Judged(effect, ci, INCONCLUSIVE)
+        return Judged(effect, ci, AGREES if ci.mean >= effect.at_least else DISAGREES)
     if ci.n > 1 and ci.low <= 0 <= ci.high:
-        return Judged(effect, ci, "inconclusive")
+        return Judged(effect, ci, INCONCLUSIVE)
     if (ci.mean < 0) != (effect.paper < 0):
-        return Judged(effect, ci, "disagrees")
+        return Judged(effect, ci, DISAGREES)
     ratio = abs(ci.mean) / abs(effect.paper) if effect.paper else math.inf
-    return Judged(effect, ci, "agrees" if 1 / SIZE_FACTOR <= ratio <= SIZE_FACTOR else "direction only")
+    return Judged(effect, ci, AGREES if 1 / SIZE_FACTOR <= ratio <= SIZE_FACTOR else DIRECTION_ONLY)
