@@ -96,9 +96,8 @@ def test_quick_end_to_end_writes_the_table_and_resumes(tmp_path: Path) -> None:
         " Vinifera (Rahimian et al.), §V |"
     )
     assert f"{vinifera} built; not measured yet (`scotbed reproduce vinifera`) |" in text
-    assert (
-        "| snr, dnr vs bid | OctopiS (SCOT dynamic routing), §7 | measured below (quick scale only) |" in text
-    )
+    status = "| snr, dnr vs bid | OctopiS (SCOT dynamic routing), §7 | [measured](#octopis-scalability-"
+    assert re.search(re.escape(status) + r"[a-z0-9-]+\) at the quick scale only: \d+ [a-z]", text)
     assert (doc.parent / "reproduction" / "octopis-scalability-quick.png").stat().st_size > 0
     record = load_records(doc.parent / "reproduction")["octopis-scalability-quick"]
     assert [(r.compare, r.repetition) for r in record.runs] == [("bid", 0), ("dnr", 0), ("snr", 0)]
@@ -206,7 +205,9 @@ def test_the_committed_table_is_what_table_only_writes_from_the_committed_record
 
 def _run(compare: str, rep: int, ims: float, validity: str = "valid") -> RunFigures:
     figures = {"subscriptions.ims_total": ims, "subscriptions.delay_ms.mean": ims / 10}
-    return run_figures(f"routing={compare},rep={rep}", compare, rep, figures, validity=validity, correct=True)
+    return run_figures(
+        f"routing={compare},rep={rep}", compare, rep, figures, validity=validity, correct=True, seconds=10.0
+    )
 
 
 def _record(snr: list[float], quick: bool = False, bound: tuple[int, ...] = ()) -> RowRecord:
