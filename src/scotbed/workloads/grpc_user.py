@@ -2,10 +2,10 @@
 
 In the style of Locust's contrib users (``PostgresUser``, ``MongoDBUser``): a
 plain client class that fires ``environment.events.request`` per call, and an
-abstract :class:`GrpcUser` holding one client per broker address. It uses the
-synchronous gRPC API, which cooperates with gevent once
-``grpc.experimental.gevent.init_gevent()`` has run (the locustfile does it
-before anything creates a channel). Request types: ``grpc`` for unary calls
+abstract :class:`GrpcUser` whose clients, one per broker address, its process shares
+(:class:`ClientPool`). It uses the
+synchronous gRPC API, which cooperates with gevent once :func:`init_gevent` has run (the
+locustfile does it before anything creates a channel). Request types: ``grpc`` for unary calls
 and the subscription handshake (response time = until the broker's ack),
 ``deliver`` for notifications received (response time = receive time minus
 the publication's *intended* time, so Locust's own percentiles show the
@@ -15,10 +15,13 @@ end-to-end delay without coordinated omission).
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import grpc
+from grpc import _common as grpc_common
+from grpc.experimental import gevent as grpc_gevent
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from locust import User
 from locust.env import Environment
@@ -37,6 +40,20 @@ MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 # (20 s by default), and at 100 ms a loaded host's handshakes time out ("timed out before receiving
 # SETTINGS frame").
 RECONNECT_BACKOFF_MS = (100, 250)  # first and longest
+
+
+# How long a blocked gRPC call waits on its condition before it looks again. gRPC wakes every 0.1 s so
+# that a main thread's signal handlers run (grpc/grpc#19464); under gevent the hub runs them whatever a
+# greenlet waits on, and a waiting Subscribe stream woke 10 times a second for nothing: 5,000 wake-ups/s
+# at 500 subscribers, five times the CPU its deliveries cost (benchmarks/subscriber_receive.py).
+GEVENT_WAIT_S = 60.0
+
+
+def init_gevent(wait_s: float = GEVENT_WAIT_S) -> None:
+    """gRPC's gevent mode for this process, its blocked calls waking only on their events (or every
+    ``wait_s``). Call it before any channel exists, in a process that gevent has monkey-patched."""
+    grpc_gevent.init_gevent()
+    grpc_common.MAXIMUM_WAIT_TIMEOUT = wait_s
 
 
 class SubscribeError(RuntimeError):
@@ -146,27 +163,49 @@ class GrpcClient:
         self.channel.close()
 
 
-class GrpcUser(User):
-    """Abstract Locust user with one :class:`GrpcClient` per broker address it talks to."""
+class ClientPool:
+    """The :class:`GrpcClient` of each broker address, shared by every user of one Locust process.
 
-    abstract = True
+    Under gevent a channel with a call open waits for its next event on a native thread of the hub's
+    threadpool, and that thread takes the GIL every 200 ms (gRPC's interrupt check) while it waits. One
+    channel per user would hold a thread per subscriber: at 500 subscribers a process, their GIL
+    requests alone keep its gevent loop late by tens of ms, and a delivery waits in the process for
+    that long. One channel per broker bounds the threads by the overlay's size. The channels live as
+    long as the process: a user's streams end by being cancelled, and a broker that restarts is dialled
+    again by the same channel (:data:`RECONNECT_BACKOFF_MS`).
+    """
 
     def __init__(self, environment: Environment) -> None:
-        super().__init__(environment)
+        self.environment = environment
         self._clients: dict[str, GrpcClient] = {}
 
-    def client_for(self, address: str) -> GrpcClient:
+    def get(self, address: str) -> GrpcClient:
         if address not in self._clients:
             self._clients[address] = GrpcClient(address, self.environment)
         return self._clients[address]
 
-    def close_client(self, address: str) -> None:
-        """Close the channel to ``address`` (a lost session's): :meth:`client_for` opens a new one."""
-        client = self._clients.pop(address, None)
-        if client is not None:
-            client.close()
-
-    def on_stop(self) -> None:
+    def close(self) -> None:
         for c in self._clients.values():
             c.close()
         self._clients.clear()
+
+
+_pools: weakref.WeakKeyDictionary[Environment, ClientPool] = weakref.WeakKeyDictionary()
+
+
+def client_pool(environment: Environment) -> ClientPool:
+    """The process's :class:`ClientPool` (one per Locust environment), closed when Locust quits."""
+    pool = _pools.get(environment)
+    if pool is None:
+        pool = _pools[environment] = ClientPool(environment)
+        environment.events.quitting.add_listener(lambda **_: pool.close())
+    return pool
+
+
+class GrpcUser(User):
+    """Abstract Locust user that talks to brokers through its process's shared :class:`ClientPool`."""
+
+    abstract = True
+
+    def client_for(self, address: str) -> GrpcClient:
+        return client_pool(self.environment).get(address)

@@ -202,7 +202,7 @@ class ScotbedUser(GrpcUser):
 
     Sessions. A client whose call or stream fails while the fault timeline has its broker down on
     purpose (an outage of the plan's broker) has lost its session: it logs a ``session`` event
-    (``lost``), waits until the broker serves again (a new channel, probed every
+    (``lost``), waits until the broker serves again (its channel dials it again, probed every
     :data:`SESSION_RETRY_S`) and opens the session again (``restored``). Past the outage's end it
     fails, naming the broker; a failure outside every outage fails the workload as before.
     """
@@ -234,11 +234,10 @@ class ScotbedUser(GrpcUser):
         rec.event(time.time_ns(), self.client_name, contract.SESSION, state=state, broker=broker, **fields)
 
     def reopen(self, broker: str, until_ns: int) -> GrpcClient:
-        """A new session at ``broker`` once it serves again; :class:`SessionLost` past ``until_ns``."""
-        address = context().plan.broker(broker).address
+        """The client of ``broker`` once it serves again (its channel dials it again by itself);
+        :class:`SessionLost` past ``until_ns``."""
+        client = self.client_for(context().plan.broker(broker).address)
         while True:
-            self.close_client(address)
-            client = self.client_for(address)
             if client.serving():
                 return client
             if time.time_ns() >= until_ns:
@@ -387,8 +386,9 @@ class Subscriber(ScotbedUser):
         context().records.subscription(sent, contract.UNSUBSCRIBE, sub_id, self.client_name, broker, flt)
 
     def on_stop(self) -> None:
-        self.stopping = True  # the streams end with the channels: no session is lost
-        super().on_stop()
+        self.stopping = True  # no session is lost: the streams end because they are cancelled
+        for _, call, _, _ in self.streams.values():
+            call.cancel()
 
 
 class Publisher(ScotbedUser):
@@ -462,11 +462,12 @@ def _describe(e: BaseException) -> str:
 def configure() -> None:
     """Size the user classes from the plan (called by the locustfile at import) and hook Locust's init."""
     plan, _ = plan_from_env()
-    # Under gevent, gRPC waits for a call's next event on a native thread of the hub's threadpool, and an
-    # open Subscribe stream waits all the time: without room for every stream (default 10 threads) the
-    # streams beyond that never even see their ack. Threads start lazily, so a generous bound costs nothing.
-    streams = sum(len(s.subscriptions) + len(s.actions) for s in plan.subscribers)
-    gevent.get_hub().threadpool.maxsize = streams + len(plan.publishers) + 32
+    # Under gevent, gRPC waits for a channel's next event on a native thread of the hub's threadpool (one
+    # per channel with a call open, grpc_user.ClientPool) and for a unary call's reply on another (one
+    # per call in flight): without room for every channel (default 10 threads) the streams of the
+    # channels beyond that never even see their ack. Threads start lazily, so a generous bound costs nothing.
+    clients = len(plan.subscribers) + len(plan.publishers)
+    gevent.get_hub().threadpool.maxsize = len(plan.brokers) + clients + 32
     Subscriber.fixed_count = len(plan.subscribers)
     Publisher.fixed_count = len(plan.publishers)
     events.init.add_listener(lambda environment, **_: setup(environment))
