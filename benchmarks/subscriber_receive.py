@@ -11,9 +11,11 @@ stream (one per Locust user, the layout before the pool). Subscription ``k`` mat
 an asyncio publisher sends ``--rate`` notifications/s, one per call, to symbols in turn, so every
 notification has exactly one receiver and no queue builds up.
 
-Printed, in ms (mean, p50, p99): ``deliver`` in the broker's event log → the client's receive time (one
-host, one clock), the client process's CPU per delivery, and its gevent loop's lateness (a greenlet
-sleeping 100 ms, as the workers' ``client_loop`` probe). Compare figures of one session only.
+Printed, in ms (mean, p50, p99): ``deliver`` in the broker's event log → the client's receive time
+(one host, one clock), the client process's CPU per delivery, and its gevent loop's lateness (a
+greenlet sleeping 100 ms, as the workers' ``client_loop`` probe). Compare figures of one session only.
+The parent process stays off gevent (importing locust monkey-patches a process), so only the client
+imports the workloads package.
 """
 
 from __future__ import annotations
@@ -31,7 +33,9 @@ from pathlib import Path
 from typing import Any
 
 
-def client(address: str, streams: int, channels: str, wait_s: float, out: Path, seconds: float) -> None:
+def client(
+    address: str, streams: int, channels: str, wait_s: float | None, out: Path, seconds: float
+) -> None:
     """The client process: open the streams, read them until ``seconds`` after the ready file, dump."""
     from gevent import monkey
 
@@ -42,7 +46,7 @@ def client(address: str, streams: int, channels: str, wait_s: float, out: Path, 
     from scotbed.filters import Filter
     from scotbed.workloads.grpc_user import ClientPool, GrpcClient, init_gevent
 
-    init_gevent(wait_s)
+    init_gevent(*([] if wait_s is None else [wait_s]))
 
     env = Environment()
     gevent.get_hub().threadpool.maxsize = streams + 32
@@ -107,10 +111,6 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--client", nargs=2, metavar=("ADDRESS", "OUT"), help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.grpc_wait_s is None:
-        from scotbed.workloads.grpc_user import GEVENT_WAIT_S
-
-        args.grpc_wait_s = GEVENT_WAIT_S
     if args.client:
         client(
             args.client[0],
@@ -147,8 +147,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 args.channels,
                 "--seconds",
                 str(args.seconds),
-                "--grpc-wait-s",
-                str(args.grpc_wait_s),
+                *([] if args.grpc_wait_s is None else ["--grpc-wait-s", str(args.grpc_wait_s)]),
                 "--client",
                 address,
                 str(out),
@@ -186,7 +185,8 @@ def report(r: dict[str, Any]) -> str:
     def line(what: str, f: dict[str, float]) -> str:
         return f"  {what:22s} mean {f['mean']:7.2f}  p50 {f['p50']:7.2f}  p99 {f['p99']:7.2f} ms"
 
-    head = f"{r['streams']} streams, channels per {r['channels']}, waits of {r['grpc_wait_s']:g} s"
+    wait = "the users' waits" if r["grpc_wait_s"] is None else f"waits of {r['grpc_wait_s']:g} s"
+    head = f"{r['streams']} streams, channels per {r['channels']}, {wait}"
     return "\n".join(
         [
             f"{head}: {r['received']} of {r['published']} received",
