@@ -21,6 +21,8 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+# The brokers' gRPC I/O engine, chosen before gRPC loads.
+from scotbed.broker import engine  # noqa: F401  # isort: skip
 import grpc
 
 from scotbed.v1 import scotbed_pb2 as pb

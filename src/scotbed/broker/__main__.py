@@ -16,6 +16,7 @@ import logging
 import signal
 import sys
 
+from scotbed.broker import engine  # noqa: F401  (first: it chooses gRPC's I/O engine before gRPC loads)
 from scotbed.broker.links import new_incarnation
 from scotbed.broker.readyfile import ReadyFile
 from scotbed.broker.runtime import STOP_GRACE_S, STOP_INPUT_S, Broker
