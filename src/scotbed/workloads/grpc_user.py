@@ -168,26 +168,36 @@ class ClientPool:
 
     Under gevent a channel with a call open waits for its next event on a native thread of the hub's
     threadpool, and that thread takes the GIL every 200 ms (gRPC's interrupt check) while it waits. One
-    channel per user would hold a thread per subscriber: at 500 subscribers a process, their GIL
-    requests alone keep its gevent loop late by tens of ms, and a delivery waits in the process for
-    that long. One channel per broker bounds the threads by the overlay's size. The channels live as
-    long as the process: a user's streams end by being cancelled, and a broker that restarts is dialled
-    again by the same channel (:data:`RECONNECT_BACKOFF_MS`).
+    channel per user would hold a thread per subscriber; one channel per broker bounds the threads by
+    the overlay's size. A user's streams end by being cancelled, never by closing a shared channel.
+    A session lost to a broker's outage asks for a fresh channel (:meth:`renew`), which resolves the
+    broker's name again (a restarted pod has a new address) instead of waiting for the old channel's
+    next resolution.
     """
 
     def __init__(self, environment: Environment) -> None:
         self.environment = environment
         self._clients: dict[str, GrpcClient] = {}
+        self._replaced: list[GrpcClient] = []  # streams of other users may still run on them
 
     def get(self, address: str) -> GrpcClient:
         if address not in self._clients:
             self._clients[address] = GrpcClient(address, self.environment)
         return self._clients[address]
 
+    def renew(self, client: GrpcClient) -> GrpcClient:
+        """A fresh client for ``client``'s broker, unless another user renewed it already: then that one.
+        The old channel stays open for the streams other users still hold on it."""
+        if self._clients.get(client.address) is client:
+            self._replaced.append(client)
+            del self._clients[client.address]
+        return self.get(client.address)
+
     def close(self) -> None:
-        for c in self._clients.values():
+        for c in [*self._clients.values(), *self._replaced]:
             c.close()
         self._clients.clear()
+        self._replaced.clear()
 
 
 _pools: weakref.WeakKeyDictionary[Environment, ClientPool] = weakref.WeakKeyDictionary()
@@ -209,3 +219,7 @@ class GrpcUser(User):
 
     def client_for(self, address: str) -> GrpcClient:
         return client_pool(self.environment).get(address)
+
+    def renew_client(self, client: GrpcClient) -> GrpcClient:
+        """A fresh client for ``client``'s broker (a lost session's): :meth:`ClientPool.renew`."""
+        return client_pool(self.environment).renew(client)

@@ -202,7 +202,7 @@ class ScotbedUser(GrpcUser):
 
     Sessions. A client whose call or stream fails while the fault timeline has its broker down on
     purpose (an outage of the plan's broker) has lost its session: it logs a ``session`` event
-    (``lost``), waits until the broker serves again (its channel dials it again, probed every
+    (``lost``), waits until the broker serves again (a fresh channel, probed every
     :data:`SESSION_RETRY_S`) and opens the session again (``restored``). Past the outage's end it
     fails, naming the broker; a failure outside every outage fails the workload as before.
     """
@@ -234,15 +234,15 @@ class ScotbedUser(GrpcUser):
         rec.event(time.time_ns(), self.client_name, contract.SESSION, state=state, broker=broker, **fields)
 
     def reopen(self, broker: str, until_ns: int) -> GrpcClient:
-        """The client of ``broker`` once it serves again (its channel dials it again by itself);
+        """A client of ``broker`` once it serves again, on a fresh channel after each probe that failed;
         :class:`SessionLost` past ``until_ns``."""
         client = self.client_for(context().plan.broker(broker).address)
-        while True:
-            if client.serving():
-                return client
+        while not client.serving():
             if time.time_ns() >= until_ns:
                 raise SessionLost(f"{broker} did not serve again by the end of its outage")
             gevent.sleep(SESSION_RETRY_S)
+            client = self.renew_client(client)
+        return client
 
     @task
     def play(self) -> None:
