@@ -83,6 +83,33 @@ def test_the_run_queue_wait_is_read_from_the_kernel_where_it_reports_it(tmp_path
         assert isinstance(run_queue_wait_ns(), int)
 
 
+def test_the_probe_s_timer_takes_the_samples_on_its_own_wake_ups() -> None:
+    """One timer for the probe and the samples (the clock is read at construction, at the start and
+    twice a wake-up): a sample on the first wake-up at or past each 250 ms,
+    and after a stall the next one a whole period later, not a burst of catch-up samples."""
+    wake_ups = [0.1 * k for k in range(1, 11)] + [2.05, 2.15, 2.25, 2.35]  # a stall from 1.0 s to 2.05 s
+    clock_values = iter([0.0, 0.0] + [t for w in wake_ups for t in (round(w - 0.1, 2), w)])
+    sampled: list[float] = []
+    now = [0.0]
+
+    def clock() -> float:
+        now[0] = next(clock_values)
+        return now[0]
+
+    class Done(Exception):
+        pass
+
+    def sample() -> None:
+        sampled.append(now[0])
+        if len(sampled) == 6:
+            raise Done
+
+    probe = LoopProbe(period_s=0.0, clock=clock, cpu_clock=lambda: 0.0, wait_clock=lambda: None)
+    with pytest.raises(Done):
+        asyncio.run(probe.run(0.25, sample))
+    assert [round(t, 2) for t in sampled] == [0.3, 0.5, 0.8, 1.0, 2.05, 2.35]
+
+
 def test_a_blocked_event_loop_shows_as_lag_and_a_busy_one_as_cpu() -> None:
     async def scenario() -> tuple[dict[str, float], float, float]:
         probe = LoopProbe(period_s=0.01)

@@ -6,9 +6,9 @@ broker's entry point and the benchmarks' relay import it first.
 
 Why. Under gRPC's EventEngine a received message passes through an event-engine poller thread, an
 event-engine worker and grpc.aio's poller thread before the broker's event loop runs: each hand-off
-is a thread wake-up, which on a shared 2-core host waits for a core. With the poller, grpc.aio's
-own thread polls the sockets. A 5-broker chain at 100 notifications/s used 0.79–0.91 of the CPU per
-notification and 0.86 of the wire-to-wire time; a flood's rate did not change (benchmarks/README.md).
+is a thread wake-up, which on a shared host waits for a core. With the poller, grpc.aio's own
+thread polls the sockets: less CPU and a shorter link per message at low rates, the same in a flood
+(benchmarks/README.md has the figures).
 """
 
 from __future__ import annotations

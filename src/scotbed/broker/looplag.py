@@ -88,9 +88,19 @@ class LoopProbe:
         self._reset()
         return fields
 
-    async def run(self) -> None:
-        """Forever: sleep ``period_s`` and record how late the wake-up was."""
+    async def run(self, every_s: float = 0.0, on_period: Callable[[], None] | None = None) -> None:
+        """Forever: sleep ``period_s`` and record how late the wake-up was; and call ``on_period`` on the
+        first wake-up at or past each multiple of ``every_s`` (the broker's samples), so that one timer
+        serves both: every wake-up costs an idle process CPU, and an overlay has many idle brokers.
+        The periods between calls average ``every_s`` and each lies within ``period_s`` of it."""
+        due = self._clock() + every_s
         while True:
             asked = self._clock()
             await asyncio.sleep(self.period_s)
-            self.record(self._clock() - asked - self.period_s)
+            now = self._clock()
+            self.record(now - asked - self.period_s)
+            if on_period is not None and now >= due:
+                on_period()
+                due += every_s
+                if due <= now:  # a stall: the next period starts now, not in a burst of catch-up calls
+                    due = now + every_s

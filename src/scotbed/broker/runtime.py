@@ -177,8 +177,8 @@ class Broker:
         if self.server.active:
             log.info("%s: service time %.0f µs per message", self.id, self.cfg.service_us)
         if self.cfg.log.sample_interval_ms > 0:
-            self._tasks.append(asyncio.create_task(self._sampler(), name="sample"))
-            self._tasks.append(asyncio.create_task(self.loop_probe.run(), name="loop-probe"))
+            every_s = self.cfg.log.sample_interval_ms / 1000.0
+            self._tasks.append(asyncio.create_task(self.loop_probe.run(every_s, self.sample), name="sample"))
 
     async def stop_tasks(self) -> None:
         if self.topology is not None:
@@ -473,12 +473,6 @@ class Broker:
         return None
 
     # --- periodic tasks -------------------------------------------------------------------------
-
-    async def _sampler(self) -> None:
-        period = self.cfg.log.sample_interval_ms / 1000.0
-        while True:
-            await asyncio.sleep(period)
-            self.sample()
 
     def sample(self) -> None:
         only_samples = not self.events.pending

@@ -2,10 +2,10 @@
 
 In the style of Locust's contrib users (``PostgresUser``, ``MongoDBUser``): a
 plain client class that fires ``environment.events.request`` per call, and an
-abstract :class:`GrpcUser` whose clients, one per broker address, its process shares
-(:class:`ClientPool`). It uses the
-synchronous gRPC API, which cooperates with gevent once :func:`init_gevent` has run (the
-locustfile does it before anything creates a channel). Request types: ``grpc`` for unary calls
+abstract :class:`GrpcUser` whose clients, one per broker address, its process
+shares (:class:`ClientPool`). It uses the synchronous gRPC API, which cooperates
+with gevent once :func:`init_gevent` has run (the locustfile does it before
+anything creates a channel). Request types: ``grpc`` for unary calls
 and the subscription handshake (response time = until the broker's ack),
 ``deliver`` for notifications received (response time = receive time minus
 the publication's *intended* time, so Locust's own percentiles show the
@@ -44,8 +44,8 @@ RECONNECT_BACKOFF_MS = (100, 250)  # first and longest
 
 # How long a blocked gRPC call waits on its condition before it looks again. gRPC wakes every 0.1 s so
 # that a main thread's signal handlers run (grpc/grpc#19464); under gevent the hub runs them whatever a
-# greenlet waits on, and a waiting Subscribe stream woke 10 times a second for nothing: 5,000 wake-ups/s
-# at 500 subscribers, five times the CPU its deliveries cost (benchmarks/subscriber_receive.py).
+# greenlet waits on, and every waiting Subscribe stream would wake 10 times a second for nothing
+# (5,000 wake-ups/s at 500 subscribers; benchmarks/subscriber_receive.py prices it).
 GEVENT_WAIT_S = 60.0
 
 
