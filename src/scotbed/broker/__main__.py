@@ -75,8 +75,8 @@ async def serve(cfg: BrokerConfig, stop_grace_s: float = STOP_GRACE_S, ready_fil
 
 
 def main(argv: list[str] | None = None) -> int:
-    # a launcher may start us with SIGINT/SIGTERM blocked (see launcher.start_broker); a broker must
-    # always hear them, to flush its event log and stop gracefully
+    # a parent may start us with SIGINT/SIGTERM blocked (a mask survives exec); a broker must always
+    # hear them, to flush its event log and stop gracefully
     signal.pthread_sigmask(signal.SIG_SETMASK, set())
     ap = argparse.ArgumentParser(prog="python -m scotbed.broker", description=__doc__.splitlines()[0])
     ap.add_argument("--config", required=True, help="broker JSON config (one broker or all brokers)")

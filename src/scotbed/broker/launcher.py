@@ -50,6 +50,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from scotbed import contract
@@ -62,17 +63,36 @@ HOST = "127.0.0.1"
 
 
 @contextlib.contextmanager
-def _signals_deferred() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM back for the block (main thread only); a pending one arrives after it."""
+def signals_deferred() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM back for the block (main thread only); one that came meanwhile is handled
+    after it, by the handler that was in place.
+
+    Blocking the signals in the main thread's mask is not enough: the kernel hands a process-directed
+    signal to any thread that does not block it (gRPC's, a progress thread), and Python then runs the
+    handler in the main thread at its next bytecode, inside the block. So the Python-level handlers are
+    swapped for one that only notes the signal.
+    """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    held = {signal.SIGINT, signal.SIGTERM}
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    caught: list[tuple[int, FrameType | None]] = []
+
+    def note(signum: int, frame: FrameType | None) -> None:
+        caught.append((signum, frame))
+
+    held = {int(s): signal.signal(s, note) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        for s, handler in held.items():
+            signal.signal(s, handler)
+        if caught:
+            signum, frame = caught[0]
+            handler = held[signum]
+            if callable(handler):
+                handler(signum, frame)
+            elif handler == signal.SIG_DFL:
+                signal.raise_signal(signum)
 
 
 class LaunchError(ScotbedError, RuntimeError):
@@ -227,7 +247,7 @@ class LocalCluster:
         cmd = [self.python, "-m", "scotbed.broker", "--config", str(self.config_path), "--id", broker_id]
         # SIGINT/SIGTERM wait until the child is known (b.proc) and recorded (on_start): a handler that
         # raised in between would leave a broker nobody can stop
-        with _signals_deferred(), b.stdout.open("ab") as out, b.stderr.open("ab") as err:
+        with signals_deferred(), b.stdout.open("ab") as out, b.stderr.open("ab") as err:
             b.proc = subprocess.Popen(
                 [*cmd, *self.broker_args], stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=self.env
             )
