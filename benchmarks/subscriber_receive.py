@@ -49,7 +49,6 @@ def client(
     init_gevent(*([] if wait_s is None else [wait_s]))
 
     env = Environment()
-    gevent.get_hub().threadpool.maxsize = streams + 32
     pool = ClientPool(env)
     received: list[tuple[str, str, int]] = []
     lags: list[float] = []

@@ -5,8 +5,15 @@ Each check runs in a process of its own: importing locust monkey-patches the pro
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
+from pathlib import Path
+
+from scotbed import topology
+from scotbed.broker.client import BrokerClient
+from scotbed.broker.fleet import wait_quiescent
+from scotbed.broker.launcher import LocalCluster
 
 POOL = """
 from locust.env import Environment
@@ -36,11 +43,39 @@ init_gevent()
 assert _common.MAXIMUM_WAIT_TIMEOUT == GEVENT_WAIT_S
 """
 
+# More channels with a stream open than gevent's default threadpool has threads (10): every stream is
+# acknowledged and then gets the one notification published, within the time limit.
+CHANNELS = 12
+MANY_CHANNELS = f"""
+import sys
+import gevent
+from locust.env import Environment
+from scotbed.filters import Filter
+from scotbed.workloads.grpc_user import GrpcClient, init_gevent
+
+init_gevent()
+env = Environment()
+with gevent.Timeout(30, AssertionError("a Subscribe stream was not acknowledged")):
+    opened = []
+    for k in range({CHANNELS}):
+        client = GrpcClient(sys.argv[1], env)  # a channel each, as users at as many brokers have
+        opened.append((client, client.subscribe(f"s{{k}}", f"sub{{k}}", Filter.parse('symbol = "S"'))[0]))
+print("subscribed", flush=True)
+with gevent.Timeout(30, AssertionError("a stream did not get the notification")):
+    got = gevent.joinall([gevent.spawn(lambda c, call: next(c.deliveries(call)), *o) for o in opened])
+assert all(g.successful() for g in got), [g.exception for g in got]
+for client, call in opened:
+    call.cancel()
+    client.close()
+"""
+
+
+def _command(code: str) -> list[str]:
+    return [sys.executable, "-c", "from gevent import monkey; monkey.patch_all()\n" + code]
+
 
 def _run(code: str) -> None:
-    subprocess.run(
-        [sys.executable, "-c", "from gevent import monkey; monkey.patch_all()\n" + code], check=True
-    )
+    subprocess.run(_command(code), check=True)
 
 
 def test_one_client_per_broker_renewed_once_whoever_asks() -> None:
@@ -49,3 +84,24 @@ def test_one_client_per_broker_renewed_once_whoever_asks() -> None:
 
 def test_init_gevent_stops_the_blocked_calls_polling() -> None:
     _run(WAITS)
+
+
+def test_streams_on_more_channels_than_gevents_default_threads_all_receive(tmp_path: Path) -> None:
+    scot = topology.tree(topology.path(1))
+    with LocalCluster.from_topology(scot, tmp_path, routing="flooding") as cluster:
+        ((bid, address),) = cluster.addresses().items()
+        client = subprocess.Popen(
+            [*_command(MANY_CHANNELS), address], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        assert client.stdout is not None
+        line = client.stdout.readline()
+        assert line == "subscribed\n", client.communicate(timeout=30)[1][-3000:]
+        asyncio.run(wait_quiescent({bid: address}, timeout_s=30))
+        asyncio.run(_publish_one(address))
+        _, err = client.communicate(timeout=60)
+        assert client.returncode == 0, err[-3000:]
+
+
+async def _publish_one(address: str) -> None:
+    async with BrokerClient(address) as pub:
+        await pub.publish([("p0", {"symbol": "S", "price": 1.0})])

@@ -19,6 +19,7 @@ import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import gevent
 import grpc
 from grpc import _common as grpc_common
 from grpc.experimental import gevent as grpc_gevent
@@ -47,13 +48,24 @@ RECONNECT_BACKOFF_MS = (100, 250)  # first and longest
 # greenlet waits on, and every waiting Subscribe stream would wake 10 times a second for nothing
 # (5,000 wake-ups/s at 500 subscribers; benchmarks/subscriber_receive.py prices it).
 GEVENT_WAIT_S = 60.0
+# Native threads the gevent hub's threadpool may start. Under gevent, gRPC waits for a channel's next
+# event (a stream's message, a unary call's reply) in a task of that pool, which keeps its thread until
+# the event comes. gevent's default of 10 threads let a process's calls wait on 10 channels at most: with
+# streams open at more brokers than that, the other channels' messages (and the publishers' calls)
+# waited until one of the 10 got an event of its own, and forever if their streams stayed idle. The
+# pool starts a thread only when a task waits for one, so this bounds, and costs, nothing in practice:
+# a process's channels are at most one per broker (:class:`ClientPool`) plus its users' unary calls.
+GEVENT_THREADS = 4096
 
 
-def init_gevent(wait_s: float = GEVENT_WAIT_S) -> None:
-    """gRPC's gevent mode for this process, its blocked calls waking only on their events (or every
-    ``wait_s``). Call it before any channel exists, in a process that gevent has monkey-patched."""
+def init_gevent(wait_s: float = GEVENT_WAIT_S, threads: int = GEVENT_THREADS) -> None:
+    """gRPC's gevent mode for this process: its blocked calls wake only on their events (or every
+    ``wait_s``), and up to ``threads`` of them wait at once. Call it before any channel exists, in a
+    process that gevent has monkey-patched."""
     grpc_gevent.init_gevent()
     grpc_common.MAXIMUM_WAIT_TIMEOUT = wait_s
+    pool = gevent.get_hub().threadpool
+    pool.maxsize = max(pool.maxsize, threads)
 
 
 class SubscribeError(RuntimeError):
