@@ -26,10 +26,10 @@ Eq. 1 on the tree version it was routed on. The estimates behind ℓMIT's rule m
 - a broadcast sent while the burst is still being delivered carries a partial estimate that lives
   for up to two periods; a request in that window may swap once more among a, b, e and f (about one
   run in five): the rule on those estimates. ℓMIT weighs interest, not cost, so such a swap usually
-  lands on another tree of Eq. 1 = 18 but may not (once 26: the partial estimate made a–e the
-  least-interest link). So for ℓMIT the test asks for an admitted first swap that lowers Eq. 1 and
-  allows later ones only among a, b, e, f; ℓMST exactly one. Either way each notification pays
-  Eq. 1 on the tree version it was routed on, the versions in order, and the tail the last one's.
+  lands on another tree of Eq. 1 = 18 but may not (a CI run swapped on to a tree of 26). So for
+  ℓMIT the test asks for an admitted first swap that lowers Eq. 1 and allows later ones only among
+  a, b, e, f; ℓMST exactly one. Either way each notification pays Eq. 1 on the tree version it was
+  routed on, the versions in order, and the tail the last one's.
 """
 
 from __future__ import annotations
