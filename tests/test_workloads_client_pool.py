@@ -34,35 +34,36 @@ for c in (first, fresh):  # every channel the pool made is closed, the replaced 
     raise AssertionError("a closed channel took a call")
 """
 
-WAITS = """
-from grpc import _common
-from scotbed.workloads.grpc_user import GEVENT_WAIT_S, init_gevent
-
-assert _common.MAXIMUM_WAIT_TIMEOUT == 0.1
-init_gevent()
-assert _common.MAXIMUM_WAIT_TIMEOUT == GEVENT_WAIT_S
-"""
-
 # More channels with a stream open than gevent's default threadpool has threads (10): every stream is
-# acknowledged and then gets the one notification published, within the time limit.
+# acknowledged; while idle for IDLE_S its blocked read wakes about once (gRPC's own 0.1 s waits would
+# wake it IDLE_S / 0.1 times); then each gets the one notification published, within the time limit.
 CHANNELS = 12
+IDLE_S = 1.0
 MANY_CHANNELS = f"""
 import sys
 import gevent
+from grpc import _common
 from locust.env import Environment
 from scotbed.filters import Filter
 from scotbed.workloads.grpc_user import GrpcClient, init_gevent
 
 init_gevent()
+wakes = []
+wait_once = _common._wait_once
+_common._wait_once = lambda *args: wakes.append(1) or wait_once(*args)
 env = Environment()
 with gevent.Timeout(30, AssertionError("a Subscribe stream was not acknowledged")):
     opened = []
     for k in range({CHANNELS}):
         client = GrpcClient(sys.argv[1], env)  # a channel each, as users at as many brokers have
         opened.append((client, client.subscribe(f"s{{k}}", f"sub{{k}}", Filter.parse('symbol = "S"'))[0]))
+readers = [gevent.spawn(lambda c, call: next(c.deliveries(call)), *o) for o in opened]
+wakes.clear()
+gevent.sleep({IDLE_S})
+assert len(wakes) <= 2 * {CHANNELS}, f"{{len(wakes)}} wake-ups of {CHANNELS} idle streams in {IDLE_S} s"
 print("subscribed", flush=True)
 with gevent.Timeout(30, AssertionError("a stream did not get the notification")):
-    got = gevent.joinall([gevent.spawn(lambda c, call: next(c.deliveries(call)), *o) for o in opened])
+    got = gevent.joinall(readers)
 assert all(g.successful() for g in got), [g.exception for g in got]
 for client, call in opened:
     call.cancel()
@@ -82,11 +83,9 @@ def test_one_client_per_broker_renewed_once_whoever_asks() -> None:
     _run(POOL)
 
 
-def test_init_gevent_stops_the_blocked_calls_polling() -> None:
-    _run(WAITS)
-
-
-def test_streams_on_more_channels_than_gevents_default_threads_all_receive(tmp_path: Path) -> None:
+def test_idle_streams_on_more_channels_than_gevents_default_threads_wait_quietly_and_all_receive(
+    tmp_path: Path,
+) -> None:
     scot = topology.tree(topology.path(1))
     with LocalCluster.from_topology(scot, tmp_path, routing="flooding") as cluster:
         ((bid, address),) = cluster.addresses().items()
