@@ -6,10 +6,8 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import grpc
 import pytest
 
 from scotbed import topology
@@ -19,7 +17,6 @@ from scotbed.broker.statuspoll import StatusPoller
 from scotbed.orchestrator.livestats import figures
 from scotbed.orchestrator.progress import PLAIN_EVERY_S, Every, JsonProgress, QuietProgress, RichProgress
 from scotbed.v1 import scotbed_pb2 as pb
-from scotbed.v1 import scotbed_pb2_grpc as pbg
 
 # the workload's status document (locust/status.json); only its publisher counts are figures
 WORKLOAD = {"phase": "publishing", "publishers": 3, "publishers_done": 1, "received": 17}
@@ -158,43 +155,3 @@ def test_the_poller_asks_real_brokers_and_leaves_out_one_that_does_not_answer(tm
     f = figures(latest, {"publishers": 1}, expected=3, brokers=len(addresses))
     assert (f.published, f.answered, f.brokers) == (3, 2, 3)
     assert f.text().endswith("2/3 brokers answered")
-
-
-class _StatusClock(pbg.AdminServicer):
-    """A real Admin server that answers Status and notes when each call arrived."""
-
-    def __init__(self, bid: str, arrivals: list[tuple[float, str]]) -> None:
-        self.bid = bid
-        self.arrivals = arrivals
-
-    def Status(self, request: pb.StatusRequest, context: grpc.ServicerContext) -> pb.StatusReply:
-        self.arrivals.append((time.monotonic(), self.bid))
-        return pb.StatusReply(broker_id=self.bid)
-
-
-def test_a_round_asks_the_brokers_one_after_another_spread_over_the_interval() -> None:
-    n, interval = 5, 1.25  # a call every 0.25 s
-    arrivals: list[tuple[float, str]] = []
-    servers, addresses = [], {}
-    for k in range(n):
-        server = grpc.server(ThreadPoolExecutor(max_workers=2))
-        pbg.add_AdminServicer_to_server(_StatusClock(f"b{k}", arrivals), server)
-        addresses[f"b{k}"] = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
-        server.start()
-        servers.append(server)
-    try:
-        with StatusPoller(addresses, interval_s=interval, timeout_s=1.0) as poller:
-            deadline = time.monotonic() + 30
-            while poller.rounds < 2 and time.monotonic() < deadline:
-                time.sleep(0.05)
-            latest = poller.latest()
-    finally:
-        for server in servers:
-            server.stop(None)
-    assert sorted(latest) == sorted(addresses)
-    rounds = [sorted(arrivals)[k : k + n] for k in (0, n)]
-    for calls in rounds:
-        assert sorted(b for _, b in calls) == sorted(addresses)  # each broker once a round
-        span = calls[-1][0] - calls[0][0]
-        assert span >= (n - 2) * interval / n, f"a round's {n} calls came within {span * 1000:.0f} ms"
-    assert rounds[1][0][0] - rounds[0][0][0] >= 0.9 * interval

@@ -1,21 +1,16 @@
 """Every broker's Admin.Status, asked in the background: the figures of a live progress line.
 
-A daemon thread asks every broker once per round and keeps the latest round's replies. A round asks
-the brokers one after another, spread evenly over ``interval_s``, never all at once: the brokers share
-the host with the run they serve, and a round asked at once wakes every one of them in the same
-instant, a burst of work that each broker's next notification waits behind (on the 75-broker
-OctopiS spec it raised the brokers' mean loop lag by half; ``benchmarks/README.md``). Each call is
-bounded by ``timeout_s``; a broker that does not answer in time is left out of that round, so a slow
-or stopped broker never holds up the caller of :meth:`StatusPoller.latest`, which only reads what the
-thread last stored. Status is the cheapest admin call (no run token, a copy of the broker's counters
-and queue lengths), yet on a small host one costs a broker about as much as routing a notification.
+A daemon thread asks every broker once per ``interval_s`` (all at once, each call bounded by
+``timeout_s``) and keeps the latest replies. A broker that does not answer in time is left out of
+that round, so a slow or stopped broker never holds up the caller of :meth:`StatusPoller.latest`,
+which only reads what the thread last stored. Status is the cheapest admin call (no run token, a copy
+of the broker's counters and queue lengths); the poller adds one such call per broker per interval.
 The thread uses blocking gRPC with futures, not asyncio, so it shares no event loop with its caller.
 """
 
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,14 +20,16 @@ from scotbed.broker import tls
 from scotbed.v1 import scotbed_pb2 as pb
 from scotbed.v1 import scotbed_pb2_grpc as pbg
 
+INTERVAL_S = 1.0  # one round of Status calls a second
 TIMEOUT_S = 0.5  # a broker that takes longer is left out of the round
 
 
 class StatusPoller:
-    """``with StatusPoller(addresses, interval_s) as p: ... p.latest()``: the brokers' latest Status
-    replies, one round per ``interval_s``."""
+    """``with StatusPoller(addresses) as p: ... p.latest()``: the brokers' latest Status replies."""
 
-    def __init__(self, addresses: Mapping[str, str], interval_s: float, timeout_s: float = TIMEOUT_S) -> None:
+    def __init__(
+        self, addresses: Mapping[str, str], interval_s: float = INTERVAL_S, timeout_s: float = TIMEOUT_S
+    ) -> None:
         self.addresses = dict(addresses)
         self.interval_s = interval_s
         self.timeout_s = timeout_s
@@ -62,34 +59,24 @@ class StatusPoller:
 
     def _run(self) -> None:
         channels = {b: tls.channel(a) for b, a in self.addresses.items()}
-        stubs = {b: pbg.AdminStub(c) for b, c in sorted(channels.items())}
+        stubs = {b: pbg.AdminStub(c) for b, c in channels.items()}
         try:
             while not self._stop.is_set():
                 replies = self._round(stubs)
-                if replies is None:
-                    return
                 with self._lock:
                     self._latest = replies
                 self.rounds += 1
+                self._stop.wait(self.interval_s)
         finally:
             for c in channels.values():
                 c.close()
 
-    def _round(self, stubs: Mapping[str, Any]) -> dict[str, pb.StatusReply] | None:
-        """One Status call per broker, the k-th ``k * interval_s / n`` after the round began; the
-        replies once every call has ended, or None when the poller was stopped meanwhile."""
-        gap = self.interval_s / max(1, len(stubs))
-        began = time.monotonic()
-        calls = {}
-        for k, (b, stub) in enumerate(stubs.items()):
-            if self._stop.wait(max(0.0, began + k * gap - time.monotonic())):
-                return None
-            calls[b] = stub.Status.future(pb.StatusRequest(), timeout=self.timeout_s)
+    def _round(self, stubs: Mapping[str, Any]) -> dict[str, pb.StatusReply]:
+        calls = {b: s.Status.future(pb.StatusRequest(), timeout=self.timeout_s) for b, s in stubs.items()}
         replies = {}
         for b, call in calls.items():
             try:
                 replies[b] = call.result()
             except (grpc.RpcError, grpc.FutureCancelledError):
                 continue
-        self._stop.wait(max(0.0, began + len(stubs) * gap - time.monotonic()))
         return replies

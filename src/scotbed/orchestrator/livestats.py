@@ -3,7 +3,7 @@
 One line, like Locust's console stats: notifications the brokers accepted from publishers of those the
 plan holds, deliveries the brokers made, the largest queue and the worst event-loop lag with where
 they are, and how many publishers are done. Every figure but the last is the brokers' own, from one
-round of Status calls (spread over the poller's interval). Pure: the lifecycle asks the
+round of Status calls, so they agree with each other. Pure: the lifecycle asks the
 brokers (:class:`scotbed.broker.statuspoll.StatusPoller`) and reads ``locust/status.json``; this
 module turns what they returned into the figures and their text.
 """
