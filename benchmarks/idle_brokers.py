@@ -8,6 +8,10 @@ ready, and reads each process's CPU time over a quiet interval, with the default
 sampling off. The baseline, measured in the same run: a bare asyncio loop woken 100 times a
 second, which prices one timer wake-up on this host. On a small host a large overlay's idle
 cost is the floor under every delay it reports (docs/host-bound.md).
+
+It also prices one ``Admin.Status`` call (what the live progress line asks every broker once a
+round, ``broker/statuspoll.py``): the brokers' CPU with a poller asking each of them every
+``--status-interval`` s against without, alternated three times in one cluster.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import psutil
 
 from scotbed import topology
 from scotbed.broker.launcher import LocalCluster
+from scotbed.broker.statuspoll import StatusPoller
 
 SCOT = topology.Scot(topology.paper_fig2(), 3)
 SETTLE_S = 4.0  # start-up work (imports, hellos, the first samples) is over by then
@@ -43,6 +48,37 @@ def idle_ms_per_s(log: dict[str, float], seconds: float) -> list[float]:
         wall = time.monotonic() - start
         after = [sum(p.cpu_times()[:2]) for p in procs]
     return [(b - a) / wall * 1000.0 for a, b in zip(before, after, strict=True)]
+
+
+def _cpu_ms_per_s(procs: list[psutil.Process], seconds: float, poller: StatusPoller | None) -> float:
+    """The brokers' mean CPU ms per second over ``seconds``, with ``poller`` asking them meanwhile."""
+    before = [sum(p.cpu_times()[:2]) for p in procs]
+    start = time.monotonic()
+    if poller is None:
+        time.sleep(seconds)
+    else:
+        with poller:
+            time.sleep(seconds)
+    wall = time.monotonic() - start
+    after = [sum(p.cpu_times()[:2]) for p in procs]
+    return statistics.fmean((b - a) / wall * 1000.0 for a, b in zip(before, after, strict=True))
+
+
+def status_call_ms(seconds: float, interval_s: float, pairs: int = 3) -> list[float]:
+    """CPU ms one Status call costs a broker: (polled - idle) / calls per second, per alternated pair."""
+    with (
+        tempfile.TemporaryDirectory() as d,
+        LocalCluster.from_topology(SCOT, d, routing="snr", matching="counting") as cluster,
+    ):
+        procs = [psutil.Process(b.proc.pid) for b in cluster.brokers.values() if b.proc]
+        addresses = {b: p.address for b, p in cluster.brokers.items()}
+        time.sleep(SETTLE_S)
+        costs = []
+        for _ in range(pairs):
+            idle = _cpu_ms_per_s(procs, seconds, None)
+            polled = _cpu_ms_per_s(procs, seconds, StatusPoller(addresses, interval_s))
+            costs.append((polled - idle) * interval_s)
+        return costs
 
 
 def wakeup_us(seconds: float, per_s: int = 100) -> float:
@@ -67,11 +103,15 @@ def wakeup_us(seconds: float, per_s: int = 100) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=15.0)
+    ap.add_argument(
+        "--status-interval", type=float, default=0.1, help="s between two Status calls to a broker"
+    )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     default = idle_ms_per_s({}, args.seconds)
     quiet = idle_ms_per_s({"sample_interval_ms": 0.0}, args.seconds)
     wake = wakeup_us(args.seconds / 2)
+    status = status_call_ms(args.seconds / 2, args.status_interval)
     out: dict[str, Any] = {
         "brokers": len(default),
         "idle_ms_cpu_per_s_default": round(statistics.median(default), 2),
@@ -80,6 +120,7 @@ def main() -> None:
         "idle_ms_cpu_per_s_default_mean": round(statistics.fmean(default), 2),
         "idle_ms_cpu_per_s_sampling_off_mean": round(statistics.fmean(quiet), 2),
         "asyncio_wakeup_us": round(wake, 1),
+        "status_call_ms_cpu": [round(c, 3) for c in status],
     }
     out["default_in_wakeups_per_s"] = round(out["idle_ms_cpu_per_s_default"] * 1000.0 / wake, 1)
     if args.json:
@@ -91,6 +132,8 @@ def main() -> None:
         print(f"  {what} : {median:6.2f} ms/s, {mean:6.2f} ms/s")
     print(f"  one asyncio wake-up  : {out['asyncio_wakeup_us']:6.1f} µs (baseline, same run)")
     print(f"  default = {out['default_in_wakeups_per_s']} wake-ups/s of a bare loop")
+    calls = ", ".join(f"{c:.2f}" for c in out["status_call_ms_cpu"])
+    print(f"  one Admin.Status call: {calls} ms of a broker's CPU (alternated pairs)")
 
 
 if __name__ == "__main__":
