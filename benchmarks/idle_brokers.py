@@ -42,16 +42,13 @@ def idle_ms_per_s(log: dict[str, float], seconds: float) -> list[float]:
     ):
         procs = [psutil.Process(b.proc.pid) for b in cluster.brokers.values() if b.proc]
         time.sleep(SETTLE_S)
-        before = [sum(p.cpu_times()[:2]) for p in procs]
-        start = time.monotonic()
-        time.sleep(seconds)
-        wall = time.monotonic() - start
-        after = [sum(p.cpu_times()[:2]) for p in procs]
-    return [(b - a) / wall * 1000.0 for a, b in zip(before, after, strict=True)]
+        return cpu_ms_per_s(procs, seconds)
 
 
-def _cpu_ms_per_s(procs: list[psutil.Process], seconds: float, poller: StatusPoller | None) -> float:
-    """The brokers' mean CPU ms per second over ``seconds``, with ``poller`` asking them meanwhile."""
+def cpu_ms_per_s(
+    procs: list[psutil.Process], seconds: float, poller: StatusPoller | None = None
+) -> list[float]:
+    """Each process's CPU ms per second over ``seconds``, with ``poller`` (if any) asking meanwhile."""
     before = [sum(p.cpu_times()[:2]) for p in procs]
     start = time.monotonic()
     if poller is None:
@@ -61,7 +58,7 @@ def _cpu_ms_per_s(procs: list[psutil.Process], seconds: float, poller: StatusPol
             time.sleep(seconds)
     wall = time.monotonic() - start
     after = [sum(p.cpu_times()[:2]) for p in procs]
-    return statistics.fmean((b - a) / wall * 1000.0 for a, b in zip(before, after, strict=True))
+    return [(b - a) / wall * 1000.0 for a, b in zip(before, after, strict=True)]
 
 
 def status_call_ms(seconds: float, interval_s: float, pairs: int = 3) -> list[float]:
@@ -75,8 +72,8 @@ def status_call_ms(seconds: float, interval_s: float, pairs: int = 3) -> list[fl
         time.sleep(SETTLE_S)
         costs = []
         for _ in range(pairs):
-            idle = _cpu_ms_per_s(procs, seconds, None)
-            polled = _cpu_ms_per_s(procs, seconds, StatusPoller(addresses, interval_s))
+            idle = statistics.fmean(cpu_ms_per_s(procs, seconds))
+            polled = statistics.fmean(cpu_ms_per_s(procs, seconds, StatusPoller(addresses, interval_s)))
             costs.append((polled - idle) * interval_s)
         return costs
 
