@@ -5,6 +5,7 @@ analysis, and the specs it refuses by name."""
 from __future__ import annotations
 
 import json
+import statistics
 from collections import Counter
 from itertools import pairwise
 from pathlib import Path
@@ -20,7 +21,8 @@ from scotbed import contract
 from scotbed.analysis.faultwindows import GRACE_S
 from scotbed.broker.eventlog import read_events
 from scotbed.filters import Filter
-from scotbed.orchestrator.backends.sim.calibration import write
+from scotbed.orchestrator.backends.sim import calibration
+from scotbed.orchestrator.backends.sim.calibration import HostCost
 from scotbed.orchestrator.backends.sim.clock import Clock
 from scotbed.orchestrator.calibrate import calibrate
 from scotbed.orchestrator.reproduce.effects import metric
@@ -457,36 +459,60 @@ def test_the_sim_backend_gives_the_counts_of_real_brokers_on_the_quickstart(tmp_
 
 SERVICE_DOMINANT = ["brokers.service_us=2000", "links.latency_ms=5"]
 DELAY_TOLERANCE = 0.20  # the sim's mean and p90 delay within ±20 % of broker processes' (issue 41)
+REAL_RUNS = 3  # runs of broker processes per configuration; the sim is held to their median
+
+
+def test_a_calibration_is_the_median_of_its_runs_and_names_each() -> None:
+    runs = [
+        HostCost(4000.0, 2900.0, 1700.0),
+        HostCost(4900.0, 2300.0, 2700.0),
+        HostCost(4300.0, 3200.0, 2100.0),
+    ]
+    cost = calibration.median(runs)
+    assert (cost.client_in_us, cost.hop_us, cost.client_out_us) == (4300.0, 2900.0, 2100.0)
+    assert cost.measured_on == {"runs": [r.to_json() for r in runs]}
+    with pytest.raises(calibration.CalibrationError, match="at least one run"):
+        calibration.median([])
 
 
 @pytest.mark.slow
 @pytest.mark.spark
 @pytest.mark.quiet_host
 def test_calibrated_sim_delays_are_within_20_percent_of_broker_processes(tmp_path: Path, spark: Any) -> None:
-    """Calibrated once, on the quickstart with SNR on broker processes (`scotbed calibrate`), the sim
-    predicts other runs of broker processes on this host: the quickstart with DNR, and both routings
-    with the brokers' service time dominant (2 ms per message, 5 ms links). Mean and p90 notification
-    delay within ±20 %; the counts equal."""
+    """Calibrated on the quickstart with SNR on broker processes (`scotbed calibrate`, the median of 3
+    runs), the sim predicts other runs of broker processes on this host: the quickstart with DNR, and
+    both routings with the brokers' service time dominant (2 ms per message, 5 ms links). Mean and p90
+    notification delay within ±20 % of the median of 3 runs of each, taken in turn (the host's speed
+    moves from one second to the next, `benchmarks/host_speed.py`); the counts equal in every run."""
     cost = calibrate(QUICKSTART, [], tmp_path / "calibration")
     assert cost.hop_us > 0 and cost.client_in_us > 0
-    write(cost, tmp_path / "cal.json")
-    for sets in (["routing=dnr"], ["routing=snr", *SERVICE_DOMINANT], ["routing=dnr", *SERVICE_DOMINANT]):
-        got = {}
-        for backend in ("local", "sim"):
-            options = RunOptions(
-                backend=backend,
-                out=tmp_path / backend,
-                quiet=True,
-                calibration=tmp_path / "cal.json" if backend == "sim" else None,
+    assert cost.measured_on is not None and len(cost.measured_on["runs"]) == calibration.DEFAULT_REPETITIONS
+    calibration.write(cost, tmp_path / "cal.json")
+    configurations = (["routing=dnr"], ["routing=snr", *SERVICE_DOMINANT], ["routing=dnr", *SERVICE_DOMINANT])
+    real: dict[int, list[tuple[float, float, int, int]]] = {k: [] for k in range(len(configurations))}
+    for _ in range(REAL_RUNS):
+        for k, sets in enumerate(configurations):
+            real[k].append(
+                _delays_and_counts(sets, RunOptions(backend="local", out=tmp_path / "local", quiet=True))
             )
-            result = run_spec(QUICKSTART, sets, options)
-            assert result.ok, result.verdict
-            n = result.summary["notifications"]
-            got[backend] = (n["delay_ms"]["mean"], n["delay_ms"]["p90"], n["delivered"], n["ims_total"])
-        (real_mean, real_p90, *real_counts), (sim_mean, sim_p90, *sim_counts) = got["local"], got["sim"]
-        assert sim_counts == real_counts, sets
-        assert abs(sim_mean / real_mean - 1) <= DELAY_TOLERANCE, (sets, got)
-        assert abs(sim_p90 / real_p90 - 1) <= DELAY_TOLERANCE, (sets, got)
+    for k, sets in enumerate(configurations):
+        options = RunOptions(
+            backend="sim", out=tmp_path / "sim", quiet=True, calibration=tmp_path / "cal.json"
+        )
+        sim_mean, sim_p90, *sim_counts = _delays_and_counts(sets, options)
+        assert all(r[2:] == tuple(sim_counts) for r in real[k]), (sets, real[k], sim_counts)
+        real_mean = statistics.median(r[0] for r in real[k])
+        real_p90 = statistics.median(r[1] for r in real[k])
+        assert abs(sim_mean / real_mean - 1) <= DELAY_TOLERANCE, (sets, real[k], sim_mean, sim_p90)
+        assert abs(sim_p90 / real_p90 - 1) <= DELAY_TOLERANCE, (sets, real[k], sim_mean, sim_p90)
+
+
+def _delays_and_counts(sets: list[str], options: RunOptions) -> tuple[float, float, int, int]:
+    """A quickstart run's mean and p90 notification delay (ms), its deliveries and its IMS total."""
+    result = run_spec(QUICKSTART, sets, options)
+    assert result.ok, result.verdict
+    n = result.summary["notifications"]
+    return n["delay_ms"]["mean"], n["delay_ms"]["p90"], n["delivered"], n["ims_total"]
 
 
 def test_a_calibration_is_checked_before_anything_runs(tmp_path: Path) -> None:

@@ -193,6 +193,15 @@ def test_zero_workers_are_refused_before_anything_runs(tmp_path: Path) -> None:
     assert not out.exists()
 
 
+def test_a_calibration_of_zero_runs_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    runs, out = tmp_path / "runs", tmp_path / "cal.json"
+    proc = scotbed(
+        tmp_path, "calibrate", "--repetitions", "0", "--runs", str(runs), "--out", str(out), timeout=120
+    )
+    _refused(proc, "argument --repetitions: '0' is not a number of runs (a whole number >= 1)")
+    assert not runs.exists() and not out.exists()
+
+
 def test_yaml_nested_without_end_or_with_endless_numbers_is_one_line(tmp_path: Path) -> None:
     spec = tmp_path / "spec.yaml"
     for text, message in (

@@ -39,6 +39,21 @@ def add_spec_arguments(p: argparse.ArgumentParser, default: str | None = None) -
     )
 
 
+def count_of(what: str) -> Callable[[str], int]:
+    """An argparse type for a number of ``what``: a whole number >= 1, anything else refused by name."""
+
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number of {what} (a whole number >= 1)")
+        return n
+
+    return parse
+
+
 def load(args: argparse.Namespace) -> Spec:
     return load_spec(args.spec, args.sets)
 

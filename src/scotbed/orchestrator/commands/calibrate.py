@@ -7,7 +7,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from scotbed.orchestrator.commands import add_spec_arguments, call_lazy
+from scotbed.orchestrator.backends.sim.calibration import DEFAULT_REPETITIONS
+from scotbed.orchestrator.commands import add_spec_arguments, call_lazy, count_of
 from scotbed.orchestrator.commands.run import add_output_options
 
 DEFAULT_SPEC = "experiments/quickstart.yaml"
@@ -21,5 +22,12 @@ def add_parser(sub: Any) -> None:
     add_spec_arguments(p, default=DEFAULT_SPEC)
     p.add_argument("--out", default="sim-calibration.json", metavar="FILE", help="the calibration file")
     p.add_argument("--runs", default="runs", metavar="DIR", help="parent of the calibration run's directory")
+    p.add_argument(
+        "--repetitions",
+        type=count_of("runs"),
+        default=DEFAULT_REPETITIONS,
+        metavar="N",
+        help=f"runs of SPEC; the calibration is their median (default {DEFAULT_REPETITIONS})",
+    )
     add_output_options(p, spark=False)
     p.set_defaults(handler=lambda args: call_lazy("calibrate", "scotbed.orchestrator.calibrate", args))

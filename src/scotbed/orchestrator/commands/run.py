@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from scotbed.orchestrator.backends import REGISTRY
-from scotbed.orchestrator.commands import add_spec_arguments, call_lazy
+from scotbed.orchestrator.commands import add_spec_arguments, call_lazy, count_of
 from scotbed.orchestrator.images import BROKER_IMAGE
 
 
@@ -89,20 +89,9 @@ def add_namespace_option(p: argparse.ArgumentParser) -> None:
 
 def add_workers_option(p: argparse.ArgumentParser) -> None:
     """``--workers N``: refused by the parser (exit 2) unless N >= 1, so no run deploys first."""
-    p.add_argument("--workers", type=worker_count, default=2, metavar="N", help="Locust worker processes")
-
-
-def worker_count(text: str) -> int:
-    """A number of Locust worker processes: a whole number >= 1."""
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a number of worker processes (a whole number >= 1)"
-        )
-    return n
+    p.add_argument(
+        "--workers", type=count_of("worker processes"), default=2, metavar="N", help="Locust worker processes"
+    )
 
 
 def cpu_quantity(text: str) -> str:

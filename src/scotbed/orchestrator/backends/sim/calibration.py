@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import statistics
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +49,9 @@ class HostCost:
 
 
 NONE = HostCost()
+
+#: calibration runs whose median ``scotbed calibrate`` keeps (this host's speed moves between runs)
+DEFAULT_REPETITIONS = 3
 
 
 @dataclass
@@ -121,6 +124,19 @@ def measure(
         hop_us=max(0.0, round(statistics.fmean(hops), 1)),
         client_out_us=max(0.0, round(statistics.fmean(client_out), 1)),
         measured_on={"notifications": len(client_in), "hops": len(hops), "receives": len(client_out)},
+    )
+
+
+def median(costs: Sequence[HostCost]) -> HostCost:
+    """One cost from the costs of repeated calibration runs: each field's median, so one run taken
+    while the host was slower or faster does not set it; ``measured_on`` lists every run's."""
+    if not costs:
+        raise CalibrationError("a calibration needs at least one run")
+    return HostCost(
+        client_in_us=statistics.median(c.client_in_us for c in costs),
+        hop_us=statistics.median(c.hop_us for c in costs),
+        client_out_us=statistics.median(c.client_out_us for c in costs),
+        measured_on={"runs": [c.to_json() for c in costs]},
     )
 
 
