@@ -178,7 +178,10 @@ class HrpSpec(Block):
     )
     notifications: int = Field(ge=1, le=bounds.MAX_NOTIFICATIONS, description="notifications in the burst")
     start_s: float = Field(
-        default=0.0, ge=0, le=bounds.MAX_SECONDS, description="seconds after the publishers start"
+        default=0.0,
+        ge=0,
+        le=bounds.MAX_SECONDS,
+        description="seconds after the release, when the publishers start (each within start_spread_s)",
     )
     interested_fraction: float = Field(
         default=0.002,
@@ -200,7 +203,10 @@ class UnsubBurstSpec(Block):
         description="milliseconds between two unsubscriptions",
     )
     start_s: float = Field(
-        default=0.0, ge=0, le=bounds.MAX_SECONDS, description="seconds after the publishers start"
+        default=0.0,
+        ge=0,
+        le=bounds.MAX_SECONDS,
+        description="seconds after the release, when the publishers start (each within start_spread_s)",
     )
 
 
@@ -218,7 +224,10 @@ class ChurnSpec(Block):
         "B(a, j != i), or of its cluster B(a' != a, i)",
     )
     start_s: float = Field(
-        default=0.0, ge=0, le=bounds.MAX_SECONDS, description="seconds after the publishers start"
+        default=0.0,
+        ge=0,
+        le=bounds.MAX_SECONDS,
+        description="seconds after the release, when the publishers start (each within start_spread_s)",
     )
     duration_s: float | None = Field(
         default=None,
