@@ -170,6 +170,16 @@ def _placement_mode(value: Any) -> Any:
     return {"mode": value} if isinstance(value, str) else value
 
 
+def _start_after_release() -> Any:
+    """The ``start_s`` of a timed workload part (HRP, unsubscription burst, churn): one definition."""
+    return Field(
+        default=0.0,
+        ge=0,
+        le=bounds.MAX_SECONDS,
+        description="seconds after the release, when the publishers start (each within start_spread_s)",
+    )
+
+
 class HrpSpec(Block):
     """A high-rate publisher burst (OctopiS §5 burst scenario)."""
 
@@ -177,12 +187,7 @@ class HrpSpec(Block):
         gt=0, le=bounds.MAX_RATE_PER_S * 60, description="notifications per minute"
     )
     notifications: int = Field(ge=1, le=bounds.MAX_NOTIFICATIONS, description="notifications in the burst")
-    start_s: float = Field(
-        default=0.0,
-        ge=0,
-        le=bounds.MAX_SECONDS,
-        description="seconds after the release, when the publishers start (each within start_spread_s)",
-    )
+    start_s: float = _start_after_release()
     interested_fraction: float = Field(
         default=0.002,
         ge=0,
@@ -202,12 +207,7 @@ class UnsubBurstSpec(Block):
         le=bounds.MAX_SECONDS * 1000,
         description="milliseconds between two unsubscriptions",
     )
-    start_s: float = Field(
-        default=0.0,
-        ge=0,
-        le=bounds.MAX_SECONDS,
-        description="seconds after the release, when the publishers start (each within start_spread_s)",
-    )
+    start_s: float = _start_after_release()
 
 
 class ChurnSpec(Block):
@@ -223,12 +223,7 @@ class ChurnSpec(Block):
         description="where a subscriber re-subscribes: its own broker, another broker of its region "
         "B(a, j != i), or of its cluster B(a' != a, i)",
     )
-    start_s: float = Field(
-        default=0.0,
-        ge=0,
-        le=bounds.MAX_SECONDS,
-        description="seconds after the release, when the publishers start (each within start_spread_s)",
-    )
+    start_s: float = _start_after_release()
     duration_s: float | None = Field(
         default=None,
         gt=0,
